@@ -1,0 +1,39 @@
+// Package kube holds what ferry's Kubernetes-facing code shares: the scheme of
+// the core, Cluster API (core, kubeadm bootstrap and control plane) and CAPO
+// types that ferry reads and writes in a management cluster.
+//
+// KamajiControlPlane has no Go types here (its provider's module is not
+// available); ferry handles it as unstructured data.
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+)
+
+// NewScheme returns a scheme with every API group ferry works with registered.
+// It panics only if the vendored API packages conflict with each other, which
+// is a build defect rather than a runtime condition.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme,
+		clusterv1.AddToScheme,
+		bootstrapv1.AddToScheme,
+		controlplanev1.AddToScheme,
+		infrav1.AddToScheme,
+		infrav1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(fmt.Sprintf("kube: build scheme: %v", err))
+		}
+	}
+	return s
+}

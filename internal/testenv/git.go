@@ -1,0 +1,39 @@
+package testenv
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/gitserver"
+)
+
+// Git is a running Git server with one bare repository.
+type Git struct {
+	// URL is the repository's http:// URL, for go-git or git.
+	URL string
+	// Dir is the bare repository on disk, for checking what a push stored.
+	Dir string
+	// Server serves the repositories; CreateRepo adds more next to Dir.
+	Server *gitserver.Server
+	// BaseURL is where the server listens; a repository created with
+	// Server.CreateRepo(name) is at BaseURL + "/" + name + ".git".
+	BaseURL string
+}
+
+// StartGit serves a bare repository named "plans" over http:// on a random
+// port, seeded with the files under seed (none when seed is empty).
+func StartGit(t testing.TB, seed string) *Git {
+	t.Helper()
+	srv, err := gitserver.New(t.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	dir, err := srv.CreateRepo(context.Background(), "plans", seed)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return &Git{URL: hs.URL + "/plans.git", Dir: dir, Server: srv, BaseURL: hs.URL}
+}
