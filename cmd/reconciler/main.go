@@ -11,11 +11,12 @@ import (
 )
 
 // commands are the subcommands this build has; later issues add run,
-// executor, validate, plan and status.
+// executor and status.
 var commands = []struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
 }{
+	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},
 	{"version", "print the version of ferry and of the libraries it was built with", versionCommand},
 }
 

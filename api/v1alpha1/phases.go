@@ -1,0 +1,46 @@
+package v1alpha1
+
+// Phase names, in the order they run within their strategy.
+const (
+	PhaseCluster        = "cluster"
+	PhaseControlPlane   = "control-plane"
+	PhaseWorkers        = "workers"
+	PhaseRollout        = "rollout"
+	PhasePrepare        = "prepare"
+	PhaseNetworkBridge  = "network-bridge"
+	PhaseInfrastructure = "infrastructure"
+	PhaseCutover        = "cutover"
+	PhaseCleanup        = "cleanup"
+)
+
+// Phases returns the phases of the plan's strategy in the order they run.
+// Optional phases are included only when the plan asks for them: rollout
+// with adopt.rollout, network-bridge with manifests.vpnOverlay.
+func (p *MigrationPlan) Phases() []string {
+	switch p.Spec.Strategy {
+	case StrategyAdopt:
+		phases := []string{PhaseCluster, PhaseControlPlane, PhaseWorkers}
+		if p.Spec.Adopt != nil && p.Spec.Adopt.Rollout {
+			phases = append(phases, PhaseRollout)
+		}
+		return phases
+	case StrategyReplace:
+		phases := []string{PhasePrepare}
+		if p.Spec.Manifests != nil && len(p.Spec.Manifests.VPNOverlay) > 0 {
+			phases = append(phases, PhaseNetworkBridge)
+		}
+		return append(phases, PhaseInfrastructure, PhaseWorkers, PhaseCutover, PhaseCleanup)
+	}
+	return nil
+}
+
+// PhaseIndex returns the position of phase in the plan's phases, or -1 when
+// the strategy has no such phase. The empty phase (nothing approved) is -1.
+func (p *MigrationPlan) PhaseIndex(phase string) int {
+	for i, name := range p.Phases() {
+		if name == phase {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/ferry-dev/ferry/internal/planfile"
+)
+
+func validateCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: reconciler validate PATH...\n\n"+
+			"Checks plan files offline, as the reconciler does before it plans: strict\n"+
+			"decoding, field rules and the rules of the strategy and control-plane\n"+
+			"provider. A directory stands for the .yaml and .yml files under it.\n"+
+			"Exit status: 0 all valid, 1 a plan is invalid, 2 usage error.\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fmt.Fprint(stderr, "reconciler validate: name at least one plan file or directory\n\n")
+		fs.Usage()
+		return 2
+	}
+	files, err := planfile.LoadPaths(fs.Args())
+	var problems planfile.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		fmt.Fprintf(stderr, "%d problem(s); %d plan(s) valid\n", len(problems), len(files))
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "reconciler validate: %v\n", err)
+		return 2
+	case len(files) == 0:
+		fmt.Fprintf(stderr, "reconciler validate: no .yaml or .yml files in %v\n", fs.Args())
+		return 1
+	}
+	for _, f := range files {
+		fmt.Fprintf(stdout, "%s: plan %s is valid (%s, %s)\n", f.Path, f.Plan.Metadata.Name, f.Plan.Spec.Strategy, f.Plan.Spec.Target.ControlPlane.Provider)
+	}
+	return 0
+}

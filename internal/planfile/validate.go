@@ -1,0 +1,249 @@
+package planfile
+
+import (
+	"fmt"
+	"net"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+)
+
+// fieldError is a semantic problem at a field path; Decode adds file and line.
+type fieldError struct{ field, msg string }
+
+// Taint keys the Kamaji rules name.
+const (
+	taintUninitialized = "node.cluster.x-k8s.io/uninitialized"
+	labelControlPlane  = "node-role.kubernetes.io/control-plane"
+	labelMaster        = "node-role.kubernetes.io/master"
+)
+
+// validate checks what the field rules cannot: fields that depend on each
+// other, the strategy's phases and the control-plane provider's rules. It
+// runs on a defaulted plan.
+func validate(p *v1alpha1.MigrationPlan) []fieldError {
+	v := &validator{}
+	s := &p.Spec
+	v.phases(p)
+	v.resource("spec.target.network", &s.Target.Network)
+	if s.Target.ExternalNetwork != nil {
+		v.resource("spec.target.externalNetwork", s.Target.ExternalNetwork)
+	}
+	for i := range s.Target.Subnets {
+		v.resource(fmt.Sprintf("spec.target.subnets[%d]", i), &s.Target.Subnets[i])
+	}
+	for i, ns := range s.Target.DNSNameservers {
+		if net.ParseIP(ns) == nil {
+			v.add(fmt.Sprintf("spec.target.dnsNameservers[%d]", i), "expected an IP address, got %q", ns)
+		}
+	}
+	if key := s.Target.SSHKey.PublicKey; key != "" && !isPublicKey(key) {
+		v.add("spec.target.sshKey.publicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA..., ecdsa-sha2-...)")
+	}
+	v.workers(p)
+	v.securityGroups(p)
+	v.manifests(p)
+	switch s.Target.ControlPlane.Provider {
+	case v1alpha1.ProviderKubeadm:
+		v.kubeadm(p)
+	case v1alpha1.ProviderKamaji:
+		v.kamaji(p)
+	}
+	return v.errs
+}
+
+type validator struct{ errs []fieldError }
+
+func (v *validator) add(field, format string, args ...any) {
+	v.errs = append(v.errs, fieldError{field, fmt.Sprintf(format, args...)})
+}
+
+// phases checks that strategy-specific sections and approve fit the strategy.
+func (v *validator) phases(p *v1alpha1.MigrationPlan) {
+	s := &p.Spec
+	if s.Approve != "" && p.PhaseIndex(s.Approve) < 0 {
+		why := ""
+		switch {
+		case s.Approve == v1alpha1.PhaseRollout && s.Strategy == v1alpha1.StrategyAdopt:
+			why = " (set spec.adopt.rollout: true to add it)"
+		case s.Approve == v1alpha1.PhaseNetworkBridge && s.Strategy == v1alpha1.StrategyReplace:
+			why = " (it exists when spec.manifests.vpnOverlay names manifests)"
+		}
+		v.add("spec.approve", "%q is not a phase of strategy %s%s; expected one of %s",
+			s.Approve, s.Strategy, why, strings.Join(p.Phases(), ", "))
+	}
+	if s.Strategy != v1alpha1.StrategyAdopt && s.Adopt != nil {
+		v.add("spec.adopt", "applies to strategy adopt only; this plan's strategy is %s", s.Strategy)
+	}
+	if s.Strategy != v1alpha1.StrategyReplace && s.Cutover != nil {
+		v.add("spec.cutover", "applies to strategy replace only: adopt keeps the running nodes, so nothing is drained")
+	}
+	if s.Strategy == v1alpha1.StrategyAdopt && s.Manifests != nil && len(s.Manifests.VPNOverlay) > 0 {
+		v.add("spec.manifests.vpnOverlay", "applies to strategy replace only: adopt keeps the nodes where they are, so no overlay between clouds is needed")
+	}
+	if s.Strategy == v1alpha1.StrategyReplace && len(s.Target.Workers) == 0 {
+		v.add("spec.target.workers", "strategy replace needs at least one worker pool to move the workload onto")
+	}
+}
+
+func (v *validator) resource(field string, r *v1alpha1.ResourceRef) {
+	switch {
+	case r.Name == "" && r.ID == "":
+		v.add(field, "set name or id")
+	case r.Name != "" && r.ID != "":
+		v.add(field, "set name or id, not both")
+	}
+}
+
+func isPublicKey(key string) bool {
+	for _, prefix := range []string{"ssh-ed25519 ", "ssh-rsa ", "ecdsa-sha2-", "sk-ssh-ed25519@openssh.com ", "sk-ecdsa-sha2-"} {
+		if strings.HasPrefix(key, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) workers(p *v1alpha1.MigrationPlan) {
+	first := map[string]int{}
+	for i, w := range p.Spec.Target.Workers {
+		if j, dup := first[w.Name]; dup {
+			v.add(fmt.Sprintf("spec.target.workers[%d].name", i), "duplicate worker pool %q; first at spec.target.workers[%d]", w.Name, j)
+			continue
+		}
+		first[w.Name] = i
+	}
+}
+
+func (v *validator) securityGroups(p *v1alpha1.MigrationPlan) {
+	sg := p.Spec.Target.SecurityGroups
+	if sg != nil {
+		for i, r := range sg.AllNodesRules {
+			if r.PortRangeMax < r.PortRangeMin {
+				v.add(fmt.Sprintf("spec.target.securityGroups.allNodesRules[%d].portRangeMax", i),
+					"must be >= portRangeMin (%d), got %d", r.PortRangeMin, r.PortRangeMax)
+			}
+		}
+	}
+	if p.Spec.Target.CNI != "calico" || (sg != nil && sg.AllowAllInClusterTraffic) {
+		return
+	}
+	// Calico routes pod traffic with BGP and encapsulates it in IP-in-IP;
+	// CAPO's managed security groups drop both unless rules admit them
+	// (seed 004).
+	if !hasRule(sg, "tcp", 179) {
+		v.add("spec.target.securityGroups.allNodesRules",
+			"cni is calico: add an ingress rule for BGP (protocol tcp, ports 179-179, remoteManagedGroups [worker]); without it nodes cannot exchange pod routes")
+	}
+	if !hasRule(sg, "4", 0) {
+		v.add("spec.target.securityGroups.allNodesRules",
+			"cni is calico: add an ingress rule for IP-in-IP (protocol \"4\", remoteManagedGroups [worker]); without it pod traffic between nodes is dropped")
+	}
+}
+
+func hasRule(sg *v1alpha1.SecurityGroups, protocol string, port int) bool {
+	if sg == nil {
+		return false
+	}
+	for _, r := range sg.AllNodesRules {
+		if r.Direction != "ingress" || !strings.EqualFold(r.Protocol, protocol) || !slices.Contains(r.RemoteManagedGroups, "worker") {
+			continue
+		}
+		if port == 0 || (r.PortRangeMin <= port && port <= r.PortRangeMax) {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) manifests(p *v1alpha1.MigrationPlan) {
+	m := p.Spec.Manifests
+	if m == nil {
+		return
+	}
+	if m.CloudControllerManager != nil {
+		v.manifestPath("spec.manifests.cloudControllerManager.path", m.CloudControllerManager.Path)
+	}
+	for i, file := range m.VPNOverlay {
+		v.manifestPath(fmt.Sprintf("spec.manifests.vpnOverlay[%d]", i), file)
+	}
+}
+
+func (v *validator) manifestPath(field, file string) {
+	switch {
+	case file == "":
+		v.add(field, "must name a manifest file")
+	case path.IsAbs(file) || strings.HasPrefix(path.Clean(file), ".."):
+		v.add(field, "must be a path inside the repository, relative to its root, got %q", file)
+	case !strings.HasSuffix(file, ".yaml") && !strings.HasSuffix(file, ".yml"):
+		v.add(field, "must be a YAML file (.yaml or .yml), got %q", file)
+	}
+}
+
+func (v *validator) kubeadm(p *v1alpha1.MigrationPlan) {
+	cp := &p.Spec.Target.ControlPlane
+	if cp.Flavor == "" {
+		v.add("spec.target.controlPlane.flavor", "required with KubeadmControlPlane: the control-plane machines need a flavor")
+	}
+	if cp.Image == "" {
+		v.add("spec.target.controlPlane.image", "required with KubeadmControlPlane: the control-plane machines need an image")
+	}
+	if cp.Kubelet != nil {
+		v.add("spec.target.controlPlane.kubelet", "applies to KamajiControlPlane only; KubeadmControlPlane takes the kubelet settings of the running cluster")
+	}
+}
+
+// kamaji checks the rules of seed 004: Kamaji serves the API from the
+// management cluster and owns the endpoint, so CAPO must not create one, and
+// there are no control-plane nodes.
+func (v *validator) kamaji(p *v1alpha1.MigrationPlan) {
+	t := &p.Spec.Target
+	if t.ControlPlane.Flavor != "" {
+		v.add("spec.target.controlPlane.flavor", "must be empty with KamajiControlPlane: its control plane runs as pods in the management cluster, not on machines")
+	}
+	if t.ControlPlane.Image != "" {
+		v.add("spec.target.controlPlane.image", "must be empty with KamajiControlPlane: its control plane runs as pods in the management cluster, not on machines")
+	}
+	if t.APIServer.LoadBalancer != nil && *t.APIServer.LoadBalancer {
+		v.add("spec.target.apiServer.loadBalancer", "must be false with KamajiControlPlane: Kamaji creates the control-plane endpoint itself, and a second load balancer from CAPO would compete with it")
+	}
+	if t.APIServer.FloatingIP != nil && *t.APIServer.FloatingIP {
+		v.add("spec.target.apiServer.floatingIP", "must be false with KamajiControlPlane: there is no control-plane machine to attach a floating IP to; Kamaji exposes the endpoint")
+	}
+	if t.APIServer.FixedIP != "" {
+		v.add("spec.target.apiServer.fixedIP", "must be empty with KamajiControlPlane: Kamaji sets the API server address from the endpoint it creates, got %q", t.APIServer.FixedIP)
+	}
+	if got := t.ControlPlane.Kubelet.PreferredAddressTypes; !slices.Equal(got, v1alpha1.KamajiPreferredAddressTypes) {
+		v.add("spec.target.controlPlane.kubelet.preferredAddressTypes",
+			"must be [%s] with KamajiControlPlane: the hosted API server cannot resolve node host names, so it must reach kubelets by IP first; got [%s]",
+			strings.Join(v1alpha1.KamajiPreferredAddressTypes, ", "), strings.Join(got, ", "))
+	}
+	if p.Spec.Manifests == nil || p.Spec.Manifests.CloudControllerManager == nil {
+		return
+	}
+	ccm := p.Spec.Manifests.CloudControllerManager
+	for _, label := range []string{labelControlPlane, labelMaster} {
+		if _, ok := ccm.NodeSelector[label]; ok {
+			v.add("spec.manifests.cloudControllerManager.nodeSelector."+label,
+				"must not be set with KamajiControlPlane: there are no control-plane nodes, so the cloud controller manager would never be scheduled")
+		}
+	}
+	if !toleratesUninitialized(ccm.Tolerations) {
+		v.add("spec.manifests.cloudControllerManager.tolerations",
+			"must tolerate %s (effect NoSchedule) with KamajiControlPlane: the cloud controller manager runs on the workers and is what removes that taint from them", taintUninitialized)
+	}
+}
+
+func toleratesUninitialized(ts []v1alpha1.Toleration) bool {
+	for _, t := range ts {
+		if t.Effect != "" && t.Effect != "NoSchedule" {
+			continue
+		}
+		if t.Key == taintUninitialized || (t.Key == "" && t.Operator == "Exists") {
+			return true
+		}
+	}
+	return false
+}
