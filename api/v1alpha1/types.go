@@ -64,6 +64,8 @@ type Spec struct {
 	Approve string `json:"approve,omitempty" ferry:"enum=|cluster|control-plane|workers|rollout|prepare|network-bridge|infrastructure|cutover|cleanup"`
 	// Adopt holds the options of the adopt strategy.
 	Adopt *AdoptOptions `json:"adopt,omitempty"`
+	// Replace holds the options of the replace strategy.
+	Replace *ReplaceOptions `json:"replace,omitempty"`
 	// Target is the OpenStack cloud the cluster moves onto.
 	Target Target `json:"target" ferry:"required"`
 	// Manifests are applied to the workload cluster during the migration.
@@ -92,6 +94,15 @@ type AdoptOptions struct {
 	// Rollout adds the rollout phase, which replaces every adopted machine
 	// with one that CAPO builds. Default: false.
 	Rollout bool `json:"rollout,omitempty"`
+}
+
+// ReplaceOptions configure the replace strategy.
+type ReplaceOptions struct {
+	// OldMachineDeployments are the MachineDeployments of the old cloud:
+	// paused in prepare, their nodes drained in cutover and deleted in
+	// cleanup. ferry deletes only what a plan names, so they are listed here
+	// rather than guessed.
+	OldMachineDeployments []string `json:"oldMachineDeployments" ferry:"required"`
 }
 
 // Target is the OpenStack cloud and the machines the cluster gets there.
@@ -255,6 +266,10 @@ type WorkerPool struct {
 	Replicas int `json:"replicas" ferry:"required,min=1"`
 	// FailureDomain overrides target.failureDomain for this pool.
 	FailureDomain string `json:"failureDomain,omitempty"`
+	// NodeSelector picks, by node label, the running nodes this pool adopts
+	// (adopt only). Default: every worker node, allowed only when the plan
+	// has one pool.
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 }
 
 // Manifests are applied to the workload cluster through its

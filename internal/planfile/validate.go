@@ -83,8 +83,27 @@ func (v *validator) phases(p *v1alpha1.MigrationPlan) {
 	if s.Strategy == v1alpha1.StrategyAdopt && s.Manifests != nil && len(s.Manifests.VPNOverlay) > 0 {
 		v.add("spec.manifests.vpnOverlay", "applies to strategy replace only: adopt keeps the nodes where they are, so no overlay between clouds is needed")
 	}
+	if s.Strategy != v1alpha1.StrategyReplace && s.Replace != nil {
+		v.add("spec.replace", "applies to strategy replace only; this plan's strategy is %s", s.Strategy)
+	}
+	if s.Strategy == v1alpha1.StrategyReplace && s.Replace == nil {
+		v.add("spec.replace.oldMachineDeployments", "strategy replace needs the MachineDeployments of the old cloud, which it drains and deletes")
+	}
 	if s.Strategy == v1alpha1.StrategyReplace && len(s.Target.Workers) == 0 {
 		v.add("spec.target.workers", "strategy replace needs at least one worker pool to move the workload onto")
+	}
+	if s.Replace != nil {
+		for i, md := range s.Replace.OldMachineDeployments {
+			if msg := checkFormat("dns1123-subdomain", md); msg != "" {
+				v.add(fmt.Sprintf("spec.replace.oldMachineDeployments[%d]", i), "%s", msg)
+			}
+			for _, w := range s.Target.Workers {
+				if md == s.Cluster.Name+"-"+w.Name {
+					v.add(fmt.Sprintf("spec.replace.oldMachineDeployments[%d]", i),
+						"%q is also the MachineDeployment of new worker pool %q; the old pools must keep other names", md, w.Name)
+				}
+			}
+		}
 	}
 }
 
@@ -107,8 +126,18 @@ func isPublicKey(key string) bool {
 }
 
 func (v *validator) workers(p *v1alpha1.MigrationPlan) {
+	adopt := p.Spec.Strategy == v1alpha1.StrategyAdopt
+	pools := len(p.Spec.Target.Workers)
 	first := map[string]int{}
 	for i, w := range p.Spec.Target.Workers {
+		switch {
+		case adopt && pools > 1 && len(w.NodeSelector) == 0:
+			v.add(fmt.Sprintf("spec.target.workers[%d].nodeSelector", i),
+				"required when adopt has more than one worker pool: it says which running nodes pool %q takes over", w.Name)
+		case !adopt && len(w.NodeSelector) > 0:
+			v.add(fmt.Sprintf("spec.target.workers[%d].nodeSelector", i),
+				"applies to strategy adopt only: replace creates new nodes rather than taking over running ones")
+		}
 		if j, dup := first[w.Name]; dup {
 			v.add(fmt.Sprintf("spec.target.workers[%d].name", i), "duplicate worker pool %q; first at spec.target.workers[%d]", w.Name, j)
 			continue
