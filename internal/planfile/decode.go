@@ -240,6 +240,12 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) bool {
 		d.lines[p] = key.Line
 		present[key.Value] = !isNull(val)
 		if d.value(val, v.Field(idx), p) {
+			if v1alpha1.FieldRules(t.Field(idx)).Required && isEmpty(v.Field(idx)) {
+				// `name: ""` or `list: []` leaves a required field as
+				// empty as leaving it out; the loop below reports it once.
+				present[key.Value] = false
+				continue
+			}
 			d.checkRules(val, v.Field(idx), t.Field(idx), p)
 		}
 	}
@@ -339,6 +345,15 @@ func (d *decoder) checkRules(n *yaml.Node, v reflect.Value, f reflect.StructFiel
 			d.errorf(n.Line, path, "must be >= %d, got %d", rules.Min, v.Int())
 		}
 	}
+}
+
+// isEmpty reports whether a decoded string, list or map holds nothing.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.String, reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return false
 }
 
 func isNull(n *yaml.Node) bool {

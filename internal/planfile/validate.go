@@ -63,6 +63,11 @@ func (v *validator) add(field, format string, args ...any) {
 // phases checks that strategy-specific sections and approve fit the strategy.
 func (v *validator) phases(p *v1alpha1.MigrationPlan) {
 	s := &p.Spec
+	if s.Strategy != v1alpha1.StrategyAdopt && s.Strategy != v1alpha1.StrategyReplace {
+		// The strategy is missing or not one of the enum, which is already
+		// reported; every rule here would only repeat that in other words.
+		return
+	}
 	if s.Approve != "" && p.PhaseIndex(s.Approve) < 0 {
 		why := ""
 		switch {
