@@ -1,0 +1,237 @@
+// Package observed is the snapshot of the world that the planner plans
+// against: the CAPI and CAPO objects and Secrets of one cluster in the
+// management cluster, the workload cluster's nodes, the OpenStack resources
+// the plan names, and what ferry recorded in the plan's status. It is plain
+// data, filled by internal/observer and by tests, and it never holds a
+// secret's value: of a Secret it keeps only the names of its keys.
+package observed
+
+// Annotations and labels ferry sets on the objects it changes, and reads
+// back to tell its own doing from the user's.
+const (
+	// AnnotationPausedBy marks an object that ferry paused; ferry lifts only
+	// such pauses.
+	AnnotationPausedBy = "ferry.dev/paused-by"
+	// AnnotationAdopted marks a Machine that ferry built around a running node.
+	AnnotationAdopted = "ferry.dev/adopted"
+)
+
+// Snapshot is everything the planner may look at for one plan.
+type Snapshot struct {
+	// Cluster is the CAPI Cluster; nil when it does not exist.
+	Cluster *Cluster `json:"cluster,omitempty"`
+	// Secrets are the Secrets of the cluster's namespace and the sources
+	// the plan names, without their values.
+	Secrets []Secret `json:"secrets,omitempty"`
+	// OpenStackCluster is the cluster's CAPO infrastructure; nil when absent.
+	OpenStackCluster *OpenStackCluster `json:"openStackCluster,omitempty"`
+	// ControlPlane is the KubeadmControlPlane or KamajiControlPlane the plan
+	// names; nil when absent.
+	ControlPlane *ControlPlane `json:"controlPlane,omitempty"`
+	// KubeadmConfigs, KubeadmConfigTemplates and OpenStackMachineTemplates
+	// are the names of those objects in the cluster's namespace.
+	KubeadmConfigs            []string `json:"kubeadmConfigs,omitempty"`
+	KubeadmConfigTemplates    []string `json:"kubeadmConfigTemplates,omitempty"`
+	OpenStackMachineTemplates []string `json:"openStackMachineTemplates,omitempty"`
+	// Machines, MachineSets and MachineDeployments of the cluster.
+	Machines           []Machine           `json:"machines,omitempty"`
+	MachineSets        []MachineSet        `json:"machineSets,omitempty"`
+	MachineDeployments []MachineDeployment `json:"machineDeployments,omitempty"`
+	// OpenStackMachines are the names of the cluster's OpenStackMachines.
+	OpenStackMachines []string `json:"openStackMachines,omitempty"`
+
+	// Workload is the workload cluster; nil when it could not be reached,
+	// and WorkloadError then says why.
+	Workload      *Workload `json:"workload,omitempty"`
+	WorkloadError string    `json:"workloadError,omitempty"`
+	// Cloud is what OpenStack answered; nil when it was not asked (no
+	// credentials yet, or a dry run without the cloud), and CloudError then
+	// says why.
+	Cloud      *Cloud `json:"cloud,omitempty"`
+	CloudError string `json:"cloudError,omitempty"`
+
+	// Record is what ferry wrote to the plan's status before.
+	Record Record `json:"record,omitempty"`
+}
+
+// Ref is a reference to an object by kind and name, in the cluster's
+// namespace.
+type Ref struct {
+	Kind string `json:"kind,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Pause is the CAPI pause state of an object.
+type Pause struct {
+	// Paused is Cluster spec.paused, or the cluster.x-k8s.io/paused
+	// annotation on other objects.
+	Paused bool `json:"paused,omitempty"`
+	// ByFerry is true when ferry set the pause (AnnotationPausedBy), so
+	// that ferry may lift it.
+	ByFerry bool `json:"pausedByFerry,omitempty"`
+}
+
+// Cluster is the part of a CAPI Cluster the planner reads.
+type Cluster struct {
+	Pause
+	InfrastructureRef Ref `json:"infrastructureRef"`
+	ControlPlaneRef   Ref `json:"controlPlaneRef"`
+	// ControlPlaneEndpoint is host:port of the running API server.
+	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+}
+
+// Secret is a Secret's identity and the names of its keys.
+type Secret struct {
+	Namespace string   `json:"namespace"`
+	Name      string   `json:"name"`
+	Keys      []string `json:"keys,omitempty"`
+}
+
+// OpenStackCluster is the part of a CAPO OpenStackCluster the planner reads.
+type OpenStackCluster struct {
+	Pause
+	Name  string `json:"name"`
+	Ready bool   `json:"ready,omitempty"`
+}
+
+// ControlPlane is a KubeadmControlPlane or KamajiControlPlane.
+type ControlPlane struct {
+	Pause
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Replicas is spec.replicas; the others are from status.
+	Replicas            int `json:"replicas"`
+	ReadyReplicas       int `json:"readyReplicas"`
+	UpdatedReplicas     int `json:"updatedReplicas"`
+	UnavailableReplicas int `json:"unavailableReplicas"`
+	// Ready is status.ready.
+	Ready bool `json:"ready,omitempty"`
+	// Version is spec.version.
+	Version string `json:"version,omitempty"`
+	// InfrastructureRef is KCP spec.machineTemplate.infrastructureRef.
+	InfrastructureRef Ref `json:"infrastructureRef,omitempty"`
+	// RolloutAfter is KCP spec.rolloutAfter, RFC 3339, when set.
+	RolloutAfter string `json:"rolloutAfter,omitempty"`
+	// PreferredAddressTypes is KamajiControlPlane spec.kubelet.preferredAddressTypes.
+	PreferredAddressTypes []string `json:"preferredAddressTypes,omitempty"`
+}
+
+// Stable reports whether every replica is ready and up to date.
+func (c *ControlPlane) Stable() bool {
+	return c.Replicas == c.ReadyReplicas && c.Replicas == c.UpdatedReplicas && c.UnavailableReplicas == 0
+}
+
+// Machine is the part of a CAPI Machine the planner reads.
+type Machine struct {
+	Pause
+	Name string `json:"name"`
+	// ControlPlane is true for machines of the control plane.
+	ControlPlane bool `json:"controlPlane,omitempty"`
+	// Deployment and MachineSet name the owners of a worker machine.
+	Deployment        string `json:"deployment,omitempty"`
+	MachineSet        string `json:"machineSet,omitempty"`
+	BootstrapRef      Ref    `json:"bootstrapRef,omitempty"`
+	InfrastructureRef Ref    `json:"infrastructureRef,omitempty"`
+	ProviderID        string `json:"providerID,omitempty"`
+	// NodeRef is the name of the node the machine became; empty until then.
+	NodeRef string `json:"nodeRef,omitempty"`
+	// Adopted is true for a machine ferry built around a running node.
+	Adopted bool `json:"adopted,omitempty"`
+}
+
+// MachineSet is the part of a CAPI MachineSet the planner reads.
+type MachineSet struct {
+	Pause
+	Name              string `json:"name"`
+	Deployment        string `json:"deployment,omitempty"`
+	InfrastructureRef Ref    `json:"infrastructureRef,omitempty"`
+}
+
+// MachineDeployment is the part of a CAPI MachineDeployment the planner reads.
+type MachineDeployment struct {
+	Pause
+	Name                string `json:"name"`
+	Replicas            int    `json:"replicas"`
+	ReadyReplicas       int    `json:"readyReplicas"`
+	UpdatedReplicas     int    `json:"updatedReplicas"`
+	UnavailableReplicas int    `json:"unavailableReplicas"`
+	InfrastructureRef   Ref    `json:"infrastructureRef,omitempty"`
+	RolloutAfter        string `json:"rolloutAfter,omitempty"`
+}
+
+// Stable reports whether every replica is ready and up to date.
+func (m *MachineDeployment) Stable() bool {
+	return m.Replicas == m.ReadyReplicas && m.Replicas == m.UpdatedReplicas && m.UnavailableReplicas == 0
+}
+
+// Workload is what the planner reads from the workload cluster.
+type Workload struct {
+	Nodes []Node `json:"nodes,omitempty"`
+	// Manifests maps each manifest path of the plan to its state.
+	Manifests map[string]Manifest `json:"manifests,omitempty"`
+	// LoadBalancers maps namespace/name of a LoadBalancer Service to its
+	// external address; empty while it has none.
+	LoadBalancers map[string]string `json:"loadBalancers,omitempty"`
+	// KubeadmConfig is true when the kube-system/kubeadm-config ConfigMap
+	// exists: the running kubeadm spec the control plane is adopted with.
+	KubeadmConfig bool `json:"kubeadmConfig,omitempty"`
+}
+
+// Node is the part of a Node the planner reads.
+type Node struct {
+	Name         string            `json:"name"`
+	Labels       map[string]string `json:"labels,omitempty"`
+	Ready        bool              `json:"ready"`
+	ControlPlane bool              `json:"controlPlane,omitempty"`
+	// Unschedulable is spec.unschedulable: the node is cordoned.
+	Unschedulable bool   `json:"unschedulable,omitempty"`
+	ProviderID    string `json:"providerID,omitempty"`
+	// KubeletVersion is status.nodeInfo.kubeletVersion.
+	KubeletVersion string `json:"kubeletVersion,omitempty"`
+	// PodsToEvict counts the pods a drain would evict (not DaemonSet or
+	// mirror pods); 0 on a drained node.
+	PodsToEvict int `json:"podsToEvict,omitempty"`
+}
+
+// Manifest is the state of a manifest in the workload cluster.
+type Manifest struct {
+	// Applied: every object exists as the manifest at the plan's revision
+	// describes it.
+	Applied bool `json:"applied,omitempty"`
+	// Healthy: its workloads (DaemonSets, Deployments) are available.
+	Healthy bool `json:"healthy,omitempty"`
+}
+
+// Cloud is what OpenStack answered.
+type Cloud struct {
+	// Resolved maps "<kind>/<name>" (flavor, image, network, subnet,
+	// externalNetwork) to what the name resolved to.
+	Resolved map[string]Resolution `json:"resolved,omitempty"`
+	// Servers maps a server's name to its ID.
+	Servers map[string]string `json:"servers,omitempty"`
+	// Keypairs are the names of the project's keypairs.
+	Keypairs []string `json:"keypairs,omitempty"`
+	// QuotaShortfall says what quota the new machines lack; empty when the
+	// quota covers them.
+	QuotaShortfall string `json:"quotaShortfall,omitempty"`
+	// Tagged are the resources ferry created for this plan and has not yet
+	// removed, as "<kind>/<name>".
+	Tagged []string `json:"tagged,omitempty"`
+}
+
+// Resolution is a name looked up in OpenStack: an ID, or why there is none
+// (not found, or several resources with that name).
+type Resolution struct {
+	ID    string `json:"id,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+// Record is what ferry wrote to the plan's status before this snapshot.
+type Record struct {
+	// Approved is the furthest phase ferry has acted on. A plan whose
+	// approve is now before it has moved backwards.
+	Approved string `json:"approved,omitempty"`
+	// Checks are one-shot checks that passed (an HTTP probe after a drain),
+	// by step key: they leave nothing in the cluster to observe.
+	Checks []string `json:"checks,omitempty"`
+}

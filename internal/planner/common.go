@@ -1,0 +1,258 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+// Kinds the steps act on.
+const (
+	kindSecret       = "Secret"
+	kindCluster      = "Cluster"
+	kindOSC          = "OpenStackCluster"
+	kindOSMT         = "OpenStackMachineTemplate"
+	kindOSM          = "OpenStackMachine"
+	kindKCP          = v1alpha1.ProviderKubeadm
+	kindKamaji       = v1alpha1.ProviderKamaji
+	kindKubeadmCfg   = "KubeadmConfig"
+	kindKubeadmCfgT  = "KubeadmConfigTemplate"
+	kindMachine      = "Machine"
+	kindMachineSet   = "MachineSet"
+	kindMD           = "MachineDeployment"
+	kindNode         = "Node"
+	kindManifest     = "Manifest"
+	kindService      = "Service"
+	kindURL          = "URL"
+	kindPlan         = "MigrationPlan"
+	providerIDPrefix = "openstack:///"
+)
+
+// The secrets a running kubeadm cluster is adopted with; regenerating any
+// of them would cut the running nodes off (a new CA, new SA keys).
+var adoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa"}
+
+// ref renders a reference parameter: Kind/name.
+func ref(kind, name string) string { return kind + "/" + name }
+
+func has(list []string, name string) bool { return slices.Contains(list, name) }
+
+// params builds a parameter map from key, value pairs, dropping empty values.
+func params(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			m[kv[i]] = kv[i+1]
+		}
+	}
+	return m
+}
+
+// resource renders a ResourceRef as name=x or id=y.
+func resource(r *v1alpha1.ResourceRef) string {
+	if r == nil {
+		return ""
+	}
+	if r.ID != "" {
+		return "id=" + r.ID
+	}
+	return "name=" + r.Name
+}
+
+func (c *planCtx) waitTimeout() string { return c.plan.Spec.Timeouts.Wait }
+
+func (c *planCtx) identityRef() string {
+	id := c.plan.Spec.Target.Identity
+	return id.SecretName + "#" + id.CloudName
+}
+
+// clusterNodes splits the workload's nodes into control-plane and worker
+// nodes, sorted by name; ok is false (and the phase blocked) when the
+// workload cluster was not observed.
+func (c *planCtx) clusterNodes(b *phaseBuilder) (cp, workers []observed.Node, ok bool) {
+	if c.snap.Workload == nil {
+		reason := c.snap.WorkloadError
+		if reason == "" {
+			reason = "not observed"
+		}
+		b.block("workload cluster %s unreachable (%s): its nodes decide the steps", c.name, reason)
+		return nil, nil, false
+	}
+	for _, n := range c.snap.Workload.Nodes {
+		if n.ControlPlane {
+			cp = append(cp, n)
+		} else {
+			workers = append(workers, n)
+		}
+	}
+	byName := func(s []observed.Node) {
+		sort.Slice(s, func(i, j int) bool { return s[i].Name < s[j].Name })
+	}
+	byName(cp)
+	byName(workers)
+	return cp, workers, true
+}
+
+// providerID is the provider ID an adopted node's Machine gets: the node's
+// own when it is an OpenStack one, else its Nova server's by name, else
+// left to the executor to look up when the cloud was not asked.
+func (c *planCtx) providerID(b *phaseBuilder, n observed.Node) string {
+	if strings.HasPrefix(n.ProviderID, providerIDPrefix) {
+		return n.ProviderID
+	}
+	if cloud := c.snap.Cloud; cloud != nil {
+		if id, ok := cloud.Servers[n.Name]; ok {
+			return providerIDPrefix + id
+		}
+		b.block("node %s has no Nova server of the same name: ferry cannot tell which server to adopt", n.Name)
+		return ""
+	}
+	return "lookup in Nova by node name"
+}
+
+// kubeletVersion is the highest kubelet version among nodes, the version
+// the adopted objects declare so that CAPI does not start an upgrade.
+func kubeletVersion(nodes []observed.Node) string {
+	v := ""
+	for _, n := range nodes {
+		if compareVersions(n.KubeletVersion, v) > 0 {
+			v = n.KubeletVersion
+		}
+	}
+	return v
+}
+
+// compareVersions compares vMAJOR.MINOR.PATCH strings numerically.
+func compareVersions(a, b string) int {
+	pa := strings.Split(strings.TrimPrefix(a, "v"), ".")
+	pb := strings.Split(strings.TrimPrefix(b, "v"), ".")
+	for i := 0; i < 3; i++ {
+		var x, y int
+		if i < len(pa) {
+			x, _ = strconv.Atoi(strings.SplitN(pa[i], "-", 2)[0])
+		}
+		if i < len(pb) {
+			y, _ = strconv.Atoi(strings.SplitN(pb[i], "-", 2)[0])
+		}
+		if x != y {
+			if x < y {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+// unpause adds the step that lifts ferry's pause of an object. A pause the
+// user set is never lifted: the phase is blocked instead. exists is false
+// while the object is still to be created (paused, by ferry).
+func (b *phaseBuilder) unpause(kind, name string, exists bool, p observed.Pause) {
+	if exists && p.Paused && !p.ByFerry {
+		b.block("%s %s is paused, and not by ferry: ferry never lifts a pause it did not set; unpause it to go on", kind, name)
+	}
+	b.step(exists && !p.Paused, ExecKube, "unpause", Target{Kind: kind, Name: name}, nil,
+		"ferry paused it while it was built; CAPI takes over from here")
+}
+
+// identitySecret adds the step that fills the clouds.yaml Secret CAPO
+// authenticates with (seed 001), copied from the plan's source Secret.
+func (b *phaseBuilder) identitySecret(c *planCtx) {
+	id := c.plan.Spec.Target.Identity
+	done := c.snap.HasSecretKey(c.ns, id.SecretName, "clouds.yaml")
+	if done && id.From != nil && id.From.CACertKey != "" {
+		done = c.snap.HasSecretKey(c.ns, id.SecretName, "cacert")
+	}
+	if done {
+		b.phase.Done++
+		return
+	}
+	if id.From == nil {
+		b.block("Secret %s/%s with clouds.yaml is missing and spec.target.identity.from names no Secret to copy it from", c.ns, id.SecretName)
+		return
+	}
+	src := id.From.Namespace + "/" + id.From.Name
+	if c.snap.Secret(id.From.Namespace, id.From.Name) == nil {
+		b.block("identity source Secret %s not found", src)
+	}
+	keys := "clouds.yaml<-" + id.From.CloudsKey
+	if id.From.CACertKey != "" {
+		keys += ",cacert<-" + id.From.CACertKey
+	}
+	b.step(false, ExecKube, "copy-secret", Target{Kind: kindSecret, Name: id.SecretName},
+		params("from", src, "keys", keys, "label", "clusterctl.cluster.x-k8s.io/move=true"),
+		"CAPO authenticates to OpenStack with this clouds.yaml")
+}
+
+// openStackCluster adds the step that creates the OpenStackCluster from the
+// plan, with the running control-plane endpoint.
+func (b *phaseBuilder) openStackCluster(c *planCtx) {
+	t := c.plan.Spec.Target
+	var subnets []string
+	for i := range t.Subnets {
+		subnets = append(subnets, resource(&t.Subnets[i]))
+	}
+	rules := 0
+	allowAll := false
+	if t.SecurityGroups != nil {
+		rules = len(t.SecurityGroups.AllNodesRules)
+		allowAll = t.SecurityGroups.AllowAllInClusterTraffic
+	}
+	b.step(c.snap.OpenStackCluster != nil, ExecKube, "create", Target{Kind: kindOSC, Name: c.name},
+		params(
+			"identityRef", c.identityRef(),
+			"network", resource(&t.Network),
+			"subnets", strings.Join(subnets, ";"),
+			"externalNetwork", resource(t.ExternalNetwork),
+			"disableExternalNetwork", strconv.FormatBool(t.ExternalNetwork == nil),
+			"dnsNameservers", strings.Join(t.DNSNameservers, ","),
+			"controlPlaneAvailabilityZones", t.FailureDomain,
+			"apiServerLoadBalancer", strconv.FormatBool(*t.APIServer.LoadBalancer),
+			"disableAPIServerFloatingIP", strconv.FormatBool(!*t.APIServer.FloatingIP),
+			"apiServerFixedIP", t.APIServer.FixedIP,
+			"managedSecurityGroups", fmt.Sprintf("allowAllInClusterTraffic=%t,allNodesRules=%d", allowAll, rules),
+			"controlPlaneEndpoint", "kept from the Cluster",
+		),
+		"the cluster's OpenStack infrastructure: network, security groups, endpoint")
+}
+
+// waitOpenStackCluster adds the wait for CAPO to report the infrastructure ready.
+func (b *phaseBuilder) waitOpenStackCluster(c *planCtx) {
+	osc := c.snap.OpenStackCluster
+	b.step(osc != nil && osc.Ready, ExecKube, "wait", Target{Kind: kindOSC, Name: c.name},
+		params("for", "status.ready", "timeout", c.waitTimeout()),
+		"CAPO reconciles network, security groups and endpoint")
+}
+
+// cloudControllerManager adds the step that applies the OpenStack CCM to
+// the workload cluster, scheduled as the plan says.
+func (b *phaseBuilder) cloudControllerManager(c *planCtx, why string) {
+	m := c.plan.Spec.Manifests
+	if m == nil || m.CloudControllerManager == nil {
+		return
+	}
+	ccm := m.CloudControllerManager
+	var tol []string
+	for _, t := range ccm.Tolerations {
+		tol = append(tol, t.Key+":"+t.Effect)
+	}
+	var sel []string
+	for k, v := range ccm.NodeSelector {
+		sel = append(sel, k+"="+v)
+	}
+	sort.Strings(sel)
+	p := params("tolerations", strings.Join(tol, ","), "nodeSelector", strings.Join(sel, ","))
+	if ccm.NodeSelector != nil && len(ccm.NodeSelector) == 0 {
+		p["nodeSelector"] = "none"
+	}
+	b.step(c.snap.Manifest(ccm.Path).Applied, ExecWorkload, "apply", Target{Kind: kindManifest, Name: ccm.Path}, p, why)
+}
+
+func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
+
+func joinComma(s []string) string { return strings.Join(s, ",") }

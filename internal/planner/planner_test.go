@@ -1,0 +1,208 @@
+package planner
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+
+// planCase is one observed state of an example plan, from testdata/cases.
+type planCase struct {
+	// Approve overrides the example plan's spec.approve.
+	Approve  string            `json:"approve"`
+	Snapshot observed.Snapshot `json:"snapshot"`
+}
+
+// loadExample decodes plans/<name>.yaml, the example the README points at.
+func loadExample(t *testing.T, name string) *v1alpha1.MigrationPlan {
+	t.Helper()
+	path := filepath.Join("..", "..", "plans", name+".yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := planfile.Decode(path, data)
+	if err != nil {
+		t.Fatalf("example plan does not validate:\n%v", err)
+	}
+	return f.Plan
+}
+
+func loadCase(t *testing.T, path string) planCase {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c planCase
+	if err := yaml.UnmarshalStrict(data, &c); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return c
+}
+
+// TestGolden plans every example against each of its observed states and
+// compares the rendered plan with testdata/golden; -update rewrites them.
+func TestGolden(t *testing.T) {
+	cases, err := filepath.Glob(filepath.Join("testdata", "cases", "*", "*.yaml"))
+	if err != nil || len(cases) == 0 {
+		t.Fatalf("no cases under testdata/cases: %v", err)
+	}
+	for _, path := range cases {
+		plan := filepath.Base(filepath.Dir(path))
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(plan+"/"+name, func(t *testing.T) {
+			p := loadExample(t, plan)
+			c := loadCase(t, path)
+			p.Spec.Approve = c.Approve
+			res, err := Plan(p, &c.Snapshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got bytes.Buffer
+			if err := Render(&got, p, res); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", "golden", plan, name+".txt")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/planner -update to create it)", err)
+			}
+			if got.String() != string(want) {
+				t.Errorf("rendered plan differs from %s (go test ./internal/planner -update rewrites it):\n%s", golden, lineDiff(string(want), got.String()))
+			}
+		})
+	}
+}
+
+// lineDiff shows the first lines where want and got part.
+func lineDiff(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := 0; i < len(w) || i < len(g); i++ {
+		var a, b string
+		if i < len(w) {
+			a = w[i]
+		}
+		if i < len(g) {
+			b = g[i]
+		}
+		if a != b {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + a + "\n  got:  " + b
+		}
+	}
+	return "(no line differs)"
+}
+
+// TestDeterministic: the same input gives the same output byte for byte,
+// also when the observer lists objects in another order.
+func TestDeterministic(t *testing.T) {
+	p := loadExample(t, "capi-quickstart")
+	c := loadCase(t, filepath.Join("testdata", "cases", "capi-quickstart", "01-fresh-cluster.yaml"))
+	p.Spec.Approve = "workers"
+	first, err := Plan(p, &c.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(first)
+	for i := 0; i < 20; i++ {
+		s := c.Snapshot
+		s.Secrets = append([]observed.Secret(nil), s.Secrets...)
+		w := *s.Workload
+		w.Nodes = append([]observed.Node(nil), w.Nodes...)
+		s.Workload = &w
+		rand.Shuffle(len(s.Secrets), func(i, j int) { s.Secrets[i], s.Secrets[j] = s.Secrets[j], s.Secrets[i] })
+		rand.Shuffle(len(w.Nodes), func(i, j int) { w.Nodes[i], w.Nodes[j] = w.Nodes[j], w.Nodes[i] })
+		again, err := Plan(p, &s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(again); !bytes.Equal(got, want) {
+			t.Fatalf("run %d differs:\n%s\nwant:\n%s", i, got, want)
+		}
+	}
+}
+
+// TestNext checks which group may be published in the states that must
+// publish nothing.
+func TestNext(t *testing.T) {
+	for _, tc := range []struct {
+		plan, caseFile string
+		approve        string
+		wantPhase      string // "" when nothing may run
+		wantFirstKey   string
+	}{
+		{"capi-quickstart", "01-fresh-cluster", "cluster", "cluster", "cluster/copy-secret/secret/capi-quickstart-sa"},
+		{"capi-quickstart", "01-fresh-cluster", "", "", ""},       // nothing approved
+		{"capi-quickstart", "03-cluster-done", "cluster", "", ""}, // done up to approve
+		{"capi-quickstart", "03-cluster-done", "control-plane", "control-plane", "control-plane/create/kubeadmconfig/capi-quickstart-control-plane-7xk2p"},
+		{"capi-quickstart", "05-workers-blocked", "workers", "", ""},    // health check
+		{"capi-quickstart", "06-approve-moved-back", "cluster", "", ""}, // approval moved back
+		{"capi-quickstart", "07-user-paused", "cluster", "", ""},        // user's pause
+		{"vsphere-workers", "03-cutover-awaits-dns", "cutover", "", ""}, // waits for a person
+		{"vsphere-workers", "03-cutover-awaits-dns", "cleanup", "cleanup", "cleanup/delete/machinedeployment/vsphere-workers-md-0"},
+	} {
+		p := loadExample(t, tc.plan)
+		c := loadCase(t, filepath.Join("testdata", "cases", tc.plan, tc.caseFile+".yaml"))
+		p.Spec.Approve = tc.approve
+		res, err := Plan(p, &c.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := res.Next()
+		switch {
+		case tc.wantPhase == "" && next != nil:
+			t.Errorf("%s/%s approve=%q: Next() = %v, want nothing", tc.plan, tc.caseFile, tc.approve, next.Steps)
+		case tc.wantPhase != "" && (next == nil || res.Runnable != tc.wantPhase || next.Steps[0].Key != tc.wantFirstKey):
+			t.Errorf("%s/%s approve=%q: runnable %q, next %v; want phase %s starting with %s", tc.plan, tc.caseFile, tc.approve, res.Runnable, next, tc.wantPhase, tc.wantFirstKey)
+		}
+	}
+}
+
+// TestStepKeysUnique: the event layer derives message IDs from step keys,
+// so two steps of one plan must never share one.
+func TestStepKeysUnique(t *testing.T) {
+	cases, _ := filepath.Glob(filepath.Join("testdata", "cases", "*", "*.yaml"))
+	for _, path := range cases {
+		p := loadExample(t, filepath.Base(filepath.Dir(path)))
+		c := loadCase(t, path)
+		p.Spec.Approve = ""
+		res, err := Plan(p, &c.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, ph := range res.Phases {
+			for _, g := range ph.Groups {
+				for _, s := range g.Steps {
+					if seen[s.Key] {
+						t.Errorf("%s: step key %s appears twice", path, s.Key)
+					}
+					seen[s.Key] = true
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package planner
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+// The replace strategy (seed 003): new machines in OpenStack, a VPN overlay
+// while the workload moves, the old nodes drained one at a time, and the
+// old machines removed at the end.
+
+// replacePrepare: stop the old pools from scaling and check the cloud.
+func replacePrepare(c *planCtx, b *phaseBuilder) {
+	s := c.snap
+	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
+		d := s.MachineDeployment(md)
+		if d == nil {
+			b.block("old MachineDeployment %s/%s named in spec.replace.oldMachineDeployments not found", c.ns, md)
+		}
+		b.step(d != nil && d.Paused, ExecKube, "pause", Target{Kind: kindMD, Name: md}, nil,
+			"no scaling of the old pool while the move runs")
+	}
+	b.group()
+	preflight(c, b)
+	b.group()
+	ensureKeypair(c, b)
+}
+
+// preflight resolves every name the plan gives to an OpenStack ID and checks
+// that the quota covers the new machines.
+func preflight(c *planCtx, b *phaseBuilder) {
+	names := c.cloudNames()
+	cloud := c.snap.Cloud
+	resolved := cloud != nil
+	for _, key := range names {
+		if !resolved {
+			break
+		}
+		r, ok := cloud.Resolved[key]
+		switch {
+		case !ok:
+			resolved = false
+		case r.Error != "":
+			resolved = false
+			b.block("OpenStack %s: %s", key, r.Error)
+		}
+	}
+	b.step(resolved, ExecOpenStack, "resolve", Target{Kind: "Cloud", Name: c.plan.Spec.Target.Identity.CloudName},
+		params("names", strings.Join(names, ","), "credentials", c.credentialsSource()),
+		"credentials work and every flavor, image and network the plan names exists")
+	if cloud != nil && cloud.QuotaShortfall != "" {
+		b.block("OpenStack quota does not cover the new machines: %s", cloud.QuotaShortfall)
+	}
+	machines := 0
+	for _, w := range c.plan.Spec.Target.Workers {
+		machines += w.Replicas
+	}
+	b.step(resolved && cloud.QuotaShortfall == "", ExecOpenStack, "check-quota", Target{Kind: "Cloud", Name: c.plan.Spec.Target.Identity.CloudName},
+		params("machines", strconv.Itoa(machines), "credentials", c.credentialsSource()),
+		"instances, cores and RAM for the new machines")
+}
+
+// cloudNames lists the "<kind>/<name>" keys of the OpenStack resources the
+// plan names, sorted.
+func (c *planCtx) cloudNames() []string {
+	t := c.plan.Spec.Target
+	set := map[string]bool{}
+	addRef := func(kind string, r *v1alpha1.ResourceRef) {
+		if r != nil && r.Name != "" {
+			set[kind+"/"+r.Name] = true
+		}
+	}
+	addRef("network", &t.Network)
+	addRef("externalNetwork", t.ExternalNetwork)
+	for i := range t.Subnets {
+		addRef("subnet", &t.Subnets[i])
+	}
+	if t.ControlPlane.Provider == v1alpha1.ProviderKubeadm {
+		set["flavor/"+t.ControlPlane.Flavor] = true
+		set["image/"+t.ControlPlane.Image] = true
+	}
+	for _, w := range t.Workers {
+		set["flavor/"+w.Flavor] = true
+		set["image/"+w.Image] = true
+	}
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// credentialsSource names the Secret the openstack executor authenticates
+// with: the identity Secret, or its source while it is not yet filled.
+func (c *planCtx) credentialsSource() string {
+	id := c.plan.Spec.Target.Identity
+	if c.snap.HasSecretKey(c.ns, id.SecretName, "clouds.yaml") || id.From == nil {
+		return c.ns + "/" + id.SecretName
+	}
+	return id.From.Namespace + "/" + id.From.Name
+}
+
+// ensureKeypair adds the step that creates the plan's SSH keypair in Nova
+// (seed 000's manual step).
+func ensureKeypair(c *planCtx, b *phaseBuilder) {
+	key := c.plan.Spec.Target.SSHKey
+	cloud := c.snap.Cloud
+	exists := cloud != nil && has(cloud.Keypairs, key.Name)
+	if cloud != nil && !exists && key.PublicKey == "" {
+		b.block("keypair %s does not exist in OpenStack and spec.target.sshKey.publicKey is empty, so ferry cannot create it", key.Name)
+	}
+	b.step(exists, ExecOpenStack, "ensure-keypair", Target{Kind: "Keypair", Name: key.Name},
+		params("publicKey", publicKeyParam(key.PublicKey), "credentials", c.credentialsSource()),
+		"the machines are created with it")
+}
+
+// publicKeyParam shortens a public key for display: its type and comment.
+func publicKeyParam(key string) string {
+	if key == "" {
+		return ""
+	}
+	f := strings.Fields(key)
+	if len(f) >= 3 {
+		return f[0] + " ... " + f[2]
+	}
+	return f[0] + " ..."
+}
+
+// replaceNetworkBridge applies the VPN overlay and waits for it (seed 003).
+func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
+	paths := c.plan.Spec.Manifests.VPNOverlay
+	for _, p := range paths {
+		b.step(c.snap.Manifest(p).Applied, ExecWorkload, "apply", Target{Kind: kindManifest, Name: p}, nil,
+			"old and new nodes reach each other over the overlay while the workload moves")
+	}
+	b.group()
+	for _, p := range paths {
+		b.step(c.snap.Manifest(p).Healthy, ExecWorkload, "wait", Target{Kind: kindManifest, Name: p},
+			params("for", "workloads available", "timeout", c.waitTimeout()), "the overlay is up before any workload moves")
+	}
+}
+
+// replaceInfrastructure switches the Cluster's infrastructure to OpenStack.
+func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
+	s := c.snap
+	cl := s.Cluster
+	if cl == nil {
+		b.block("Cluster %s/%s not found: replace moves an existing cluster", c.ns, c.name)
+	}
+	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: kindOSC, Name: c.name}
+	b.step(wired || (cl != nil && cl.Paused), ExecKube, "pause", Target{Kind: kindCluster, Name: c.name}, nil,
+		"no reconciliation while the infrastructure is switched")
+	b.group()
+	b.identitySecret(c)
+	b.group()
+	b.openStackCluster(c)
+	b.group()
+	from := ""
+	if cl != nil {
+		from = "it refers to " + ref(cl.InfrastructureRef.Kind, cl.InfrastructureRef.Name)
+	}
+	b.step(wired, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
+		params("infrastructureRef", ref(kindOSC, c.name)), from)
+	b.group()
+	b.unpause(kindCluster, c.name, wired, pauseOf(cl))
+	b.group()
+	b.waitOpenStackCluster(c)
+	b.group()
+
+	cp := c.plan.Spec.Target.ControlPlane
+	if cp.Provider == v1alpha1.ProviderKubeadm {
+		t := c.plan.Spec.Target
+		kcp := s.ControlPlane
+		b.step(has(s.OpenStackMachineTemplates, cp.Name), ExecKube, "create", Target{Kind: kindOSMT, Name: cp.Name},
+			params("flavor", cp.Flavor, "image", cp.Image, "sshKeyName", t.SSHKey.Name,
+				"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
+			"the template of the new control-plane machines")
+		b.group()
+		refOK := kcp != nil && kcp.InfrastructureRef == observed.Ref{Kind: kindOSMT, Name: cp.Name}
+		b.step(refOK, ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
+			params("machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
+			"CAPI rolls the control plane onto OpenStack machines, one at a time")
+		b.group()
+		b.step(refOK && kcp.Stable() && c.controlPlaneOnOpenStack(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
+			params("for", "every control-plane machine on OpenStack, replicas == ready == updated", "timeout", c.waitTimeout()),
+			"the control plane runs on OpenStack")
+		b.group()
+	}
+	b.cloudControllerManager(c, "OpenStack's cloud controller manager initialises the new nodes and load balancers")
+}
+
+func (c *planCtx) controlPlaneOnOpenStack() bool {
+	for _, m := range c.snap.Machines {
+		if m.ControlPlane && !strings.HasPrefix(m.ProviderID, providerIDPrefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// replaceWorkers creates the new worker pools and waits for their nodes.
+func replaceWorkers(c *planCtx, b *phaseBuilder) {
+	s := c.snap
+	t := c.plan.Spec.Target
+	for _, pool := range t.Workers {
+		md := c.name + "-" + pool.Name
+		b.step(has(s.OpenStackMachineTemplates, md), ExecKube, "create", Target{Kind: kindOSMT, Name: md},
+			params("flavor", pool.Flavor, "image", pool.Image, "sshKeyName", t.SSHKey.Name,
+				"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
+			"the template of pool "+pool.Name)
+		b.step(has(s.KubeadmConfigTemplates, md), ExecKube, "create", Target{Kind: kindKubeadmCfgT, Name: md},
+			params("kubeletExtraArgs", "cloud-provider=external"), "how the machines of pool "+pool.Name+" join")
+	}
+	b.group()
+	for _, pool := range t.Workers {
+		md := c.name + "-" + pool.Name
+		b.step(s.MachineDeployment(md) != nil, ExecKube, "create", Target{Kind: kindMD, Name: md},
+			params("replicas", strconv.Itoa(pool.Replicas), "failureDomain", pool.FailureDomain,
+				"bootstrap", ref(kindKubeadmCfgT, md), "infrastructureRef", ref(kindOSMT, md)),
+			"new machines in OpenStack")
+	}
+	b.group()
+	for _, pool := range t.Workers {
+		md := c.name + "-" + pool.Name
+		d := s.MachineDeployment(md)
+		b.step(d != nil && d.Stable() && d.Replicas == pool.Replicas && c.nodesReady(md), ExecKube, "wait", Target{Kind: kindMD, Name: md},
+			params("for", "replicas == ready == updated, nodes Ready", "timeout", c.waitTimeout()),
+			"the new nodes are Ready in the workload cluster")
+	}
+}
+
+// nodesReady reports whether every Machine of a MachineDeployment has a
+// node and every such node is Ready.
+func (c *planCtx) nodesReady(md string) bool {
+	for _, m := range c.snap.MachinesOf(md) {
+		n := c.snap.Node(m.NodeRef)
+		if m.NodeRef == "" || n == nil || !n.Ready {
+			return false
+		}
+	}
+	return true
+}
+
+// oldNodes are the nodes of the old pools, sorted: the nodes of their
+// Machines, and worker nodes not on OpenStack (whose Machines may be gone).
+func (c *planCtx) oldNodes() []string {
+	set := map[string]bool{}
+	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
+		for _, m := range c.snap.MachinesOf(md) {
+			if m.NodeRef != "" {
+				set[m.NodeRef] = true
+			}
+		}
+	}
+	if c.snap.Workload != nil {
+		for _, n := range c.snap.Workload.Nodes {
+			if !n.ControlPlane && !strings.HasPrefix(n.ProviderID, providerIDPrefix) {
+				set[n.Name] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// replaceCutover empties the old nodes one at a time, probing the
+// application between them, then waits for the DNS switch to be approved.
+func replaceCutover(c *planCtx, b *phaseBuilder) {
+	if _, _, ok := c.clusterNodes(b); !ok {
+		return
+	}
+	cut := c.plan.Spec.Cutover
+	if lb := cut.LoadBalancerService; lb != nil {
+		key := lb.Namespace + "/" + lb.Name
+		b.step(c.snap.Workload.LoadBalancers[key] != "", ExecWorkload, "wait", Target{Kind: kindService, Namespace: lb.Namespace, Name: lb.Name},
+			params("for", "an external address", "timeout", c.waitTimeout()),
+			"the new cloud's load balancer serves before any node is drained")
+		b.group()
+	}
+	for _, name := range c.oldNodes() {
+		n := c.snap.Node(name)
+		gone := n == nil
+		b.step(gone || n.Unschedulable, ExecWorkload, "cordon", Target{Kind: kindNode, Name: name}, nil, "no new pods on the old node")
+		b.group()
+		b.step(gone || (n.Unschedulable && n.PodsToEvict == 0), ExecWorkload, "drain", Target{Kind: kindNode, Name: name},
+			params("timeout", cut.DrainTimeout, "respect", "PodDisruptionBudgets", "ignore", "DaemonSets"),
+			"its pods move to the new nodes")
+		b.group()
+		if cut.ProbeURL != "" {
+			key := v1alpha1.PhaseCutover + "/probe/node/" + name
+			b.step(gone || c.snap.Checked(key), ExecWorkload, "probe", Target{Kind: kindNode, Name: name},
+				params("url", cut.ProbeURL, "expect", "2xx"),
+				"the application still answers before the next node")
+			b.group()
+		}
+	}
+	approvedCleanup := c.plan.PhaseIndex(c.plan.Spec.Approve) >= c.plan.PhaseIndex(v1alpha1.PhaseCleanup)
+	b.step(approvedCleanup, ExecApproval, "await-approval", Target{Kind: kindPlan, Name: c.plan.Metadata.Name}, nil,
+		"switch DNS to the new load balancer (outside ferry), then approve cleanup")
+}
+
+// replaceCleanup removes what the plan names of the old cloud, and what
+// ferry created for the move.
+func replaceCleanup(c *planCtx, b *phaseBuilder) {
+	s := c.snap
+	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
+		b.step(s.MachineDeployment(md) == nil, ExecKube, "delete", Target{Kind: kindMD, Name: md}, nil,
+			"the old pool named in spec.replace.oldMachineDeployments, and its machines")
+	}
+	b.group()
+	if _, _, ok := c.clusterNodes(b); ok {
+		for _, name := range c.oldNodes() {
+			b.step(s.Node(name) == nil, ExecWorkload, "delete", Target{Kind: kindNode, Name: name}, nil,
+				"its machine is gone; the Node object is left over")
+		}
+	}
+	b.group()
+	cloud := s.Cloud
+	tagged := ""
+	if cloud != nil {
+		tagged = strings.Join(cloud.Tagged, ",")
+	}
+	b.step(cloud != nil && len(cloud.Tagged) == 0, ExecOpenStack, "delete", Target{Kind: "TaggedResources", Name: "ferry-plan=" + c.plan.Metadata.Name},
+		params("resources", tagged, "credentials", c.credentialsSource()),
+		"only what ferry created for this migration (VPN gateway, temporary rules)")
+}
