@@ -16,6 +16,7 @@ var commands = []struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
 }{
+	{"plan", "observe the live clusters and print the steps a plan would run (dry run)", planCommand},
 	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},
 	{"version", "print the version of ferry and of the libraries it was built with", versionCommand},
 }

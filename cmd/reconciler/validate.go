@@ -19,15 +19,16 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 			"provider. A directory stands for the .yaml and .yml files under it.\n"+
 			"Exit status: 0 all valid, 1 a plan is invalid, 2 usage error.\n")
 	}
-	if err := fs.Parse(args); err != nil {
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
 		return 2
 	}
-	if fs.NArg() == 0 {
+	if len(paths) == 0 {
 		fmt.Fprint(stderr, "reconciler validate: name at least one plan file or directory\n\n")
 		fs.Usage()
 		return 2
 	}
-	files, err := planfile.LoadPaths(fs.Args())
+	files, err := planfile.LoadPaths(paths)
 	var problems planfile.Errors
 	switch {
 	case errors.As(err, &problems):
@@ -40,7 +41,7 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "reconciler validate: %v\n", err)
 		return 2
 	case len(files) == 0:
-		fmt.Fprintf(stderr, "reconciler validate: no .yaml or .yml files in %v\n", fs.Args())
+		fmt.Fprintf(stderr, "reconciler validate: no .yaml or .yml files in %v\n", paths)
 		return 1
 	}
 	for _, f := range files {

@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -87,4 +89,27 @@ func StartKube(t testing.TB) *Kube {
 		t.Fatalf("testenv: client for %s: %v", cfg.Host, err)
 	}
 	return &Kube{Config: cfg, Client: c, Scheme: scheme}
+}
+
+// Kubeconfig renders the API server's admin credentials as a kubeconfig,
+// as a CAPI <cluster>-kubeconfig Secret or a --kubeconfig file holds it.
+func (k *Kube) Kubeconfig(t testing.TB) []byte {
+	t.Helper()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{
+		Server:                   k.Config.Host,
+		CertificateAuthorityData: k.Config.CAData,
+	}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: k.Config.CertData,
+		ClientKeyData:         k.Config.KeyData,
+		Token:                 k.Config.BearerToken,
+	}
+	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	cfg.CurrentContext = "envtest"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatalf("testenv: write kubeconfig: %v", err)
+	}
+	return data
 }

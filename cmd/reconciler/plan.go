@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
+)
+
+// planOutput is what `reconciler plan -o json` prints: the plan with its
+// defaults applied and the planner's result.
+type planOutput struct {
+	Plan   *v1alpha1.MigrationPlan `json:"plan"`
+	Result *planner.Result         `json:"result"`
+}
+
+func planCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the management cluster (default: $KUBECONFIG, then ~/.kube/config)")
+	kubeContext := fs.String("context", "", "kubeconfig context to use (default: the current context)")
+	output := fs.String("o", "text", "output format: text or json")
+	repoRoot := fs.String("repo-root", "", "root of the plans repository, where manifest paths are read to check whether they are applied (default: manifests are not checked and count as not applied)")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the clusters to answer")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: reconciler plan FILE [flags]\n\n"+
+			"Observes the live management cluster, the workload cluster through its\n"+
+			"kubeconfig Secret, and prints the steps that would run: the text the\n"+
+			"pull-request preview shows. It changes nothing.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	paths, err := parseInterspersed(fs, args)
+	if err != nil {
+		return 2
+	}
+	if len(paths) != 1 || (*output != "text" && *output != "json") {
+		fmt.Fprint(stderr, "reconciler plan: name one plan file; -o is text or json\n\n")
+		fs.Usage()
+		return 2
+	}
+	files, err := planfile.LoadPaths(paths)
+	var problems planfile.Errors
+	switch {
+	case errors.As(err, &problems):
+		for _, p := range problems {
+			fmt.Fprintln(stderr, p)
+		}
+		return 1
+	case err != nil:
+		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+		return 1
+	case len(files) != 1:
+		fmt.Fprintf(stderr, "reconciler plan: %s holds %d plans; name one file\n", paths[0], len(files))
+		return 2
+	}
+	plan := files[0].Plan
+
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c, err := managementClient(*kubeconfig, *kubeContext)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+		return 1
+	}
+	obs := &observer.Observer{Client: c}
+	if *repoRoot != "" {
+		obs.Manifests = os.DirFS(*repoRoot)
+	}
+	snap, err := obs.Observe(ctx, plan, observed.Record{})
+	if err != nil {
+		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+		return 1
+	}
+	res, err := planner.Plan(plan, snap)
+	if err != nil {
+		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+		return 1
+	}
+	if *output == "json" {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(planOutput{Plan: plan, Result: res}); err != nil {
+			fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if err := planner.Render(stdout, plan, res); err != nil {
+		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
+		return 1
+	}
+	for _, note := range []string{snap.WorkloadError, snap.CloudError} {
+		if note != "" {
+			fmt.Fprintf(stderr, "note: %s\n", note)
+		}
+	}
+	return 0
+}
+
+// managementClient connects to the management cluster the way kubectl
+// does: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config.
+func managementClient(kubeconfig, kubeContext string) (client.Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}

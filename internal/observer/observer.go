@@ -1,0 +1,357 @@
+// Package observer fills an observed.Snapshot for one plan from the
+// management cluster (CAPI and CAPO objects, Secrets by key name), the
+// workload cluster (nodes, pods to evict, manifests, load balancers),
+// reached through its <cluster>-kubeconfig Secret, and OpenStack through a
+// CloudObserver. It only reads. A workload cluster or cloud that cannot be
+// reached is recorded in the snapshot (WorkloadError, CloudError) rather
+// than failing the observation: the planner decides what that blocks.
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/clientcmd"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+// KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
+// provider's Go module is not a dependency of ferry.
+var KamajiGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: v1alpha1.ProviderKamaji}
+
+// CloudObserver reads what the planner needs from OpenStack for a plan:
+// name resolutions, servers by name, keypairs, quota, and the resources
+// ferry tagged. It authenticates with the clouds.yaml Secret the plan names.
+type CloudObserver interface {
+	ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error)
+}
+
+// WorkloadClientFunc builds a client for the workload cluster from the
+// kubeconfig in its <cluster>-kubeconfig Secret.
+type WorkloadClientFunc func(kubeconfig []byte) (client.Client, error)
+
+// Observer reads the state one plan is planned against.
+type Observer struct {
+	// Client reads the management cluster.
+	Client client.Client
+	// Workload builds the workload cluster's client; nil uses
+	// NewWorkloadClient.
+	Workload WorkloadClientFunc
+	// Cloud reads OpenStack; nil leaves the cloud unobserved.
+	Cloud CloudObserver
+	// Manifests is the plans repository, where manifest paths are read
+	// from; nil leaves manifests unobserved (not applied).
+	Manifests fs.FS
+}
+
+// NewWorkloadClient builds a client for a kubeconfig with ferry's scheme.
+func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	return client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+}
+
+// Observe reads the snapshot for p, a validated and defaulted plan, and
+// joins record (what ferry wrote to the plan's status before) to it. An
+// error means the management cluster could not be read.
+func (o *Observer) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, record observed.Record) (*observed.Snapshot, error) {
+	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
+	s := &observed.Snapshot{Record: record}
+	var errs []error
+	errs = append(errs, o.cluster(ctx, ns, name, s))
+	errs = append(errs, o.secrets(ctx, p, s))
+	errs = append(errs, o.controlPlane(ctx, p, s))
+	errs = append(errs, o.machines(ctx, ns, name, s))
+	errs = append(errs, o.names(ctx, ns, s))
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("observe cluster %s/%s: %w", ns, name, err)
+	}
+	o.workload(ctx, p, s)
+	if o.Cloud == nil {
+		s.CloudError = "not observed: no OpenStack client configured"
+	} else if cloud, err := o.Cloud.ObserveCloud(ctx, p); err != nil {
+		s.CloudError = err.Error()
+	} else {
+		s.Cloud = cloud
+	}
+	return s, nil
+}
+
+// get reads one object; found is false when it does not exist.
+func (o *Observer) get(ctx context.Context, ns, name string, obj client.Object) (found bool, err error) {
+	err = o.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get %T %s/%s: %w", obj, ns, name, err)
+	}
+	return true, nil
+}
+
+func pauseOf(obj client.Object) observed.Pause {
+	_, paused := obj.GetAnnotations()[clusterv1.PausedAnnotation]
+	_, byFerry := obj.GetAnnotations()[observed.AnnotationPausedBy]
+	return observed.Pause{Paused: paused, ByFerry: paused && byFerry}
+}
+
+func refOf(kind, name string) observed.Ref { return observed.Ref{Kind: kind, Name: name} }
+
+func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Snapshot) error {
+	var c clusterv1.Cluster
+	found, err := o.get(ctx, ns, name, &c)
+	if err != nil || !found {
+		return err
+	}
+	oc := &observed.Cluster{}
+	_, byFerry := c.Annotations[observed.AnnotationPausedBy]
+	oc.Pause = observed.Pause{Paused: c.Spec.Paused, ByFerry: c.Spec.Paused && byFerry}
+	if r := c.Spec.InfrastructureRef; r != nil {
+		oc.InfrastructureRef = refOf(r.Kind, r.Name)
+	}
+	if r := c.Spec.ControlPlaneRef; r != nil {
+		oc.ControlPlaneRef = refOf(r.Kind, r.Name)
+	}
+	if c.Spec.ControlPlaneEndpoint.IsValid() {
+		oc.ControlPlaneEndpoint = c.Spec.ControlPlaneEndpoint.String()
+	}
+	s.Cluster = oc
+
+	var osc infrav1.OpenStackCluster
+	found, err = o.get(ctx, ns, name, &osc)
+	if err != nil || !found {
+		return err
+	}
+	s.OpenStackCluster = &observed.OpenStackCluster{Pause: pauseOf(&osc), Name: name, Ready: osc.Status.Ready}
+	return nil
+}
+
+// secrets records the key names, never the values, of the Secrets in the
+// cluster's namespace and of the sources the plan copies from.
+func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
+	var list corev1.SecretList
+	ns := p.Spec.Cluster.Namespace
+	if err := o.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list Secrets in %s: %w", ns, err)
+	}
+	add := func(sec *corev1.Secret) {
+		keys := make([]string, 0, len(sec.Data))
+		for k := range sec.Data {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: keys})
+	}
+	for i := range list.Items {
+		add(&list.Items[i])
+	}
+	var sources []client.ObjectKey
+	if a := p.Spec.Adopt; a != nil && a.SecretsFrom != "" {
+		for _, suffix := range []string{"kubeconfig", "etcd", "ca", "sa"} {
+			sources = append(sources, client.ObjectKey{Namespace: a.SecretsFrom, Name: p.Spec.Cluster.Name + "-" + suffix})
+		}
+	}
+	if f := p.Spec.Target.Identity.From; f != nil && f.Namespace != ns {
+		sources = append(sources, client.ObjectKey{Namespace: f.Namespace, Name: f.Name})
+	}
+	for _, key := range sources {
+		var sec corev1.Secret
+		found, err := o.get(ctx, key.Namespace, key.Name, &sec)
+		if err != nil {
+			return err
+		}
+		if found {
+			add(&sec)
+		}
+	}
+	return nil
+}
+
+func (o *Observer) controlPlane(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
+	ns, cpName := p.Spec.Cluster.Namespace, p.Spec.Target.ControlPlane.Name
+	if p.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(KamajiGVK)
+		found, err := o.get(ctx, ns, cpName, u)
+		if err != nil || !found {
+			return err
+		}
+		cp := &observed.ControlPlane{Pause: pauseOf(u), Kind: v1alpha1.ProviderKamaji, Name: cpName}
+		cp.Replicas = intField(u, "spec", "replicas")
+		cp.ReadyReplicas = intField(u, "status", "readyReplicas")
+		cp.UpdatedReplicas = intField(u, "status", "updatedReplicas")
+		cp.UnavailableReplicas = intField(u, "status", "unavailableReplicas")
+		cp.Ready, _, _ = unstructured.NestedBool(u.Object, "status", "ready")
+		cp.Version, _, _ = unstructured.NestedString(u.Object, "spec", "version")
+		cp.PreferredAddressTypes, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
+		s.ControlPlane = cp
+		return nil
+	}
+	var kcp controlplanev1.KubeadmControlPlane
+	found, err := o.get(ctx, ns, cpName, &kcp)
+	if err != nil || !found {
+		return err
+	}
+	cp := &observed.ControlPlane{
+		Pause:               pauseOf(&kcp),
+		Kind:                v1alpha1.ProviderKubeadm,
+		Name:                cpName,
+		ReadyReplicas:       int(kcp.Status.ReadyReplicas),
+		UpdatedReplicas:     int(kcp.Status.UpdatedReplicas),
+		UnavailableReplicas: int(kcp.Status.UnavailableReplicas),
+		Ready:               kcp.Status.Ready,
+		Version:             kcp.Spec.Version,
+		InfrastructureRef:   refOf(kcp.Spec.MachineTemplate.InfrastructureRef.Kind, kcp.Spec.MachineTemplate.InfrastructureRef.Name),
+	}
+	if kcp.Spec.Replicas != nil {
+		cp.Replicas = int(*kcp.Spec.Replicas)
+	}
+	if kcp.Spec.RolloutAfter != nil {
+		cp.RolloutAfter = kcp.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	s.ControlPlane = cp
+	return nil
+}
+
+func intField(u *unstructured.Unstructured, path ...string) int {
+	v, _, _ := unstructured.NestedInt64(u.Object, path...)
+	return int(v)
+}
+
+// machines reads the cluster's Machines, MachineSets and MachineDeployments.
+func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Snapshot) error {
+	var machines clusterv1.MachineList
+	if err := o.Client.List(ctx, &machines, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list Machines in %s: %w", ns, err)
+	}
+	for _, m := range machines.Items {
+		if m.Spec.ClusterName != name {
+			continue
+		}
+		om := observed.Machine{
+			Pause:             pauseOf(&m),
+			Name:              m.Name,
+			InfrastructureRef: refOf(m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name),
+			Deployment:        m.Labels[clusterv1.MachineDeploymentNameLabel],
+			MachineSet:        m.Labels[clusterv1.MachineSetNameLabel],
+		}
+		_, om.ControlPlane = m.Labels[clusterv1.MachineControlPlaneLabel]
+		_, om.Adopted = m.Annotations[observed.AnnotationAdopted]
+		if r := m.Spec.Bootstrap.ConfigRef; r != nil {
+			om.BootstrapRef = refOf(r.Kind, r.Name)
+		}
+		if m.Spec.ProviderID != nil {
+			om.ProviderID = *m.Spec.ProviderID
+		}
+		if m.Status.NodeRef != nil {
+			om.NodeRef = m.Status.NodeRef.Name
+		}
+		s.Machines = append(s.Machines, om)
+	}
+	var sets clusterv1.MachineSetList
+	if err := o.Client.List(ctx, &sets, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list MachineSets in %s: %w", ns, err)
+	}
+	for _, ms := range sets.Items {
+		if ms.Spec.ClusterName != name {
+			continue
+		}
+		r := ms.Spec.Template.Spec.InfrastructureRef
+		s.MachineSets = append(s.MachineSets, observed.MachineSet{
+			Pause: pauseOf(&ms), Name: ms.Name,
+			Deployment:        ms.Labels[clusterv1.MachineDeploymentNameLabel],
+			InfrastructureRef: refOf(r.Kind, r.Name),
+		})
+	}
+	var mds clusterv1.MachineDeploymentList
+	if err := o.Client.List(ctx, &mds, client.InNamespace(ns)); err != nil {
+		return fmt.Errorf("list MachineDeployments in %s: %w", ns, err)
+	}
+	for _, md := range mds.Items {
+		if md.Spec.ClusterName != name {
+			continue
+		}
+		r := md.Spec.Template.Spec.InfrastructureRef
+		od := observed.MachineDeployment{
+			Pause:               pauseOf(&md),
+			Name:                md.Name,
+			ReadyReplicas:       int(md.Status.ReadyReplicas),
+			UpdatedReplicas:     int(md.Status.UpdatedReplicas),
+			UnavailableReplicas: int(md.Status.UnavailableReplicas),
+			InfrastructureRef:   refOf(r.Kind, r.Name),
+		}
+		// A MachineDeployment is paused by spec.paused as well as by the
+		// annotation.
+		if md.Spec.Paused {
+			od.Paused = true
+		}
+		if md.Spec.Replicas != nil {
+			od.Replicas = int(*md.Spec.Replicas)
+		}
+		if md.Spec.RolloutAfter != nil {
+			od.RolloutAfter = md.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
+		}
+		s.MachineDeployments = append(s.MachineDeployments, od)
+	}
+	return nil
+}
+
+// names records which bootstrap and infrastructure objects exist.
+func (o *Observer) names(ctx context.Context, ns string, s *observed.Snapshot) error {
+	lists := []struct {
+		list client.ObjectList
+		into *[]string
+	}{
+		{&bootstrapv1.KubeadmConfigList{}, &s.KubeadmConfigs},
+		{&bootstrapv1.KubeadmConfigTemplateList{}, &s.KubeadmConfigTemplates},
+		{&infrav1.OpenStackMachineTemplateList{}, &s.OpenStackMachineTemplates},
+		{&infrav1.OpenStackMachineList{}, &s.OpenStackMachines},
+	}
+	for _, l := range lists {
+		if err := o.Client.List(ctx, l.list, client.InNamespace(ns)); err != nil {
+			return fmt.Errorf("list %T in %s: %w", l.list, ns, err)
+		}
+		items, err := metaNames(l.list)
+		if err != nil {
+			return err
+		}
+		*l.into = items
+	}
+	return nil
+}
+
+func metaNames(list client.ObjectList) ([]string, error) {
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("read %T: %w", list, err)
+	}
+	names := make([]string, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("observer: %T in %T is not an object", item, list)
+		}
+		names = append(names, obj.GetName())
+	}
+	slices.Sort(names)
+	return names, nil
+}

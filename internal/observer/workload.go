@@ -1,0 +1,244 @@
+package observer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+// Node labels that mark a control-plane node, current and legacy.
+var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master"}
+
+// workload reads the workload cluster through the kubeconfig in the
+// <cluster>-kubeconfig Secret. Failing to reach it is recorded, not returned.
+func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
+	var sec corev1.Secret
+	found, err := o.get(ctx, ns, name+"-kubeconfig", &sec)
+	switch {
+	case err != nil:
+		s.WorkloadError = err.Error()
+		return
+	case !found || len(sec.Data["value"]) == 0:
+		s.WorkloadError = fmt.Sprintf("Secret %s/%s-kubeconfig with key value not found", ns, name)
+		return
+	}
+	newClient := o.Workload
+	if newClient == nil {
+		newClient = NewWorkloadClient
+	}
+	c, err := newClient(sec.Data["value"])
+	if err != nil {
+		// The error may quote the kubeconfig; say only where it came from.
+		s.WorkloadError = fmt.Sprintf("kubeconfig in Secret %s/%s-kubeconfig is not usable", ns, name)
+		return
+	}
+	w, err := readWorkload(ctx, c, p, o.Manifests)
+	if err != nil {
+		s.WorkloadError = err.Error()
+		return
+	}
+	s.Workload = w
+}
+
+func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, repo fs.FS) (*observed.Workload, error) {
+	w := &observed.Workload{}
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods); err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	evict := map[string]int{}
+	for i := range pods.Items {
+		if pod := &pods.Items[i]; evictable(pod) {
+			evict[pod.Spec.NodeName]++
+		}
+	}
+	for _, n := range nodes.Items {
+		on := observed.Node{
+			Name:           n.Name,
+			Labels:         n.Labels,
+			Unschedulable:  n.Spec.Unschedulable,
+			ProviderID:     n.Spec.ProviderID,
+			KubeletVersion: n.Status.NodeInfo.KubeletVersion,
+			PodsToEvict:    evict[n.Name],
+		}
+		for _, l := range controlPlaneLabels {
+			if _, ok := n.Labels[l]; ok {
+				on.ControlPlane = true
+			}
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				on.Ready = cond.Status == corev1.ConditionTrue
+			}
+		}
+		w.Nodes = append(w.Nodes, on)
+	}
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &cm)
+	switch {
+	case err == nil:
+		w.KubeadmConfig = true
+	case !apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("get kube-system/kubeadm-config: %w", err)
+	}
+	if lb := cutoverService(p); lb != nil {
+		var svc corev1.Service
+		err := c.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: lb.Name}, &svc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get Service %s/%s: %w", lb.Namespace, lb.Name, err)
+		}
+		w.LoadBalancers = map[string]string{lb.Namespace + "/" + lb.Name: externalAddress(&svc)}
+	}
+	if repo != nil {
+		w.Manifests = map[string]observed.Manifest{}
+		for _, path := range manifestPaths(p) {
+			m, err := manifestState(ctx, c, repo, path)
+			if err != nil {
+				return nil, err
+			}
+			w.Manifests[path] = m
+		}
+	}
+	return w, nil
+}
+
+// evictable reports whether a drain would evict the pod: not a mirror pod,
+// not a DaemonSet's, not finished.
+func evictable(pod *corev1.Pod) bool {
+	if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	if _, mirror := pod.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		return false
+	}
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return false
+		}
+	}
+	return true
+}
+
+func cutoverService(p *v1alpha1.MigrationPlan) *v1alpha1.ObjectRef {
+	if p.Spec.Cutover == nil {
+		return nil
+	}
+	return p.Spec.Cutover.LoadBalancerService
+}
+
+func externalAddress(svc *corev1.Service) string {
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return ""
+}
+
+func manifestPaths(p *v1alpha1.MigrationPlan) []string {
+	m := p.Spec.Manifests
+	if m == nil {
+		return nil
+	}
+	var out []string
+	if m.CloudControllerManager != nil {
+		out = append(out, m.CloudControllerManager.Path)
+	}
+	return append(out, m.VPNOverlay...)
+}
+
+// manifestState reports a manifest applied when every object in it exists,
+// and healthy when its DaemonSets and Deployments are available.
+func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string) (observed.Manifest, error) {
+	data, err := fs.ReadFile(repo, path)
+	if err != nil {
+		return observed.Manifest{}, fmt.Errorf("read manifest %s: %w", path, err)
+	}
+	objs, err := decodeManifest(data)
+	if err != nil {
+		return observed.Manifest{}, fmt.Errorf("manifest %s: %w", path, err)
+	}
+	state := observed.Manifest{Applied: true, Healthy: true}
+	for _, want := range objs {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(want.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
+		if apierrors.IsNotFound(err) {
+			return observed.Manifest{}, nil
+		}
+		if err != nil {
+			return observed.Manifest{}, fmt.Errorf("manifest %s: get %s %s: %w", path, want.GetKind(), want.GetName(), err)
+		}
+		if !available(got) {
+			state.Healthy = false
+		}
+	}
+	return state, nil
+}
+
+func decodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		err := dec.Decode(&u.Object)
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		out = append(out, u)
+	}
+}
+
+func available(u *unstructured.Unstructured) bool {
+	switch u.GetKind() {
+	case "DaemonSet":
+		var ds appsv1.DaemonSet
+		if err := runtimeConvert(u, &ds); err != nil {
+			return false
+		}
+		return ds.Status.DesiredNumberScheduled == ds.Status.NumberAvailable && ds.Status.ObservedGeneration >= ds.Generation
+	case "Deployment":
+		var d appsv1.Deployment
+		if err := runtimeConvert(u, &d); err != nil {
+			return false
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		return d.Status.AvailableReplicas >= want && d.Status.ObservedGeneration >= d.Generation
+	}
+	return true
+}
+
+func runtimeConvert(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
