@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,7 +16,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 )
 
@@ -52,17 +50,10 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	files, err := planfile.LoadPaths(paths)
-	var problems planfile.Errors
+	files, code := loadPlans("plan", paths, stderr)
 	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
-		}
-		return 1
-	case err != nil:
-		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
-		return 1
+	case code != 0:
+		return code
 	case len(files) != 1:
 		fmt.Fprintf(stderr, "reconciler plan: %s holds %d plans; name one file\n", paths[0], len(files))
 		return 2

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-
-	"github.com/ferry-dev/ferry/internal/planfile"
 )
 
 func validateCommand(args []string, stdout, stderr io.Writer) int {
@@ -28,21 +25,9 @@ func validateCommand(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	files, err := planfile.LoadPaths(paths)
-	var problems planfile.Errors
-	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
-		}
-		fmt.Fprintf(stderr, "%d problem(s); %d plan(s) valid\n", len(problems), len(files))
-		return 1
-	case err != nil:
-		fmt.Fprintf(stderr, "reconciler validate: %v\n", err)
-		return 2
-	case len(files) == 0:
-		fmt.Fprintf(stderr, "reconciler validate: no .yaml or .yml files in %v\n", paths)
-		return 1
+	files, code := loadPlans("validate", paths, stderr)
+	if code != 0 {
+		return code
 	}
 	for _, f := range files {
 		fmt.Fprintf(stdout, "%s: plan %s is valid (%s, %s)\n", f.Path, f.Plan.Metadata.Name, f.Plan.Spec.Strategy, f.Plan.Spec.Target.ControlPlane.Provider)
