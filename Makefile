@@ -14,11 +14,13 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -count=1: the integration tests talk to servers they start, so a cached
 # result would say nothing about this run.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
+# How long `make fuzz` fuzzes the plan decoder.
+FUZZTIME ?= 30s
 
 .PHONY: help
 help: ## Show this list of targets.
 	@echo "Usage: make <target>"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-8s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/reconciler.
@@ -28,12 +30,22 @@ build: ## Build bin/reconciler.
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).
 	go test $(TEST_FLAGS) ./...
 
+.PHONY: fuzz
+fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).
+	go test ./internal/planfile -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)
+
+.PHONY: generate
+generate: ## Regenerate the plan JSON Schema from the Go types.
+	go run ./hack/schemagen
+
 .PHONY: tools
 tools: ## Build kube-apiserver and etcd for the test environment (idempotent).
 	hack/tools.sh
 
+# verify regenerates first, so that a schema that is out of date with the
+# Go types shows up as a dirty tree.
 .PHONY: verify
-verify: ## Check formatting, go vet, tidy go.mod files, shell scripts, and a clean tree.
+verify: generate ## Check formatting, go vet, tidy go.mod files, shell scripts, generated files, and a clean tree.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt: run 'gofmt -w' on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
@@ -41,7 +53,7 @@ verify: ## Check formatting, go vet, tidy go.mod files, shell scripts, and a cle
 	@command -v shellcheck >/dev/null || { echo "shellcheck not found: apt-get install shellcheck"; exit 1; }
 	shellcheck hack/*.sh .ci/run
 	@dirty=$$(git status --porcelain); \
-	if [[ -n $$dirty ]]; then echo "the tree is dirty (uncommitted changes, or go mod tidy changed a go.mod):"; echo "$$dirty"; git diff --stat; exit 1; fi
+	if [[ -n $$dirty ]]; then echo "the tree is dirty (uncommitted changes, go mod tidy changed a go.mod, or make generate changed a generated file):"; echo "$$dirty"; git diff --stat; exit 1; fi
 
 .PHONY: clean
 clean: ## Remove build output (keeps the tools cache: see hack/tools.sh --dir).
