@@ -1,0 +1,295 @@
+package planfile
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+// examplesDir holds the example plans of the repository.
+const examplesDir = "../../plans"
+
+// Every example plan is valid, and its defaulted form is the golden file
+// testdata/examples/<plan>.json: a change to a default shows up there.
+func TestExamples(t *testing.T) {
+	files, err := LoadPaths([]string{examplesDir})
+	if err != nil {
+		t.Fatalf("example plans do not validate:\n%v", err)
+	}
+	names, err := filepath.Glob(filepath.Join(examplesDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 || len(files) != len(names) {
+		t.Fatalf("LoadPaths returned %d plans for %d files in %s", len(files), len(names), examplesDir)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f.Path), func(t *testing.T) {
+			got, err := json.MarshalIndent(f.Plan, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			golden := filepath.Join("testdata", "examples", f.Plan.Metadata.Name+".json")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(golden, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./internal/planfile -update)", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("defaulted plan differs from %s (run go test ./internal/planfile -update and review the diff):\n%s", golden, got)
+			}
+		})
+	}
+}
+
+// The defaults the plan format documents are applied by Decode, and a value
+// the plan sets is kept.
+func TestDefaults(t *testing.T) {
+	load := func(t *testing.T, path string) *v1alpha1.MigrationPlan {
+		t.Helper()
+		files, err := LoadPaths([]string{path})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return files[0].Plan
+	}
+	decode := func(t *testing.T, data string) *v1alpha1.MigrationPlan {
+		t.Helper()
+		f, err := Decode(testFile, []byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Plan
+	}
+	deref := func(b *bool) any {
+		if b == nil {
+			return nil
+		}
+		return *b
+	}
+	tests := []struct {
+		name string
+		plan func(t *testing.T) *v1alpha1.MigrationPlan
+		got  func(p *v1alpha1.MigrationPlan) any
+		want any
+	}{
+		{
+			name: "namespace",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan {
+				return decode(t, edit(t, replacePlan, "    namespace: tenants\n", ""))
+			},
+			got:  func(p *v1alpha1.MigrationPlan) any { return p.Spec.Cluster.Namespace },
+			want: "default",
+		},
+		{
+			name: "identity secret from the cluster name",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return load(t, examplesDir+"/kamaji-quickstart.yaml") },
+			got:  func(p *v1alpha1.MigrationPlan) any { return p.Spec.Target.Identity.SecretName },
+			want: "kamaji-quickstart-cloud-config",
+		},
+		{
+			name: "identity source in the cluster's namespace",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return load(t, examplesDir+"/vsphere-workers.yaml") },
+			got: func(p *v1alpha1.MigrationPlan) any {
+				from := p.Spec.Target.Identity.From
+				return []string{from.Namespace, from.CloudsKey, p.Spec.Target.Identity.CloudName}
+			},
+			want: []string{"tenants", "clouds.yaml", "openstack"},
+		},
+		{
+			name: "kubeadm gets a load balancer and a floating IP",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return load(t, examplesDir+"/vsphere-workers.yaml") },
+			got: func(p *v1alpha1.MigrationPlan) any {
+				return []any{deref(p.Spec.Target.APIServer.LoadBalancer), deref(p.Spec.Target.APIServer.FloatingIP)}
+			},
+			want: []any{true, true},
+		},
+		{
+			name: "kamaji gets neither",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan {
+				return decode(t, edit(t, kamajiPlan, "    apiServer:\n      loadBalancer: false\n      floatingIP: false\n", ""))
+			},
+			got: func(p *v1alpha1.MigrationPlan) any {
+				return []any{deref(p.Spec.Target.APIServer.LoadBalancer), deref(p.Spec.Target.APIServer.FloatingIP)}
+			},
+			want: []any{false, false},
+		},
+		{
+			name: "kamaji kubelet address order",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan {
+				return decode(t, edit(t, kamajiPlan, "      kubelet:\n        preferredAddressTypes: [InternalIP, ExternalIP, Hostname]\n", ""))
+			},
+			got:  func(p *v1alpha1.MigrationPlan) any { return p.Spec.Target.ControlPlane.Kubelet.PreferredAddressTypes },
+			want: []string{"InternalIP", "ExternalIP", "Hostname"},
+		},
+		{
+			name: "control-plane name and failure domains",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return decode(t, replacePlan) },
+			got: func(p *v1alpha1.MigrationPlan) any {
+				tg := p.Spec.Target
+				return []string{tg.ControlPlane.Name, tg.FailureDomain, tg.Workers[0].FailureDomain, tg.Workers[1].FailureDomain}
+			},
+			want: []string{"shop-control-plane", "nova", "nova", "nova"},
+		},
+		{
+			name: "a pool's failure domain is kept",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan {
+				return decode(t, edit(t, replacePlan, "        replicas: 1\n", "        replicas: 1\n        failureDomain: az-2\n"))
+			},
+			got: func(p *v1alpha1.MigrationPlan) any {
+				return []string{p.Spec.Target.Workers[0].FailureDomain, p.Spec.Target.Workers[1].FailureDomain}
+			},
+			want: []string{"nova", "az-2"},
+		},
+		{
+			name: "timeouts",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan {
+				return decode(t, edit(t, replacePlan, "    drainTimeout: 15m\n", ""))
+			},
+			got: func(p *v1alpha1.MigrationPlan) any {
+				return []string{p.Spec.Cutover.DrainTimeout, p.Spec.Timeouts.Wait}
+			},
+			want: []string{"10m", "30m"},
+		},
+		{
+			name: "security group rules are IPv4",
+			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return decode(t, kamajiPlan) },
+			got:  func(p *v1alpha1.MigrationPlan) any { return p.Spec.Target.SecurityGroups.AllNodesRules[1].EtherType },
+			want: "IPv4",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.got(tt.plan(t))
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// minimalPlan is a valid adopt plan with the given name and cluster; the
+// plan name is on line 4 and spec.cluster on line 6.
+func minimalPlan(name, namespace, cluster string) string {
+	return fmt.Sprintf(`apiVersion: ferry.dev/v1alpha1
+kind: MigrationPlan
+metadata:
+  name: %s
+spec:
+  cluster:
+    name: %s
+    namespace: %s
+  strategy: adopt
+  target:
+    identity: {}
+    network: {name: net}
+    sshKey: {name: key}
+    controlPlane: {provider: KubeadmControlPlane, flavor: m1.medium, image: ubuntu}
+`, name, cluster, namespace)
+}
+
+func TestLoadFS(t *testing.T) {
+	fsys := fstest.MapFS{
+		// a and b share a plan name: their status files would collide.
+		"plans/a.yaml": {Data: []byte(minimalPlan("shop", "tenants", "shop"))},
+		"plans/b.yaml": {Data: []byte(minimalPlan("shop", "tenants", "shop-2"))},
+		// c and sub/d migrate the same cluster, found recursively.
+		"plans/c.yaml":     {Data: []byte(minimalPlan("shared-1", "tenants", "shared"))},
+		"plans/sub/d.yml":  {Data: []byte(minimalPlan("shared-2", "tenants", "shared"))},
+		"plans/good.yaml":  {Data: []byte(minimalPlan("good", "tenants", "good"))},
+		"plans/other.yaml": {Data: []byte(minimalPlan("other", "default", "shared"))},
+		"plans/bad.yaml":   {Data: []byte(strings.Replace(minimalPlan("bad", "tenants", "bad"), "strategy: adopt", "strategy: move", 1))},
+		"plans/README.md":  {Data: []byte("# Plans\n\nnot: [a plan\n")},
+		"plans/notes.txt":  {Data: []byte("{")},
+		"elsewhere/x.yaml": {Data: []byte("not a plan")},
+	}
+	files, err := LoadFS(fsys, "plans")
+
+	var got []string
+	for _, f := range files {
+		got = append(got, f.Path)
+	}
+	// Clashing plans are all held back, not just the second of each pair.
+	if want := []string{"plans/good.yaml", "plans/other.yaml"}; !slices.Equal(got, want) {
+		t.Errorf("LoadFS returned %v, want %v", got, want)
+	}
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("LoadFS error %v (%T), want planfile.Errors", err, err)
+	}
+	want := []string{
+		`plans/b.yaml:4: metadata.name: plan "shop" is also defined in plans/a.yaml; plan names must be unique`,
+		`plans/bad.yaml:9: spec.strategy: must be one of adopt, replace, got "move"`,
+		`plans/sub/d.yml:6: spec.cluster: cluster tenants/shared is also migrated by plans/c.yaml; one plan per cluster`,
+	}
+	if got := strings.Split(es.Error(), "\n"); !slices.Equal(got, want) {
+		t.Errorf("LoadFS errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Without problems there is no error, and the plans come in path order.
+	ok := fstest.MapFS{
+		"plans/z.yaml": {Data: []byte(minimalPlan("z", "default", "z"))},
+		"plans/a.yaml": {Data: []byte(minimalPlan("a", "default", "a"))},
+	}
+	files, err = LoadFS(ok, "plans")
+	if err != nil || len(files) != 2 || files[0].Path != "plans/a.yaml" {
+		t.Errorf("LoadFS of two good plans = %d plans, %v; want a.yaml and z.yaml, no error", len(files), err)
+	}
+
+	if _, err := LoadFS(fsys, "missing"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadFS of a missing directory: %v; want fs.ErrNotExist", err)
+	}
+}
+
+func TestLoadPaths(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	good := write("good.yaml", minimalPlan("good", "default", "good"))
+	bad := write("bad.yaml", strings.Replace(minimalPlan("bad", "default", "bad"), "name: net", "id: \"\"", 1))
+	write("README.md", "not a plan")
+
+	// A file named on its own is read whatever its name.
+	files, err := LoadPaths([]string{good})
+	if err != nil || len(files) != 1 {
+		t.Errorf("LoadPaths(%s) = %d plans, %v; want 1, no error", good, len(files), err)
+	}
+
+	files, err = LoadPaths([]string{dir})
+	want := bad + ":12: spec.target.network: set name or id"
+	if err == nil || err.Error() != want {
+		t.Errorf("LoadPaths(dir) error:\n%v\nwant:\n%s", err, want)
+	}
+	if len(files) != 1 || files[0].Path != good {
+		t.Errorf("LoadPaths(dir) returned %d plans; want only %s", len(files), good)
+	}
+
+	if _, err := LoadPaths([]string{filepath.Join(dir, "missing")}); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("LoadPaths of a missing path: %v; want fs.ErrNotExist", err)
+	}
+}
