@@ -215,27 +215,15 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) bool {
 	}
 	t := v.Type()
 	present := map[string]bool{}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-		p := join(path, key.Value)
-		if key.Kind != yaml.ScalarNode || key.Tag == "!!merge" {
-			d.errorf(key.Line, path, "expected a field name, got %s", describe(key))
-			continue
-		}
-		if first, dup := seen[key.Value]; dup {
-			d.errorf(key.Line, p, "duplicate key; first set on line %d", first)
-			continue
-		}
-		seen[key.Value] = key.Line
+	seen := d.pairs(n, path, "a field name", func(key, val *yaml.Node, p string) {
 		idx := fieldIndex(t, key.Value)
 		if idx < 0 {
 			if looksLikeSecretKey(key.Value) {
 				d.errorf(key.Line, p, "%s", inlineSecretMsg)
-				continue
+				return
 			}
 			d.errorf(key.Line, p, "unknown field; expected one of %s", fieldList(t))
-			continue
+			return
 		}
 		d.lines[p] = key.Line
 		present[key.Value] = !isNull(val)
@@ -244,11 +232,11 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) bool {
 				// `name: ""` or `list: []` leaves a required field as
 				// empty as leaving it out; the loop below reports it once.
 				present[key.Value] = false
-				continue
+				return
 			}
 			d.checkRules(val, v.Field(idx), t.Field(idx), p)
 		}
-	}
+	})
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		name, _ := v1alpha1.JSONName(f)
@@ -264,18 +252,16 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) bool {
 	return true
 }
 
-func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) bool {
-	if n.Kind != yaml.MappingNode {
-		d.errorf(n.Line, path, "expected a mapping of strings, got %s", describe(n))
-		return false
-	}
-	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+// pairs calls fn with each key, value and field path of a mapping, after
+// reporting keys that are not plain scalars (want says what a key should
+// be) and keys set twice. It returns the line each key was first set on.
+func (d *decoder) pairs(n *yaml.Node, path, want string, fn func(key, val *yaml.Node, p string)) map[string]int {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i], n.Content[i+1]
 		p := join(path, key.Value)
 		if key.Kind != yaml.ScalarNode || key.Tag == "!!merge" {
-			d.errorf(key.Line, path, "expected a key, got %s", describe(key))
+			d.errorf(key.Line, path, "expected %s, got %s", want, describe(key))
 			continue
 		}
 		if first, dup := seen[key.Value]; dup {
@@ -283,17 +269,25 @@ func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) bool {
 			continue
 		}
 		seen[key.Value] = key.Line
+		fn(key, val, p)
+	}
+	return seen
+}
+
+func (d *decoder) stringMap(n *yaml.Node, v reflect.Value, path string) bool {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n.Line, path, "expected a mapping of strings, got %s", describe(n))
+		return false
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	d.pairs(n, path, "a key", func(key, val *yaml.Node, p string) {
 		d.lines[p] = key.Line
 		s := reflect.New(v.Type().Elem()).Elem()
-		if val.Kind == yaml.ScalarNode && isNull(val) {
-			// `key:` and `key: ""` both mean the empty string in a label map.
-			m.SetMapIndex(reflect.ValueOf(key.Value), s)
-			continue
-		}
-		if d.value(val, s, p) {
+		// `key:` and `key: ""` both mean the empty string in a label map.
+		if isNull(val) || d.value(val, s, p) {
 			m.SetMapIndex(reflect.ValueOf(key.Value), s)
 		}
-	}
+	})
 	v.Set(m)
 	return true
 }

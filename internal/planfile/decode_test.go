@@ -191,6 +191,12 @@ func TestDecodeErrors(t *testing.T) {
 			want: []string{`plans/shop.yaml:4: metadata.name: expected a string, got the integer 42; quote it: "42"`},
 		},
 		{
+			name: "cluster name too long for the names derived from it",
+			data: edit(t, replacePlan, "  cluster:\n    name: shop\n", "  cluster:\n    name: "+strings.Repeat("a", 245)+"\n"),
+			want: []string{`plans/shop.yaml:7: spec.cluster.name: is too long for the names ferry derives from it: "` + strings.Repeat("a", 245) +
+				`-kubeconfig" would be 256 characters, Kubernetes allows 253`},
+		},
+		{
 			name: "boolean for a string",
 			data: edit(t, replacePlan, "name: tenants-key", "name: true"),
 			want: []string{`plans/shop.yaml:18: spec.target.sshKey.name: expected a string, got the boolean true; quote it: "true"`},

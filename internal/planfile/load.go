@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,38 +21,16 @@ func IsPlanFile(name string) bool {
 // (same name, same cluster) are not returned.
 func LoadFS(fsys fs.FS, dir string) ([]*File, error) {
 	var names []string
-	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && IsPlanFile(p) {
-			names = append(names, p)
-		}
-		return nil
-	})
+	err := fs.WalkDir(fsys, dir, collect(&names))
 	if err != nil {
 		return nil, fmt.Errorf("read plans in %s: %w", dir, err)
 	}
-	var files []*File
-	var errs Errors
-	for _, name := range names {
-		data, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			errs = append(errs, &Error{File: name, Msg: err.Error()})
-			continue
-		}
-		f, err := Decode(path.Clean(name), data)
-		if err != nil {
-			errs = append(errs, asErrors(name, err)...)
-			continue
-		}
-		files = append(files, f)
-	}
-	return checkUnique(files, errs)
+	return decodeAll(names, func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) })
 }
 
 // LoadPaths decodes the plan files named by paths; a directory stands for
-// the plan files under it. It is what `reconciler validate` runs.
+// the plan files under it. It is what `reconciler validate` runs. A path
+// that cannot be read is an error of its own, not a problem of a plan.
 func LoadPaths(paths []string) ([]*File, error) {
 	var names []string
 	for _, p := range paths {
@@ -65,25 +42,35 @@ func LoadPaths(paths []string) ([]*File, error) {
 			names = append(names, p)
 			continue
 		}
-		err = filepath.WalkDir(p, func(name string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if !d.IsDir() && IsPlanFile(name) {
-				names = append(names, name)
-			}
-			return nil
-		})
-		if err != nil {
+		if err := filepath.WalkDir(p, collect(&names)); err != nil {
 			return nil, err
 		}
 	}
+	return decodeAll(names, os.ReadFile)
+}
+
+// collect is a WalkDirFunc that gathers plan file names.
+func collect(names *[]string) fs.WalkDirFunc {
+	return func(name string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && IsPlanFile(name) {
+			*names = append(*names, name)
+		}
+		return nil
+	}
+}
+
+// decodeAll reads and decodes each named file, then rejects clashes.
+func decodeAll(names []string, read func(string) ([]byte, error)) ([]*File, error) {
 	var files []*File
 	var errs Errors
 	for _, name := range names {
-		data, err := os.ReadFile(name)
+		data, err := read(name)
 		if err != nil {
-			return nil, err
+			errs = append(errs, &Error{File: name, Msg: err.Error()})
+			continue
 		}
 		f, err := Decode(name, data)
 		if err != nil {
@@ -112,8 +99,12 @@ func checkUnique(files []*File, errs Errors) ([]*File, error) {
 	for _, f := range files {
 		name := f.Plan.Metadata.Name
 		if first, dup := byName[name]; dup {
-			errs = append(errs, &Error{File: f.Path, Line: f.Line("metadata.name"), Field: "metadata.name",
-				Msg: fmt.Sprintf("plan %q is also defined in %s; plan names must be unique", name, first.Path)})
+			// Both files get the error: neither plan runs, and each
+			// file's author must see why.
+			for _, pair := range [][2]*File{{f, first}, {first, f}} {
+				errs = append(errs, &Error{File: pair[0].Path, Line: pair[0].Line("metadata.name"), Field: "metadata.name",
+					Msg: fmt.Sprintf("plan %q is also defined in %s; plan names must be unique", name, pair[1].Path)})
+			}
 			bad[f], bad[first] = true, true
 		} else {
 			byName[name] = f
@@ -121,8 +112,10 @@ func checkUnique(files []*File, errs Errors) ([]*File, error) {
 		c := f.Plan.Spec.Cluster
 		key := c.Namespace + "/" + c.Name
 		if first, dup := byCluster[key]; dup {
-			errs = append(errs, &Error{File: f.Path, Line: f.Line("spec.cluster"), Field: "spec.cluster",
-				Msg: fmt.Sprintf("cluster %s is also migrated by %s; one plan per cluster", key, first.Path)})
+			for _, pair := range [][2]*File{{f, first}, {first, f}} {
+				errs = append(errs, &Error{File: pair[0].Path, Line: pair[0].Line("spec.cluster"), Field: "spec.cluster",
+					Msg: fmt.Sprintf("cluster %s is also migrated by %s; one plan per cluster", key, pair[1].Path)})
+			}
 			bad[f], bad[first] = true, true
 		} else {
 			byCluster[key] = f

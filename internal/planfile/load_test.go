@@ -237,9 +237,12 @@ func TestLoadFS(t *testing.T) {
 	if !errors.As(err, &es) {
 		t.Fatalf("LoadFS error %v (%T), want planfile.Errors", err, err)
 	}
+	// Each file of a clash gets the error, naming the other.
 	want := []string{
+		`plans/a.yaml:4: metadata.name: plan "shop" is also defined in plans/b.yaml; plan names must be unique`,
 		`plans/b.yaml:4: metadata.name: plan "shop" is also defined in plans/a.yaml; plan names must be unique`,
 		`plans/bad.yaml:9: spec.strategy: must be one of adopt, replace, got "move"`,
+		`plans/c.yaml:6: spec.cluster: cluster tenants/shared is also migrated by plans/sub/d.yml; one plan per cluster`,
 		`plans/sub/d.yml:6: spec.cluster: cluster tenants/shared is also migrated by plans/c.yaml; one plan per cluster`,
 	}
 	if got := strings.Split(es.Error(), "\n"); !slices.Equal(got, want) {

@@ -43,6 +43,7 @@ func validate(p *v1alpha1.MigrationPlan) []fieldError {
 		v.add("spec.target.sshKey.publicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA..., ecdsa-sha2-...)")
 	}
 	v.workers(p)
+	v.derivedNames(p)
 	v.securityGroups(p)
 	v.manifests(p)
 	switch s.Target.ControlPlane.Provider {
@@ -148,6 +149,23 @@ func (v *validator) workers(p *v1alpha1.MigrationPlan) {
 			continue
 		}
 		first[w.Name] = i
+	}
+}
+
+// derivedNames checks the object names ferry builds from the cluster's
+// name: a name that is valid alone can still make them too long.
+func (v *validator) derivedNames(p *v1alpha1.MigrationPlan) {
+	c := p.Spec.Cluster.Name
+	names := []string{c + "-kubeconfig", c + "-control-plane", p.Spec.Target.Identity.SecretName, p.Spec.Target.ControlPlane.Name}
+	for _, w := range p.Spec.Target.Workers {
+		names = append(names, c+"-"+w.Name+"-adopted")
+	}
+	for _, name := range names {
+		if checkFormat("dns1123-subdomain", name) != "" {
+			v.add("spec.cluster.name", "is too long for the names ferry derives from it: %q would be %d characters, Kubernetes allows %d",
+				name, len(name), 253)
+			return
+		}
 	}
 }
 
