@@ -1,0 +1,144 @@
+// Package openstack is ferry's small client of the OpenStack APIs
+// (gophercloud v2): authentication from a clouds.yaml Secret as CAPO reads
+// it, name-to-ID resolution, keypairs, servers by name for provider IDs, a
+// quota preflight, and clean-up of what ferry created. Callers depend on
+// the interface they need at their point of use; *Client satisfies them.
+//
+// Errors say what was being done and to what. Those a person must fix (a
+// wrong password, a missing or ambiguous name) are terminal
+// (failure.IsTerminal); others, such as a refused connection, are retryable.
+package openstack
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gophercloud/gophercloud/v2"
+	gcopenstack "github.com/gophercloud/gophercloud/v2/openstack"
+	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
+	"gopkg.in/yaml.v3"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// Keys of a CAPO identity Secret (seed 001).
+const (
+	CloudsKey = "clouds.yaml"
+	CACertKey = "cacert"
+)
+
+// ProviderIDPrefix starts the provider ID of an OpenStack server, as the
+// cloud controller manager and CAPO write it: openstack:///<server-id>.
+const ProviderIDPrefix = "openstack:///"
+
+// Credentials are a clouds.yaml and the CA bundle of a cloud with a private
+// CA, as a CAPO identity Secret holds them. They never appear in a log or
+// an error.
+type Credentials struct {
+	// CloudsYAML is the clouds.yaml document.
+	CloudsYAML []byte
+	// CACert is a PEM bundle; empty uses the system's roots.
+	CACert []byte
+	// Cloud is the entry of clouds.yaml to use.
+	Cloud string
+}
+
+// CredentialsFromSecret reads Credentials from a Secret's data.
+func CredentialsFromSecret(data map[string][]byte, cloud string) (Credentials, error) {
+	c := Credentials{CloudsYAML: data[CloudsKey], CACert: data[CACertKey], Cloud: cloud}
+	if len(c.CloudsYAML) == 0 {
+		return c, failure.Terminal(fmt.Errorf("the Secret has no %s key", CloudsKey))
+	}
+	return c, nil
+}
+
+// Client talks to one project of one cloud.
+type Client struct {
+	cloud   string
+	compute *gophercloud.ServiceClient
+	network *gophercloud.ServiceClient
+	image   *gophercloud.ServiceClient
+}
+
+// ErrAuth is wrapped by the error of a Connect whose credentials the cloud
+// refused. It is terminal: the same credentials will be refused again.
+var ErrAuth = errors.New("credentials refused")
+
+// Connect authenticates with creds and returns a client for its project.
+// The clouds.yaml's own cacert path is ignored: the CA comes from the
+// Secret's cacert key, since a path would name a file on another machine.
+func Connect(ctx context.Context, creds Credentials) (*Client, error) {
+	opts, eo, tlsConfig, err := parseClouds(creds)
+	if err != nil {
+		return nil, failure.Terminal(fmt.Errorf("read clouds.yaml cloud %q: %w", creds.Cloud, err))
+	}
+	provider, err := gcopenstack.NewClient(opts.IdentityEndpoint)
+	if err != nil {
+		return nil, failure.Terminal(fmt.Errorf("cloud %q: auth_url %q: %w", creds.Cloud, opts.IdentityEndpoint, err))
+	}
+	provider.HTTPClient = http.Client{
+		Timeout:   60 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment},
+	}
+	opts.AllowReauth = true
+	if err := gcopenstack.Authenticate(ctx, provider, opts); err != nil {
+		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
+			return nil, failure.Terminal(fmt.Errorf("authenticate to cloud %q at %s as %q: %w", creds.Cloud, opts.IdentityEndpoint, opts.Username, ErrAuth))
+		}
+		return nil, fmt.Errorf("authenticate to cloud %q at %s: %w", creds.Cloud, opts.IdentityEndpoint, err)
+	}
+	c := &Client{cloud: creds.Cloud}
+	if c.compute, err = gcopenstack.NewComputeV2(provider, eo); err != nil {
+		return nil, failure.Terminal(fmt.Errorf("cloud %q: compute endpoint: %w", creds.Cloud, err))
+	}
+	// 2.52 creates servers with tags, which is how ferry marks what it made.
+	c.compute.Microversion = "2.52"
+	if c.network, err = gcopenstack.NewNetworkV2(provider, eo); err != nil {
+		return nil, failure.Terminal(fmt.Errorf("cloud %q: network endpoint: %w", creds.Cloud, err))
+	}
+	if c.image, err = gcopenstack.NewImageV2(provider, eo); err != nil {
+		return nil, failure.Terminal(fmt.Errorf("cloud %q: image endpoint: %w", creds.Cloud, err))
+	}
+	return c, nil
+}
+
+// parseClouds reads the cloud's auth options from clouds.yaml with
+// gophercloud's parser, after dropping the cacert path, and builds the TLS
+// configuration from the Secret's CA bundle.
+func parseClouds(creds Credentials) (gophercloud.AuthOptions, gophercloud.EndpointOpts, *tls.Config, error) {
+	var all clouds.Clouds
+	if err := yaml.Unmarshal(creds.CloudsYAML, &all); err != nil {
+		return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, errors.New("clouds.yaml is not valid YAML")
+	}
+	cloud, ok := all.Clouds[creds.Cloud]
+	if !ok {
+		names := make([]string, 0, len(all.Clouds))
+		for n := range all.Clouds {
+			names = append(names, n)
+		}
+		return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, fmt.Errorf("no such cloud; clouds.yaml has %v", names)
+	}
+	cloud.CACertFile = ""
+	one, err := yaml.Marshal(clouds.Clouds{Clouds: map[string]clouds.Cloud{creds.Cloud: cloud}})
+	if err != nil {
+		return gophercloud.AuthOptions{}, gophercloud.EndpointOpts{}, nil, err
+	}
+	opts, eo, tlsConfig, err := clouds.Parse(clouds.WithCloudsYAML(bytes.NewReader(one)), clouds.WithCloudName(creds.Cloud))
+	if err != nil {
+		return opts, eo, nil, err
+	}
+	if len(creds.CACert) > 0 {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(creds.CACert) {
+			return opts, eo, nil, errors.New("the cacert key holds no PEM certificate")
+		}
+		tlsConfig.RootCAs = pool
+	}
+	return opts, eo, tlsConfig, nil
+}
