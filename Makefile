@@ -20,7 +20,7 @@ FUZZTIME ?= 30s
 .PHONY: help
 help: ## Show this list of targets.
 	@echo "Usage: make <target>"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-10s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/reconciler.
@@ -29,6 +29,11 @@ build: ## Build bin/reconciler.
 .PHONY: test
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).
 	go test $(TEST_FLAGS) ./...
+
+.PHONY: test-openstack
+test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run the tests that need it.
+	hack/openstack-up.sh
+	go test $(TEST_FLAGS) -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).

@@ -50,7 +50,8 @@ install_packages() {
 	"${sudo[@]}" apt-get update -qq
 	# Debian's postinst scripts would start system-wide services; this
 	# machine's policy-rc.d refuses, and the services below run from $STATE.
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+	# With recommends, as the packages were tried on these machines.
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" \
 		>"$STATE/log/apt.log" 2>&1 || { tail -20 "$STATE/log/apt.log" >&2; die "apt-get install failed (log: $STATE/log/apt.log)"; }
 }
 
@@ -207,7 +208,7 @@ wait_for RabbitMQ 90 tcp_up 5672
 N=(nova-manage --config-file "$STATE/etc/nova.conf")
 nova_db() {
 	"${N[@]}" api_db sync
-	"${N[@]}" cell_v2 map_cell0 --database_connection "sqlite:///$STATE/nova/nova_cell0.db"
+	"${N[@]}" cell_v2 map_cell0 --database_connection "sqlite:///$STATE/nova/nova_cell0.db?timeout=60"
 	"${N[@]}" db sync
 	"${N[@]}" cell_v2 create_cell --name cell1
 	for d in nova_api nova nova_cell0; do wal "$STATE/nova/$d.db"; done

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
@@ -126,22 +127,72 @@ func (c *Client) Cleanup(ctx context.Context, plan string, recorded []Resource) 
 	var deleted []Resource
 	var errs []error
 	for _, r := range append(tagged, recorded...) {
-		var err error
-		switch r.Kind {
-		case ResourceServer:
-			err = servers.Delete(ctx, c.compute, r.ID).ExtractErr()
-		case ResourceSecurityGroup:
-			err = groups.Delete(ctx, c.network, r.ID).ExtractErr()
-		case ResourceKeypair:
-			err = keypairs.Delete(ctx, c.compute, r.Name, nil).ExtractErr()
-		default:
-			err = fmt.Errorf("unknown kind %q", r.Kind)
-		}
+		err := retryServerErrors(ctx, func() error { return c.delete(ctx, r) })
 		if err != nil && !gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
 			errs = append(errs, fmt.Errorf("delete %s in cloud %q: %w", r, c.cloud, err))
 			continue
 		}
+		if r.Kind == ResourceServer {
+			// Nova deletes in the background; wait, so that a second
+			// clean-up finds nothing and the server's ports are free.
+			if err := c.waitGone(ctx, r.ID); err != nil {
+				errs = append(errs, fmt.Errorf("wait for %s to be deleted in cloud %q: %w", r, c.cloud, err))
+				continue
+			}
+		}
 		deleted = append(deleted, r)
 	}
 	return deleted, errors.Join(errs...)
+}
+
+// delete deletes one resource.
+func (c *Client) delete(ctx context.Context, r Resource) error {
+	switch r.Kind {
+	case ResourceServer:
+		return servers.Delete(ctx, c.compute, r.ID).ExtractErr()
+	case ResourceSecurityGroup:
+		return groups.Delete(ctx, c.network, r.ID).ExtractErr()
+	case ResourceKeypair:
+		return keypairs.Delete(ctx, c.compute, r.Name, nil).ExtractErr()
+	}
+	return fmt.Errorf("unknown kind %q", r.Kind)
+}
+
+// retryServerErrors runs fn again, up to 4 times 1, 2 and 4 seconds apart,
+// while it fails with a 5xx or a 409: OpenStack services answer those
+// under concurrent writes (a busy database, a port still bound), and they
+// pass. Other errors, and success, return at once.
+func retryServerErrors(ctx context.Context, fn func() error) error {
+	wait := time.Second
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var code gophercloud.ErrUnexpectedResponseCode
+		transient := errors.As(err, &code) && (code.Actual >= 500 || code.Actual == http.StatusConflict)
+		if !transient || attempt == 4 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// waitGone polls a deleted server until Nova no longer knows it, or ctx ends.
+func (c *Client) waitGone(ctx context.Context, id string) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := servers.Get(ctx, c.compute, id).Extract()
+		if gophercloud.ResponseCodeIs(err, http.StatusNotFound) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
 }

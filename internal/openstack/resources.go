@@ -111,9 +111,11 @@ func (c *Client) idsByName(ctx context.Context, kind Kind, name string) ([]strin
 		if err != nil {
 			return nil, err
 		}
+		// Only what is needed: networks.Network decodes itself, which
+		// would hide router:external if it were embedded here.
 		var all []struct {
-			networks.Network
-			External bool `json:"router:external"`
+			ID       string `json:"id"`
+			External bool   `json:"router:external"`
 		}
 		if err := networks.ExtractNetworksInto(pages, &all); err != nil {
 			return nil, err
