@@ -33,12 +33,14 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 	kubeContext := fs.String("context", "", "kubeconfig context to use (default: the current context)")
 	output := fs.String("o", "text", "output format: text or json")
 	repoRoot := fs.String("repo-root", "", "root of the plans repository, where manifest paths are read to check whether they are applied (default: manifests are not checked and count as not applied)")
-	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the clusters to answer")
+	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the clusters and the cloud to answer")
+	noCloud := fs.Bool("no-cloud", false, "do not ask OpenStack (names stay unresolved, servers unknown)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: reconciler plan FILE [flags]\n\n"+
 			"Observes the live management cluster, the workload cluster through its\n"+
-			"kubeconfig Secret, and prints the steps that would run: the text the\n"+
-			"pull-request preview shows. It changes nothing.\n\nFlags:\n")
+			"kubeconfig Secret and the OpenStack cloud through the plan's identity\n"+
+			"Secret, and prints the steps that would run: the text the pull-request\n"+
+			"preview shows. It changes nothing.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	paths, err := parseInterspersed(fs, args)
@@ -68,6 +70,9 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	obs := &observer.Observer{Client: c}
+	if !*noCloud {
+		obs.Cloud = &observer.OpenStack{Client: c}
+	}
 	if *repoRoot != "" {
 		obs.Manifests = os.DirFS(*repoRoot)
 	}

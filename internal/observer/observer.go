@@ -87,7 +87,7 @@ func (o *Observer) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, recor
 	}
 	o.workload(ctx, p, s)
 	if o.Cloud == nil {
-		s.CloudError = "not observed: no OpenStack client configured"
+		s.CloudError = "OpenStack not asked"
 	} else if cloud, err := o.Cloud.ObserveCloud(ctx, p); err != nil {
 		s.CloudError = err.Error()
 	} else {

@@ -5,6 +5,5 @@
 package pins
 
 import (
-	_ "github.com/google/go-github/v60/github"          // forge: PR comments and statuses
-	_ "github.com/gophercloud/gophercloud/v2/openstack" // executor: OpenStack
+	_ "github.com/google/go-github/v60/github" // forge: PR comments and statuses
 )

@@ -67,31 +67,10 @@ func preflight(c *planCtx, b *phaseBuilder) {
 // cloudNames lists the "<kind>/<name>" keys of the OpenStack resources the
 // plan names, sorted.
 func (c *planCtx) cloudNames() []string {
-	t := c.plan.Spec.Target
-	set := map[string]bool{}
-	addRef := func(kind string, r *v1alpha1.ResourceRef) {
-		if r != nil && r.Name != "" {
-			set[kind+"/"+r.Name] = true
-		}
+	var keys []string
+	for _, n := range c.plan.CloudNames() {
+		keys = append(keys, n.Key())
 	}
-	addRef("network", &t.Network)
-	addRef("externalNetwork", t.ExternalNetwork)
-	for i := range t.Subnets {
-		addRef("subnet", &t.Subnets[i])
-	}
-	if t.ControlPlane.Provider == v1alpha1.ProviderKubeadm {
-		set["flavor/"+t.ControlPlane.Flavor] = true
-		set["image/"+t.ControlPlane.Image] = true
-	}
-	for _, w := range t.Workers {
-		set["flavor/"+w.Flavor] = true
-		set["image/"+w.Image] = true
-	}
-	keys := make([]string, 0, len(set))
-	for k := range set {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	return keys
 }
 

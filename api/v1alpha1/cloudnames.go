@@ -1,0 +1,48 @@
+package v1alpha1
+
+import "sort"
+
+// CloudName is an OpenStack resource a plan names, to be resolved to an ID.
+type CloudName struct {
+	// Kind is flavor, image, network, externalNetwork or subnet.
+	Kind string
+	// Name is the resource's name.
+	Name string
+}
+
+// Key renders the name as "<kind>/<name>".
+func (n CloudName) Key() string { return n.Kind + "/" + n.Name }
+
+// CloudNames lists, sorted and without repeats, the OpenStack resources the
+// plan names by name (those named by ID need no look-up): its networks,
+// subnets, and the flavors and images of its machines.
+func (p *MigrationPlan) CloudNames() []CloudName {
+	t := p.Spec.Target
+	set := map[CloudName]bool{}
+	add := func(kind, name string) {
+		if name != "" {
+			set[CloudName{Kind: kind, Name: name}] = true
+		}
+	}
+	add("network", t.Network.Name)
+	if t.ExternalNetwork != nil {
+		add("externalNetwork", t.ExternalNetwork.Name)
+	}
+	for _, s := range t.Subnets {
+		add("subnet", s.Name)
+	}
+	if t.ControlPlane.Provider == ProviderKubeadm {
+		add("flavor", t.ControlPlane.Flavor)
+		add("image", t.ControlPlane.Image)
+	}
+	for _, w := range t.Workers {
+		add("flavor", w.Flavor)
+		add("image", w.Image)
+	}
+	names := make([]CloudName, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i].Key() < names[j].Key() })
+	return names
+}

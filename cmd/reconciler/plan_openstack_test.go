@@ -1,0 +1,95 @@
+//go:build openstack
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose
+// nodes run on servers of the local OpenStack: the plan names the cloud's
+// real networks, flavor and image, and the steps carry the servers'
+// provider IDs, looked up in Nova by node name.
+func TestPlanOpenStack(t *testing.T) {
+	f := ostest.New(t, "capi-quickstart")
+	var cp, workers []string
+	for name := range f.Servers {
+		if strings.Contains(name, "control-plane") {
+			cp = append(cp, name)
+		} else {
+			workers = append(workers, name)
+		}
+	}
+	mgmt := testenv.StartKube(t)
+	workload := testenv.StartKube(t)
+	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
+		Name: "capi-quickstart", Namespace: "default",
+		ControlPlaneNodes: cp, WorkerNodes: workers, KubeletVersion: "v1.31.4",
+	})
+	mustCreate(t, mgmt, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-cloud-config"},
+		Data:       map[string][]byte{"clouds.yaml": f.Creds.CloudsYAML},
+	})
+
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	plan := `apiVersion: ferry.dev/v1alpha1
+kind: MigrationPlan
+metadata:
+  name: capi-quickstart
+spec:
+  cluster: {name: capi-quickstart, namespace: default}
+  strategy: adopt
+  target:
+    identity: {cloudName: openstack}
+    externalNetwork: {name: ` + f.ExternalNetwork + `}
+    network: {name: ` + f.Network + `}
+    sshKey: {name: capi-key-` + f.Suffix + `, publicKey: "` + f.PublicKey + `"}
+    controlPlane: {provider: KubeadmControlPlane, flavor: ` + f.Flavor + `, image: ` + f.Image + `}
+    workers:
+      - {name: md-0, flavor: ` + f.Flavor + `, image: ` + f.Image + `, replicas: 2}
+  approve: control-plane
+`
+	planFile := filepath.Join(dir, "capi-quickstart.yaml")
+	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := runPlan(t, planFile, kubeconfig)
+	assertSteps(t, out, "cluster", []string{
+		"ensure-keypair Keypair capi-key-" + f.Suffix, // the cloud says it is missing
+		"create Cluster capi-quickstart",
+		"create OpenStackCluster capi-quickstart",
+		"unpause Cluster capi-quickstart",
+		"wait OpenStackCluster capi-quickstart",
+	})
+	// Every adopted node's Machine carries its server's provider ID.
+	found := 0
+	for _, g := range out.Result.Phase("control-plane").Groups {
+		for _, s := range g.Steps {
+			if s.Action == "create" && s.Target.Kind == "Machine" {
+				if want := "openstack:///" + f.Servers[s.Target.Name]; s.Params["providerID"] != want {
+					t.Errorf("Machine %s providerID = %q, want %s", s.Target.Name, s.Params["providerID"], want)
+				}
+				found++
+			}
+		}
+	}
+	if found != len(cp) {
+		t.Errorf("%d control-plane Machines in the plan, want %d", found, len(cp))
+	}
+	if strings.Contains(out.Result.Phase("control-plane").Reason, "no Nova server") {
+		t.Errorf("control-plane: %s", out.Result.Phase("control-plane").Reason)
+	}
+}

@@ -1,0 +1,140 @@
+package observer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/openstack"
+)
+
+// CloudAPI is what observing the cloud needs of an OpenStack client.
+type CloudAPI interface {
+	Resolve(ctx context.Context, kind openstack.Kind, name string) (string, error)
+	Servers(ctx context.Context) (map[string]string, error)
+	Keypairs(ctx context.Context) ([]string, error)
+	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
+	Shortfall(ctx context.Context, need openstack.Need) (string, error)
+	Tagged(ctx context.Context, plan string) ([]openstack.Resource, error)
+}
+
+var _ CloudAPI = (*openstack.Client)(nil)
+
+// OpenStack observes a plan's cloud with the credentials of its identity
+// Secret, or of the Secret it is copied from while it is not filled yet.
+type OpenStack struct {
+	// Client reads the Secrets in the management cluster.
+	Client client.Client
+	// Connect opens the cloud; nil uses openstack.Connect.
+	Connect func(ctx context.Context, creds openstack.Credentials) (CloudAPI, error)
+}
+
+var _ CloudObserver = (*OpenStack)(nil)
+
+// ObserveCloud resolves the names the plan gives, and reads the servers by
+// name, the keypairs, the quota left for the new machines and what ferry
+// tagged for the plan. A name that does not resolve is recorded with why;
+// an error means the cloud could not be asked.
+func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
+	creds, err := o.credentials(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	connect := o.Connect
+	if connect == nil {
+		connect = func(ctx context.Context, c openstack.Credentials) (CloudAPI, error) { return openstack.Connect(ctx, c) }
+	}
+	api, err := connect(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	cloud := &observed.Cloud{Resolved: map[string]observed.Resolution{}}
+	for _, n := range p.CloudNames() {
+		id, err := api.Resolve(ctx, openstack.Kind(n.Kind), n.Name)
+		var nf *openstack.NotFoundError
+		var amb *openstack.AmbiguousError
+		switch {
+		case err == nil:
+			cloud.Resolved[n.Key()] = observed.Resolution{ID: id}
+		case errors.As(err, &nf), errors.As(err, &amb):
+			cloud.Resolved[n.Key()] = observed.Resolution{Error: err.Error()}
+		default:
+			return nil, err
+		}
+	}
+	if cloud.Servers, err = api.Servers(ctx); err != nil {
+		return nil, err
+	}
+	if cloud.Keypairs, err = api.Keypairs(ctx); err != nil {
+		return nil, err
+	}
+	if cloud.QuotaShortfall, err = o.shortfall(ctx, api, p, cloud); err != nil {
+		return nil, err
+	}
+	tagged, err := api.Tagged(ctx, p.Metadata.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range tagged {
+		cloud.Tagged = append(cloud.Tagged, r.String())
+	}
+	return cloud, nil
+}
+
+// shortfall adds up the new worker machines of the plan (replace creates
+// them; adopt's rollout replaces machines one at a time and needs one
+// more at most) and asks the quota. Flavors that did not resolve are
+// already reported, so they count for nothing here.
+func (o *OpenStack) shortfall(ctx context.Context, api CloudAPI, p *v1alpha1.MigrationPlan, cloud *observed.Cloud) (string, error) {
+	var need openstack.Need
+	for _, w := range p.Spec.Target.Workers {
+		if cloud.Resolved["flavor/"+w.Flavor].ID == "" {
+			continue
+		}
+		vcpus, ram, err := api.FlavorSize(ctx, w.Flavor)
+		if err != nil {
+			return "", err
+		}
+		n := w.Replicas
+		if p.Spec.Strategy == v1alpha1.StrategyAdopt {
+			n = 1
+		}
+		need.Instances += n
+		need.Cores += n * vcpus
+		need.RAMMiB += n * ram
+	}
+	return api.Shortfall(ctx, need)
+}
+
+// credentials reads clouds.yaml and the CA from the identity Secret, or
+// from the plan's source Secret while the identity Secret is not filled.
+func (o *OpenStack) credentials(ctx context.Context, p *v1alpha1.MigrationPlan) (openstack.Credentials, error) {
+	id := p.Spec.Target.Identity
+	var sec corev1.Secret
+	key := client.ObjectKey{Namespace: p.Spec.Cluster.Namespace, Name: id.SecretName}
+	err := o.Client.Get(ctx, key, &sec)
+	if err == nil && len(sec.Data[openstack.CloudsKey]) > 0 {
+		return openstack.CredentialsFromSecret(sec.Data, id.CloudName)
+	}
+	if id.From == nil {
+		return openstack.Credentials{}, fmt.Errorf("no credentials: Secret %s has no %s", key, openstack.CloudsKey)
+	}
+	src := client.ObjectKey{Namespace: id.From.Namespace, Name: id.From.Name}
+	if err := o.Client.Get(ctx, src, &sec); err != nil {
+		return openstack.Credentials{}, fmt.Errorf("no credentials: read Secret %s: %w", src, err)
+	}
+	data := map[string][]byte{openstack.CloudsKey: sec.Data[id.From.CloudsKey]}
+	if id.From.CACertKey != "" {
+		data[openstack.CACertKey] = sec.Data[id.From.CACertKey]
+	}
+	creds, err := openstack.CredentialsFromSecret(data, id.CloudName)
+	if err != nil {
+		return creds, fmt.Errorf("Secret %s: %w", src, err)
+	}
+	return creds, nil
+}
