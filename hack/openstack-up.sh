@@ -47,9 +47,17 @@ install_packages() {
 	done
 	if ((${#missing[@]} == 0)); then return; fi
 	log "installing ${#missing[@]} Debian packages (about 7 minutes on a fresh machine): ${missing[*]}"
+	# The packages' postinst scripts would start system-wide services on the
+	# ports used below; Debian's policy-rc.d convention stops them. Machines
+	# built from container images have one already; otherwise one is put in
+	# place for the install only.
+	if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+		printf '#!/bin/sh\n# hack/openstack-up.sh: no service starts during its install\nexit 101\n' |
+			"${sudo[@]}" tee /usr/sbin/policy-rc.d >/dev/null
+		"${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
+		trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
+	fi
 	"${sudo[@]}" apt-get update -qq
-	# Debian's postinst scripts would start system-wide services; this
-	# machine's policy-rc.d refuses, and the services below run from $STATE.
 	# With recommends, as the packages were tried on these machines.
 	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" \
 		>"$STATE/log/apt.log" 2>&1 || { tail -20 "$STATE/log/apt.log" >&2; die "apt-get install failed (log: $STATE/log/apt.log)"; }
