@@ -1,0 +1,245 @@
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// Handler carries out one step. Its error is terminal (failure.Terminal:
+// reported Failed, never retried) or retryable (redelivered after a
+// back-off until MaxDeliver).
+type Handler func(ctx context.Context, step *StepEvent) (Report, error)
+
+// WorkerOptions configure a worker. Zero values take the defaults.
+type WorkerOptions struct {
+	// Kind is the executor kind whose steps the worker takes; its durable
+	// consumer is ferry-exec-<kind>, shared by every replica of the kind.
+	Kind string
+	// Concurrency is how many steps run at once. Default 4.
+	Concurrency int
+	// AckWait is how long a delivery may go without an ack or an
+	// in-progress signal before JetStream redelivers it (the executor is
+	// presumed dead). The worker signals in-progress every AckWait/3 while
+	// a step runs, so long waits are not redelivered. Default 30s.
+	AckWait time.Duration
+	// MaxDeliver is how many times a step is delivered before it is
+	// reported Failed. Default 5.
+	MaxDeliver int
+	// BackOff is the delay before the first redelivery of a step that
+	// failed with a retryable error; it doubles per attempt up to
+	// MaxBackOff. Defaults 1s and 30s.
+	BackOff, MaxBackOff time.Duration
+	// StepTimeout bounds a step without a "timeout" parameter. Default 10m.
+	StepTimeout time.Duration
+	// Logger receives one line per attempt. Default slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *WorkerOptions) defaults() {
+	if o.Concurrency <= 0 {
+		o.Concurrency = 4
+	}
+	if o.AckWait <= 0 {
+		o.AckWait = 30 * time.Second
+	}
+	if o.MaxDeliver <= 0 {
+		o.MaxDeliver = 5
+	}
+	if o.BackOff <= 0 {
+		o.BackOff = time.Second
+	}
+	if o.MaxBackOff <= 0 {
+		o.MaxBackOff = 30 * time.Second
+	}
+	if o.StepTimeout <= 0 {
+		o.StepTimeout = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// ConsumerName is the durable consumer of an executor kind.
+func ConsumerName(kind string) string { return "ferry-exec-" + kind }
+
+// backOff returns the delay before redelivering after attempt failed:
+// BackOff doubled per attempt, capped at MaxBackOff.
+func (o *WorkerOptions) backOff(attempt int) time.Duration {
+	d := o.BackOff
+	for i := 1; i < attempt && d < o.MaxBackOff; i++ {
+		d *= 2
+	}
+	return min(d, o.MaxBackOff)
+}
+
+// RunWorker takes the steps of one executor kind from FERRY_STEPS and runs
+// handler on each, publishing a result per attempt, until ctx ends. At
+// shutdown, steps still running are handed back (nak) for another replica;
+// none is lost. The streams must exist (EnsureStreams).
+func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, handler Handler) error {
+	opts.defaults()
+	if opts.Kind == "" {
+		return errors.New("run worker: no executor kind")
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamSteps, jetstream.ConsumerConfig{
+		Durable:       ConsumerName(opts.Kind),
+		Description:   "ferry executors of kind " + opts.Kind,
+		FilterSubject: StepsPrefix + opts.Kind + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       opts.AckWait,
+		MaxDeliver:    opts.MaxDeliver,
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return fmt.Errorf("create consumer %s: %w", ConsumerName(opts.Kind), err)
+	}
+	w := &worker{opts: opts, handler: handler, pub: &Publisher{JS: js}, slots: make(chan struct{}, opts.Concurrency)}
+	// Fetch no more than can run: a buffered message waits in this process
+	// while another replica sits idle.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency))
+	if err != nil {
+		return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
+	}
+	go func() {
+		<-ctx.Done()
+		iter.Stop()
+	}()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		msg, err := iter.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
+		}
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			_ = msg.Nak()
+			return nil
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-w.slots }()
+			w.handle(ctx, msg)
+		}()
+	}
+}
+
+type worker struct {
+	opts    WorkerOptions
+	handler Handler
+	pub     *Publisher
+	slots   chan struct{}
+}
+
+// handle runs one delivery of a step and settles it: ack after a success,
+// term after a terminal error or the last delivery, nak with back-off
+// otherwise. The result is published before the message is settled, so a
+// crash in between repeats the (idempotent) step rather than losing its
+// result.
+func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
+	log := w.opts.Logger.With("executor", w.opts.Kind, "subject", msg.Subject())
+	var ev StepEvent
+	if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Type != TypeStep {
+		log.Error("dropping a message that is not a step event", "type", ev.Type, "error", err)
+		_ = msg.TermWithReason("not a " + TypeStep + " event")
+		return
+	}
+	attempt := 1
+	if meta, err := msg.Metadata(); err == nil {
+		attempt = int(meta.NumDelivered)
+	}
+	log = log.With("plan", ev.Plan, "revision", ev.Revision, "phase", ev.Step.Phase, "step", ev.Step.Key, "attempt", attempt)
+
+	timeout := w.opts.StepTimeout
+	if s := ev.Step.Params["timeout"]; s != "" {
+		if d, err := time.ParseDuration(s); err == nil {
+			// The step's own bound, plus a margin so the executor reports
+			// its timeout before the worker cancels it.
+			timeout = d + time.Minute
+		}
+	}
+	stepCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	stop := keepAlive(stepCtx, msg, w.opts.AckWait/3)
+	log.Info("running step", "action", ev.Step.Action, "target", ev.Step.Target.String())
+	start := time.Now()
+	report, err := w.handler(stepCtx, &ev)
+	elapsed := time.Since(start)
+	stop()
+
+	if ctx.Err() != nil && err != nil {
+		// Shutting down: hand the step back untouched for another replica.
+		log.Info("shutting down; step handed back", "error", err)
+		_ = msg.Nak()
+		return
+	}
+	res := &ResultEvent{
+		Type: TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, Phase: ev.Step.Phase,
+		StepKey: ev.Step.Key, Executor: w.opts.Kind, Attempt: attempt, Duration: elapsed, Report: report,
+		At: time.Now().UTC(),
+	}
+	settle := msg.Ack
+	switch {
+	case err == nil:
+		res.Outcome = Succeeded
+		log.Info("step succeeded", "duration", elapsed, "message", report.Message)
+	case failure.IsTerminal(err):
+		res.Outcome, res.Error, res.Terminal = Failed, err.Error(), true
+		settle = func() error { return msg.TermWithReason("terminal error") }
+		log.Error("step failed; a person must act", "error", err)
+	case attempt >= w.opts.MaxDeliver:
+		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
+		settle = func() error { return msg.TermWithReason("max deliveries") }
+		log.Error("step failed on its last attempt", "error", err)
+	default:
+		res.Outcome, res.Error = Retrying, err.Error()
+		delay := w.opts.backOff(attempt)
+		settle = func() error { return msg.NakWithDelay(delay) }
+		log.Warn("step failed; retrying", "error", err, "retry_in", delay)
+	}
+	if perr := w.pub.PublishResult(context.WithoutCancel(ctx), res); perr != nil {
+		// No result, no settlement: JetStream redelivers after AckWait and
+		// the idempotent step runs again, so the result is not lost.
+		log.Error("could not publish the result; the step will be redelivered", "error", perr)
+		return
+	}
+	if serr := settle(); serr != nil {
+		log.Error("could not settle the step message", "error", serr)
+	}
+}
+
+// keepAlive tells JetStream every interval that the delivery is still being
+// worked on, until the returned stop is called.
+func keepAlive(ctx context.Context, msg jetstream.Msg, interval time.Duration) (stop func()) {
+	done := make(chan struct{})
+	var once sync.Once
+	go func() {
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { once.Do(func() { close(done) }) }
+}
