@@ -33,7 +33,7 @@ test: tools ## Run unit and integration tests against real backends (builds tool
 .PHONY: test-openstack
 test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run the tests that need it.
 	hack/openstack-up.sh
-	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./cmd/...
+	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).

@@ -41,7 +41,7 @@ var _ CloudObserver = (*OpenStack)(nil)
 // tagged for the plan. A name that does not resolve is recorded with why;
 // an error means the cloud could not be asked.
 func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
-	creds, err := o.credentials(ctx, p)
+	creds, err := CloudCredentials(ctx, o.Client, p)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 	if cloud.Keypairs, err = api.Keypairs(ctx); err != nil {
 		return nil, err
 	}
-	if cloud.QuotaShortfall, err = o.shortfall(ctx, api, p, cloud); err != nil {
+	if cloud.QuotaShortfall, err = shortfall(ctx, api, p, cloud.Resolved); err != nil {
 		return nil, err
 	}
 	tagged, err := api.Tagged(ctx, p.Metadata.Name)
@@ -86,14 +86,27 @@ func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 	return cloud, nil
 }
 
+// QuotaAPI is what a quota check needs of an OpenStack client.
+type QuotaAPI interface {
+	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
+	Shortfall(ctx context.Context, need openstack.Need) (string, error)
+}
+
 // shortfall adds up the new worker machines of the plan (replace creates
 // them; adopt's rollout replaces machines one at a time and needs one
 // more at most) and asks the quota. Flavors that did not resolve are
-// already reported, so they count for nothing here.
-func (o *OpenStack) shortfall(ctx context.Context, api CloudAPI, p *v1alpha1.MigrationPlan, cloud *observed.Cloud) (string, error) {
+// reported elsewhere, so they count for nothing here.
+func shortfall(ctx context.Context, api QuotaAPI, p *v1alpha1.MigrationPlan, resolved map[string]observed.Resolution) (string, error) {
+	return QuotaShortfall(ctx, api, p, func(flavor string) bool { return resolved["flavor/"+flavor].ID != "" })
+}
+
+// QuotaShortfall says what the project's compute quota lacks for the new
+// machines of plan p, or "" when it covers them; flavors for which known
+// returns false are left out.
+func QuotaShortfall(ctx context.Context, api QuotaAPI, p *v1alpha1.MigrationPlan, known func(flavor string) bool) (string, error) {
 	var need openstack.Need
 	for _, w := range p.Spec.Target.Workers {
-		if cloud.Resolved["flavor/"+w.Flavor].ID == "" {
+		if !known(w.Flavor) {
 			continue
 		}
 		vcpus, ram, err := api.FlavorSize(ctx, w.Flavor)
@@ -111,13 +124,15 @@ func (o *OpenStack) shortfall(ctx context.Context, api CloudAPI, p *v1alpha1.Mig
 	return api.Shortfall(ctx, need)
 }
 
-// credentials reads clouds.yaml and the CA from the identity Secret, or
-// from the plan's source Secret while the identity Secret is not filled.
-func (o *OpenStack) credentials(ctx context.Context, p *v1alpha1.MigrationPlan) (openstack.Credentials, error) {
+// CloudCredentials reads a plan's clouds.yaml and CA from its identity
+// Secret, or from the plan's source Secret while the identity Secret is not
+// filled yet. The values stay in the returned Credentials; errors name
+// Secrets, never their contents.
+func CloudCredentials(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan) (openstack.Credentials, error) {
 	id := p.Spec.Target.Identity
 	var sec corev1.Secret
 	key := client.ObjectKey{Namespace: p.Spec.Cluster.Namespace, Name: id.SecretName}
-	err := o.Client.Get(ctx, key, &sec)
+	err := c.Get(ctx, key, &sec)
 	if err == nil && len(sec.Data[openstack.CloudsKey]) > 0 {
 		return openstack.CredentialsFromSecret(sec.Data, id.CloudName)
 	}
@@ -125,7 +140,7 @@ func (o *OpenStack) credentials(ctx context.Context, p *v1alpha1.MigrationPlan) 
 		return openstack.Credentials{}, fmt.Errorf("no credentials: Secret %s has no %s", key, openstack.CloudsKey)
 	}
 	src := client.ObjectKey{Namespace: id.From.Namespace, Name: id.From.Name}
-	if err := o.Client.Get(ctx, src, &sec); err != nil {
+	if err := c.Get(ctx, src, &sec); err != nil {
 		return openstack.Credentials{}, fmt.Errorf("no credentials: read Secret %s: %w", src, err)
 	}
 	data := map[string][]byte{openstack.CloudsKey: sec.Data[id.From.CloudsKey]}

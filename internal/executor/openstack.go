@@ -1,0 +1,132 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/openstack"
+)
+
+// CloudOps is what the openstack executor needs of an OpenStack client.
+type CloudOps interface {
+	Resolve(ctx context.Context, kind openstack.Kind, name string) (string, error)
+	EnsureKeypair(ctx context.Context, name, publicKey string) (created bool, err error)
+	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
+	Shortfall(ctx context.Context, need openstack.Need) (string, error)
+	Cleanup(ctx context.Context, plan string, recorded []openstack.Resource) ([]openstack.Resource, error)
+}
+
+var _ CloudOps = (*openstack.Client)(nil)
+
+// OpenStackExecutor carries out the steps on the OpenStack side: the
+// preflight (names resolve, quota covers the new machines), the SSH keypair,
+// and the clean-up of what ferry created. It authenticates with the plan's
+// identity Secret, read from the management cluster for each step, so a
+// rotated password is picked up.
+type OpenStackExecutor struct {
+	// Client reads Secrets in the management cluster.
+	Client client.Client
+	// Connect opens the cloud; nil uses openstack.Connect.
+	Connect func(ctx context.Context, creds openstack.Credentials) (CloudOps, error)
+}
+
+var _ Executor = (*OpenStackExecutor)(nil)
+
+// Kind is "openstack".
+func (e *OpenStackExecutor) Kind() string { return "openstack" }
+
+// Execute runs one openstack step.
+func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+	p := ev.Spec
+	if p == nil {
+		return events.Report{}, failure.Terminal(errors.New("step event carries no plan"))
+	}
+	creds, err := observer.CloudCredentials(ctx, e.Client, p)
+	if err != nil {
+		return events.Report{}, err
+	}
+	connect := e.Connect
+	if connect == nil {
+		connect = func(ctx context.Context, c openstack.Credentials) (CloudOps, error) { return openstack.Connect(ctx, c) }
+	}
+	cloud, err := connect(ctx, creds)
+	if err != nil {
+		return events.Report{}, err
+	}
+	s := ev.Step
+	switch {
+	case s.Action == "resolve":
+		return resolveAll(ctx, cloud, ev)
+	case s.Action == "check-quota":
+		short, err := observer.QuotaShortfall(ctx, cloud, p, func(string) bool { return true })
+		if err != nil {
+			return events.Report{}, err
+		}
+		if short != "" {
+			// A person must raise the quota or shrink the plan.
+			return events.Report{}, failure.Terminal(fmt.Errorf("OpenStack quota does not cover the new machines: %s", short))
+		}
+		return events.Report{Message: "the quota covers the new machines"}, nil
+	case s.Action == "ensure-keypair":
+		key := p.Spec.Target.SSHKey
+		created, err := cloud.EnsureKeypair(ctx, key.Name, key.PublicKey)
+		if err != nil {
+			return events.Report{}, err
+		}
+		if !created {
+			return events.Report{Message: "keypair " + key.Name + " exists"}, nil
+		}
+		return events.Report{Message: "created keypair " + key.Name,
+			Created: []events.Resource{{Kind: openstack.ResourceKeypair, Name: key.Name}}}, nil
+	case s.Action == "delete" && s.Target.Kind == "TaggedResources":
+		deleted, err := cloud.Cleanup(ctx, p.Metadata.Name, recorded(s.Params["recorded"]))
+		var names []string
+		for _, r := range deleted {
+			names = append(names, r.String())
+		}
+		msg := "deleted nothing: no resource of this plan left"
+		if len(names) > 0 {
+			msg = "deleted " + strings.Join(names, ", ")
+		}
+		return events.Report{Message: msg}, err
+	}
+	return events.Report{}, failure.Terminal(fmt.Errorf("the openstack executor cannot %s %s", s.Action, s.Target))
+}
+
+// resolveAll resolves every name the plan gives; all failures are reported
+// together.
+func resolveAll(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (events.Report, error) {
+	var errs []error
+	var ok []string
+	for _, n := range ev.Spec.CloudNames() {
+		id, err := cloud.Resolve(ctx, openstack.Kind(n.Kind), n.Name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		ok = append(ok, n.Key()+"="+id)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return events.Report{}, err
+	}
+	return events.Report{Message: "resolved " + strings.Join(ok, ", ")}, nil
+}
+
+// recorded parses "kind/name,kind/name" into resources ferry recorded.
+func recorded(param string) []openstack.Resource {
+	var out []openstack.Resource
+	for _, item := range strings.Split(param, ",") {
+		kind, name, ok := strings.Cut(strings.TrimSpace(item), "/")
+		if ok && name != "" {
+			out = append(out, openstack.Resource{Kind: kind, Name: name})
+		}
+	}
+	return out
+}

@@ -1,0 +1,68 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/events"
+)
+
+// RunOptions configure Run; zero values take the events.WorkerOptions
+// defaults.
+type RunOptions struct {
+	// Concurrency is how many steps of each kind run at once.
+	Concurrency int
+	// AckWait and MaxDeliver are passed to each kind's worker.
+	AckWait    time.Duration
+	MaxDeliver int
+	Logger     *slog.Logger
+}
+
+// Run takes the steps of each executor's kind from the bus and carries them
+// out, until ctx ends; replicas running the same kinds share the work
+// through the kinds' durable consumers. It also reports steps that
+// JetStream gave up redelivering. It returns the first worker's error, after
+// stopping the others.
+func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors []Executor, opts RunOptions) error {
+	if len(executors) == 0 {
+		return errors.New("run executors: none given")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(executors)+1)
+	start := func(name string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+				cancel()
+			}
+		}()
+	}
+	for _, e := range executors {
+		e := e
+		start("executor "+e.Kind(), func() error {
+			return events.RunWorker(ctx, js, events.WorkerOptions{
+				Kind: e.Kind(), Concurrency: opts.Concurrency, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
+				Logger: log,
+			}, e.Execute)
+		})
+	}
+	start("max-deliveries watch", func() error { return events.WatchMaxDeliveries(ctx, nc, js, log) })
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
