@@ -1,0 +1,93 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// HTTPDoer sends an HTTP request; *http.Client is one.
+type HTTPDoer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// expectStatus parses a probe's expect parameter: a class such as 2xx, or
+// an exact code such as 204. Empty means 2xx.
+func expectStatus(expect string) (func(int) bool, error) {
+	if expect == "" {
+		expect = "2xx"
+	}
+	if len(expect) == 3 && expect[1:] == "xx" && expect[0] >= '1' && expect[0] <= '5' {
+		class := int(expect[0]-'0') * 100
+		return func(code int) bool { return code >= class && code < class+100 }, nil
+	}
+	code, err := strconv.Atoi(expect)
+	if err != nil || code < 100 || code > 599 {
+		return nil, fmt.Errorf("expect parameter %q is neither a status class (2xx) nor a status code", expect)
+	}
+	return func(got int) bool { return got == code }, nil
+}
+
+// probe fetches the step's URL once, between the drains of two nodes: the
+// application must still answer as expected before the next node goes. A
+// failure is retryable: the step is redelivered after a back-off, and the
+// cutover stops until the application answers again.
+func (e *WorkloadExecutor) probe(ctx context.Context, s *workloadStep) (events.Report, error) {
+	raw, expect := s.param("url"), s.param("expect")
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		// Do not echo a URL that does not parse: it may hold anything.
+		return events.Report{}, failure.Terminal(errors.New("probe: url parameter is not an http(s) URL"))
+	}
+	// The plan's validation rejects credentials in the URL; redact anyway,
+	// since errors and logs are kept.
+	shown := u.Redacted()
+	ok, err := expectStatus(expect)
+	if err != nil {
+		return events.Report{}, failure.Terminal(fmt.Errorf("probe %s: %w", shown, err))
+	}
+	timeout, err := s.timeout(defaultProbeTimeout)
+	if err != nil {
+		return events.Report{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, raw, nil)
+	if err != nil {
+		return events.Report{}, failure.Terminal(fmt.Errorf("probe %s: build request: %w", shown, err))
+	}
+	req.Header.Set("User-Agent", "ferry-probe")
+	do := e.HTTPClient
+	if do == nil {
+		do = http.DefaultClient
+	}
+	s.log.InfoContext(ctx, "probing the application", "url", shown, "after", s.ev.Step.Target.Name)
+	resp, err := do.Do(req)
+	if err != nil {
+		// *url.Error repeats the full URL; keep only its cause.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return events.Report{}, fmt.Errorf("probe %s after Node %s: %w", shown, s.ev.Step.Target.Name, err)
+	}
+	// Drain a little of the body so the connection can be reused; the
+	// content does not matter.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	want := expect
+	if want == "" {
+		want = "2xx"
+	}
+	if !ok(resp.StatusCode) {
+		return events.Report{}, fmt.Errorf("probe %s after Node %s: status %s, want %s", shown, s.ev.Step.Target.Name, resp.Status, want)
+	}
+	return events.Report{Message: fmt.Sprintf("probe %s answered %s after Node %s", shown, resp.Status, s.ev.Step.Target.Name)}, nil
+}

@@ -1,0 +1,222 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/planner"
+)
+
+// Annotations the workload executor puts on every object it applies, so
+// that a person looking at the workload cluster can tell which plan, at
+// which reviewed commit, put it there.
+const (
+	// AnnotationPlan names the MigrationPlan that applied the object.
+	AnnotationPlan = "ferry.dev/plan"
+	// AnnotationRevision is the plans repository's revision the object was
+	// applied from.
+	AnnotationRevision = "ferry.dev/revision"
+)
+
+// FieldManager is the server-side apply field manager of everything ferry
+// applies to a workload cluster.
+const FieldManager = "ferry"
+
+// defaultProbeTimeout bounds a probe: the planner gives probes no timeout
+// parameter, and an application that takes longer than this to answer a
+// health check is not answering.
+const defaultProbeTimeout = 10 * time.Second
+
+// ClientsetFunc builds a client-go clientset from the kubeconfig in a
+// cluster's <cluster>-kubeconfig Secret. The drain helper and the watches
+// of wait steps need one; everything else uses the controller-runtime
+// client.
+type ClientsetFunc func(kubeconfig []byte) (kubernetes.Interface, error)
+
+// NewWorkloadClientset builds a clientset for a kubeconfig.
+func NewWorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// WorkloadExecutor carries out the steps of kind "workload": it changes the
+// migrated cluster itself, reached through the <cluster>-kubeconfig Secret
+// in the management cluster. Actions: apply and wait on manifests from the
+// plans repository, wait for a LoadBalancer Service's address, cordon,
+// drain and delete Nodes, and probe a URL between drains.
+//
+// Every action is idempotent: a cordoned node is cordoned, a drained node
+// has nothing left to evict, an applied manifest is applied again with the
+// same result, a Node already gone is deleted.
+type WorkloadExecutor struct {
+	// Client reads the management cluster, where the kubeconfig Secret is.
+	Client client.Client
+	// Workload builds the workload cluster's controller-runtime client;
+	// nil uses observer.NewWorkloadClient.
+	Workload observer.WorkloadClientFunc
+	// Clientset builds the workload cluster's client-go clientset from the
+	// same kubeconfig; nil uses NewWorkloadClientset.
+	Clientset ClientsetFunc
+	// Repo returns the plans repository at a revision; manifest paths are
+	// relative to its root. Required for apply and wait on manifests.
+	Repo func(ctx context.Context, revision string) (fs.FS, error)
+	// HTTPClient sends probes; nil uses a client with no timeout of its own
+	// (each probe sets one).
+	HTTPClient HTTPDoer
+	// Logger receives a line before each change; nil uses slog.Default().
+	Logger *slog.Logger
+}
+
+var _ Executor = (*WorkloadExecutor)(nil)
+
+// Kind is planner.ExecWorkload.
+func (e *WorkloadExecutor) Kind() string { return planner.ExecWorkload }
+
+// workloadStep is one step being carried out, with what every action needs.
+type workloadStep struct {
+	ev  *events.StepEvent
+	log *slog.Logger
+}
+
+func (s *workloadStep) param(name string) string { return s.ev.Step.Params[name] }
+
+// timeout reads the step's timeout parameter, falling back to def. A
+// timeout that does not parse is a defect of the plan or the planner that
+// no retry fixes.
+func (s *workloadStep) timeout(def time.Duration) (time.Duration, error) {
+	v := s.param("timeout")
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return 0, failure.Terminal(fmt.Errorf("timeout parameter %q is not a positive duration", v))
+	}
+	return d, nil
+}
+
+// Execute carries out one workload step.
+func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+	if ev.Spec == nil {
+		return events.Report{}, failure.Terminal(fmt.Errorf("step %s carries no plan", ev.Step.Key))
+	}
+	log := e.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := &workloadStep{ev: ev, log: log.With(
+		"plan", ev.Plan, "phase", ev.Step.Phase, "step", ev.Step.Key, "revision", ev.Revision)}
+
+	target := ev.Step.Target
+	switch a := ev.Step.Action; {
+	case a == "probe":
+		// A probe talks to the application, not to the cluster: no
+		// kubeconfig needed.
+		return e.probe(ctx, s)
+	case a == "apply" && target.Kind == "Manifest":
+		c, err := e.workloadClient(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		return e.apply(ctx, s, c)
+	case a == "wait" && target.Kind == "Manifest":
+		cs, err := e.workloadClientset(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		return e.waitManifest(ctx, s, cs)
+	case a == "wait" && target.Kind == "Service":
+		cs, err := e.workloadClientset(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		return waitService(ctx, s, cs)
+	case (a == "cordon" || a == "drain" || a == "delete") && target.Kind == "Node":
+		cs, err := e.workloadClientset(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		switch a {
+		case "cordon":
+			return cordonNode(ctx, s, cs)
+		case "drain":
+			return drainNode(ctx, s, cs)
+		default:
+			return deleteNode(ctx, s, cs)
+		}
+	}
+	return events.Report{}, failure.Terminal(fmt.Errorf("workload executor: no action %q on %s", ev.Step.Action, target.Kind))
+}
+
+// kubeconfig reads the workload cluster's kubeconfig from the management
+// cluster. A missing Secret is retryable: CAPI writes it, and ferry's own
+// cluster phase restores it.
+func (e *WorkloadExecutor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
+	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name+"-kubeconfig"
+	where := ns + "/" + name
+	var sec corev1.Secret
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, where, fmt.Errorf("read kubeconfig: Secret %s not found", where)
+	case err != nil:
+		return nil, where, fmt.Errorf("read kubeconfig Secret %s: %w", where, err)
+	case len(sec.Data["value"]) == 0:
+		return nil, where, fmt.Errorf("read kubeconfig: Secret %s has no key value", where)
+	}
+	return sec.Data["value"], where, nil
+}
+
+// errUnusableKubeconfig is what a kubeconfig that does not parse becomes:
+// the parser's own message may quote the file, which holds credentials.
+func errUnusableKubeconfig(where string) error {
+	return failure.Terminal(fmt.Errorf("kubeconfig in Secret %s is not usable", where))
+}
+
+func (e *WorkloadExecutor) workloadClient(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {
+	kc, where, err := e.kubeconfig(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	build := e.Workload
+	if build == nil {
+		build = observer.NewWorkloadClient
+	}
+	c, err := build(kc)
+	if err != nil {
+		return nil, errUnusableKubeconfig(where)
+	}
+	return c, nil
+}
+
+func (e *WorkloadExecutor) workloadClientset(ctx context.Context, p *v1alpha1.MigrationPlan) (kubernetes.Interface, error) {
+	kc, where, err := e.kubeconfig(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	build := e.Clientset
+	if build == nil {
+		build = NewWorkloadClientset
+	}
+	cs, err := build(kc)
+	if err != nil {
+		return nil, errUnusableKubeconfig(where)
+	}
+	return cs, nil
+}
