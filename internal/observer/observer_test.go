@@ -86,7 +86,9 @@ func TestObserve(t *testing.T) {
 	create(pod("web", nil))
 	create(pod("ds-agent", []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "1234"}}))
 
-	manifests := fstest.MapFS{"ccm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ccm\n  namespace: kube-system\n---\n")}}
+	// The second object has no namespace: applied, it lands in "default".
+	manifests := fstest.MapFS{"ccm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ccm\n  namespace: kube-system\n---\n" +
+		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ccm-config\n")}}
 	o := &Observer{Client: k.Client, Manifests: manifests}
 	s, err := o.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{Approved: "cluster"})
 	if err != nil {
@@ -121,6 +123,14 @@ func TestObserve(t *testing.T) {
 	}
 
 	create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "ccm"}})
+	s, err = o.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Manifest("ccm.yaml").Applied || s.Workload == nil {
+		t.Errorf("manifest applied with one of its objects missing (workload error %q)", s.WorkloadError)
+	}
+	create(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ccm-config"}})
 	s, err = o.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{})
 	if err != nil {
 		t.Fatal(err)

@@ -184,6 +184,13 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 	for _, want := range objs {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(want.GroupVersionKind())
+		// A namespaced object without a namespace goes to "default" when
+		// applied, as kubectl does; look for it there.
+		if want.GetNamespace() == "" {
+			if namespaced, err := c.IsObjectNamespaced(want); err == nil && namespaced {
+				want.SetNamespace("default")
+			}
+		}
 		err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
 		if apierrors.IsNotFound(err) {
 			return observed.Manifest{}, nil
