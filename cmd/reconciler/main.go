@@ -10,12 +10,13 @@ import (
 	"os"
 )
 
-// commands are the subcommands this build has; later issues add run,
-// executor and status.
+// commands are the subcommands this build has; later issues add run and
+// status.
 var commands = []struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
 }{
+	{"executor", "run executors as a replica that takes steps from a shared NATS cluster", executorCommand},
 	{"plan", "observe the live clusters and print the steps a plan would run (dry run)", planCommand},
 	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},
 	{"version", "print the version of ferry and of the libraries it was built with", versionCommand},

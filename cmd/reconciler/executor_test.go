@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+func TestExecutorUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"executor"}, "--nats-url is required"},
+		{[]string{"executor", "--nats-url", "nats://127.0.0.1:1", "--kinds", "workload,teleport"}, `unknown executor kind "teleport"`},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(tc.args, &stdout, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), tc.want) {
+			t.Errorf("run(%q) = %d, stderr %q; want failure mentioning %q", tc.args, code, stderr.String(), tc.want)
+		}
+	}
+}
+
+// TestExecutorReplica runs `reconciler executor` as a replica against an
+// external NATS server and a real management cluster, and has it cordon a
+// node of the workload cluster.
+func TestExecutorReplica(t *testing.T) {
+	mgmt := testenv.StartKube(t)
+	workload := testenv.StartKube(t)
+	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
+		Name: "c1", Namespace: "default", ControlPlaneNodes: []string{"c1-cp-0"}, WorkerNodes: []string{"c1-md-0-a"}, KubeletVersion: "v1.31.4",
+	})
+	nats := testenv.StartNATS(t)
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var stderr bytes.Buffer
+	var code int
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kinds", "workload", "--kubeconfig", kubeconfig}, &bytes.Buffer{}, &stderr)
+	}()
+	defer func() {
+		cancel()
+		wg.Wait()
+		if code != 0 {
+			t.Errorf("executor exited %d: %s", code, stderr.String())
+		}
+	}()
+
+	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: "c1"}, Spec: v1alpha1.Spec{Cluster: v1alpha1.ClusterRef{Name: "c1", Namespace: "default"}}}
+	ev := events.NewStepEvent(p, "rev1", planner.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: "workload",
+		Action: "cordon", Target: planner.Target{Kind: "Node", Name: "c1-md-0-a"}}, time.Now())
+	// The replica creates the streams when it connects; wait for them.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, ev); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("publish: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	var node corev1.Node
+	for time.Now().Before(deadline) {
+		if err := workload.Client.Get(ctx, client.ObjectKey{Name: "c1-md-0-a"}, &node); err == nil && node.Spec.Unschedulable {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("node not cordoned by the executor replica; its log:\n%s", stderr.String())
+}
