@@ -1,0 +1,348 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+// The machines' objects. The adopted ones (KubeadmConfig, Machine,
+// OpenStackMachine) describe nodes that already run; the templates
+// (OpenStackMachineTemplate, KubeadmConfigTemplate) and the owners
+// (KubeadmControlPlane, MachineDeployment, MachineSet) describe the
+// machines CAPI builds later, and agree with the adopted ones so that CAPI
+// finds them up to date and replaces nothing on its own.
+
+const kubeProviderIDPrefix = "openstack:///"
+
+// buildKubeadmConfig: the bootstrap config of a running control-plane node.
+func (e *KubeExecutor) buildKubeadmConfig(ctx context.Context, s *kubeStep) (client.Object, error) {
+	cc, err := e.kubeRequireKubeadm(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	kc := &bootstrapv1.KubeadmConfig{Spec: kubeControlPlaneSpec(cc, false)}
+	kubeMeta(kc, s, false)
+	return kc, nil
+}
+
+// buildKubeadmControlPlane: the control plane with the running kubeadm
+// spec and version, so that nothing rolls when it is unpaused.
+func (e *KubeExecutor) buildKubeadmControlPlane(ctx context.Context, s *kubeStep) (client.Object, error) {
+	replicas, err := kubeReplicas(s)
+	if err != nil {
+		return nil, err
+	}
+	version, err := kubeRequired(s, "version")
+	if err != nil {
+		return nil, err
+	}
+	infra, err := kubeRefParam(s, "machineTemplate.infrastructureRef")
+	if err != nil {
+		return nil, err
+	}
+	cc, err := e.kubeRequireKubeadm(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	kcp := &controlplanev1.KubeadmControlPlane{Spec: controlplanev1.KubeadmControlPlaneSpec{
+		Replicas:          replicas,
+		Version:           version,
+		MachineTemplate:   controlplanev1.KubeadmControlPlaneMachineTemplate{InfrastructureRef: *infra},
+		KubeadmConfigSpec: kubeControlPlaneSpec(cc, true),
+	}}
+	kubeMeta(kcp, s, kubeFlagTrue(s, "paused"))
+	return kcp, nil
+}
+
+// kubeProviderID reads the providerID parameter. Anything but an OpenStack
+// server's ID means the planner could not find the node's server in Nova
+// (or did not ask): a person must see to it, and a Machine without its
+// server must not exist.
+func kubeProviderID(s *kubeStep) (string, error) {
+	id := s.param("providerID")
+	if !strings.HasPrefix(id, kubeProviderIDPrefix) || len(id) == len(kubeProviderIDPrefix) {
+		return "", failure.Terminal(fmt.Errorf("create %s: providerID %q is not %s<server-id>: the Nova server of node %s was not found; "+
+			"ferry adopts a node only with its server (check that a server named after the node exists and OpenStack is reachable)",
+			s.target(), id, kubeProviderIDPrefix, s.key.Name))
+	}
+	return id, nil
+}
+
+// buildMachine: the Machine of a running node. Its bootstrap names a data
+// Secret so that CAPI does not wait for bootstrap data of a node that has
+// long joined; the Secret is not created, since nothing reads it for a
+// server that exists (CAPO finds the server by name).
+func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Object, error) {
+	providerID, err := kubeProviderID(s)
+	if err != nil {
+		return nil, err
+	}
+	infra, err := kubeRefParam(s, "infrastructureRef")
+	if err != nil {
+		return nil, err
+	}
+	m := &clusterv1.Machine{Spec: clusterv1.MachineSpec{
+		ClusterName:       s.cluster(),
+		InfrastructureRef: *infra,
+		ProviderID:        ptr.To(providerID),
+		Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(s.key.Name)},
+	}}
+	if v := s.param("bootstrap"); v != "" {
+		if m.Spec.Bootstrap.ConfigRef, err = kubeRef("bootstrap", v); err != nil {
+			return nil, err
+		}
+	}
+	if v := s.param("version"); v != "" {
+		m.Spec.Version = ptr.To(v)
+	}
+	kubeMeta(m, s, kubeFlagTrue(s, "paused"))
+	// The labels CAPI's owners select their machines by: KubeadmControlPlane
+	// adopts control-plane machines of its cluster, a MachineSet those of
+	// its selector.
+	if kubeFlagTrue(s, "controlPlane") {
+		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
+		m.Labels[clusterv1.MachineControlPlaneNameLabel] = s.plan.Spec.Target.ControlPlane.Name
+	}
+	if v := s.param("deployment"); v != "" {
+		m.Labels[clusterv1.MachineDeploymentNameLabel] = v
+	}
+	if v := s.param("machineSet"); v != "" {
+		m.Labels[clusterv1.MachineSetNameLabel] = v
+	}
+	ann := m.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[observed.AnnotationAdopted] = s.ev.Plan
+	m.SetAnnotations(ann)
+	return m, nil
+}
+
+// kubeIdentity reads the identityRef parameter, "secret#cloud"; without
+// one, the plan's identity.
+func kubeIdentity(s *kubeStep) (*infrav1.OpenStackIdentityReference, error) {
+	v := s.param("identityRef")
+	if v == "" {
+		id := s.plan.Spec.Target.Identity
+		return &infrav1.OpenStackIdentityReference{Name: id.SecretName, CloudName: id.CloudName}, nil
+	}
+	name, cloud, ok := kubeSplitPair(v, "#")
+	if !ok {
+		return nil, failure.Terminal(fmt.Errorf("create %s: identityRef=%q is not secret#cloud", s.target(), v))
+	}
+	return &infrav1.OpenStackIdentityReference{Name: name, CloudName: cloud}, nil
+}
+
+// kubeMachineSpec is the part of a CAPO machine spec every machine of a
+// pool shares: flavor, image by name, and the identity to build it with.
+func kubeMachineSpec(s *kubeStep) (infrav1.OpenStackMachineSpec, error) {
+	flavor, err := kubeRequired(s, "flavor")
+	if err != nil {
+		return infrav1.OpenStackMachineSpec{}, err
+	}
+	image, err := kubeRequired(s, "image")
+	if err != nil {
+		return infrav1.OpenStackMachineSpec{}, err
+	}
+	id, err := kubeIdentity(s)
+	if err != nil {
+		return infrav1.OpenStackMachineSpec{}, err
+	}
+	return infrav1.OpenStackMachineSpec{
+		Flavor:      ptr.To(flavor),
+		Image:       infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To(image)}},
+		IdentityRef: id,
+	}, nil
+}
+
+// buildOpenStackMachineTemplate: how CAPO builds new machines of the
+// control plane or a pool, with the SSH key and a port on the plan's
+// network.
+func (e *KubeExecutor) buildOpenStackMachineTemplate(_ context.Context, s *kubeStep) (client.Object, error) {
+	spec, err := kubeMachineSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	spec.SSHKeyName = s.param("sshKeyName")
+	spec.Ports = []infrav1.PortOpts{{Network: kubeNetworkParam(&s.plan.Spec.Target.Network)}}
+	t := &infrav1.OpenStackMachineTemplate{Spec: infrav1.OpenStackMachineTemplateSpec{
+		Template: infrav1.OpenStackMachineTemplateResource{Spec: spec},
+	}}
+	kubeMeta(t, s, false)
+	return t, nil
+}
+
+// buildOpenStackMachine: a running node's server, bound by providerID.
+func (e *KubeExecutor) buildOpenStackMachine(_ context.Context, s *kubeStep) (client.Object, error) {
+	providerID, err := kubeProviderID(s)
+	if err != nil {
+		return nil, err
+	}
+	spec, err := kubeMachineSpec(s)
+	if err != nil {
+		return nil, err
+	}
+	spec.ProviderID = ptr.To(providerID)
+	m := &infrav1.OpenStackMachine{Spec: spec}
+	kubeMeta(m, s, false)
+	return m, nil
+}
+
+// buildKubeadmConfigTemplate: how new workers join. kubeadm keeps no join
+// configuration in kube-system/kubeadm-config (only the cluster's), so the
+// template registers nodes as CAPO's own templates do, with the kubelet
+// flags of the step (cloud-provider=external).
+func (e *KubeExecutor) buildKubeadmConfigTemplate(_ context.Context, s *kubeStep) (client.Object, error) {
+	args, err := kubeParseMap("kubeletExtraArgs", s.param("kubeletExtraArgs"))
+	if err != nil {
+		return nil, err
+	}
+	t := &bootstrapv1.KubeadmConfigTemplate{Spec: bootstrapv1.KubeadmConfigTemplateSpec{
+		Template: bootstrapv1.KubeadmConfigTemplateResource{Spec: bootstrapv1.KubeadmConfigSpec{
+			JoinConfiguration: &bootstrapv1.JoinConfiguration{NodeRegistration: kubeNodeRegistration(args)},
+		}},
+	}}
+	kubeMeta(t, s, false)
+	return t, nil
+}
+
+// buildMachineDeployment: a worker pool. Its selector is the cluster and
+// the pool's name, the labels every Machine of the pool carries.
+func (e *KubeExecutor) buildMachineDeployment(ctx context.Context, s *kubeStep) (client.Object, error) {
+	replicas, err := kubeReplicas(s)
+	if err != nil {
+		return nil, err
+	}
+	bootstrap, err := kubeRefParam(s, "bootstrap")
+	if err != nil {
+		return nil, err
+	}
+	infra, err := kubeRefParam(s, "infrastructureRef")
+	if err != nil {
+		return nil, err
+	}
+	version, err := e.kubeVersion(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	selected := map[string]string{clusterv1.ClusterNameLabel: s.cluster(), clusterv1.MachineDeploymentNameLabel: s.key.Name}
+	md := &clusterv1.MachineDeployment{Spec: clusterv1.MachineDeploymentSpec{
+		ClusterName: s.cluster(),
+		Replicas:    replicas,
+		Selector:    metav1.LabelSelector{MatchLabels: selected},
+		Template: clusterv1.MachineTemplateSpec{
+			ObjectMeta: clusterv1.ObjectMeta{Labels: maps.Clone(selected)},
+			Spec: clusterv1.MachineSpec{
+				ClusterName:       s.cluster(),
+				Bootstrap:         clusterv1.Bootstrap{ConfigRef: bootstrap},
+				InfrastructureRef: *infra,
+				Version:           version,
+			},
+		},
+	}}
+	if fd := s.param("failureDomain"); fd != "" {
+		md.Spec.Template.Spec.FailureDomain = ptr.To(fd)
+	}
+	kubeMeta(md, s, kubeFlagTrue(s, "paused"))
+	return md, nil
+}
+
+// kubeVersion is the version parameter or, when the step has none (the
+// replace strategy's new pools), the control plane's version: workers of
+// another version would be an upgrade nobody asked for. nil when neither
+// is known.
+func (e *KubeExecutor) kubeVersion(ctx context.Context, s *kubeStep) (*string, error) {
+	if v := s.param("version"); v != "" {
+		return ptr.To(v), nil
+	}
+	cp := s.plan.Spec.Target.ControlPlane
+	obj := kubeNewObject(cp.Provider)
+	if obj == nil {
+		return nil, nil
+	}
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: s.key.Namespace, Name: cp.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("create %s: read the control plane's version: %w", s.target(), err)
+	}
+	v := ""
+	switch o := obj.(type) {
+	case *controlplanev1.KubeadmControlPlane:
+		v = o.Spec.Version
+	case *unstructured.Unstructured:
+		v, _, _ = unstructured.NestedString(o.Object, "spec", "version")
+	}
+	if v == "" {
+		return nil, nil
+	}
+	if !strings.HasPrefix(v, "v") {
+		v = "v" + v // Kamaji writes 1.28.10, CAPI machines v1.28.10
+	}
+	return ptr.To(v), nil
+}
+
+// buildMachineSet: the set that owns a pool's adopted Machines, owned by
+// its MachineDeployment and with the same machine template, so that the
+// MachineDeployment finds it current and does not roll a new one.
+func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client.Object, error) {
+	owner, err := kubeRefParam(s, "owner")
+	if err != nil {
+		return nil, err
+	}
+	if owner.Kind != kubeKindMD {
+		return nil, failure.Terminal(fmt.Errorf("create %s: owner %s/%s is not a MachineDeployment", s.target(), owner.Kind, owner.Name))
+	}
+	replicas, err := kubeReplicas(s)
+	if err != nil {
+		return nil, err
+	}
+	var md clusterv1.MachineDeployment
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: s.key.Namespace, Name: owner.Name}, &md); err != nil {
+		// Missing: it is created a group earlier; the next attempt finds it.
+		return nil, fmt.Errorf("create %s: read owner MachineDeployment %s/%s: %w", s.target(), s.key.Namespace, owner.Name, err)
+	}
+	selector := md.Spec.Selector.DeepCopy()
+	if selector.MatchLabels == nil {
+		selector.MatchLabels = map[string]string{}
+	}
+	selector.MatchLabels[clusterv1.MachineSetNameLabel] = s.key.Name
+	template := md.Spec.Template.DeepCopy()
+	if template.Labels == nil {
+		template.Labels = map[string]string{}
+	}
+	template.Labels[clusterv1.MachineSetNameLabel] = s.key.Name
+	if v := s.param("infrastructureRef"); v != "" {
+		infra, err := kubeRef("infrastructureRef", v)
+		if err != nil {
+			return nil, err
+		}
+		template.Spec.InfrastructureRef = *infra
+	}
+	ms := &clusterv1.MachineSet{Spec: clusterv1.MachineSetSpec{
+		ClusterName: s.cluster(),
+		Replicas:    replicas,
+		Selector:    *selector,
+		Template:    *template,
+	}}
+	kubeMeta(ms, s, kubeFlagTrue(s, "paused"))
+	ms.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
+	ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&md, clusterv1.GroupVersion.WithKind(kubeKindMD))}
+	return ms, nil
+}

@@ -1,0 +1,238 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// kubeBuilder builds the object a create step makes. Builders read what
+// they need (the kubeconfig, the running kubeadm spec, an owner) and are
+// called only when the object does not exist yet.
+type kubeBuilder func(ctx context.Context, s *kubeStep) (client.Object, error)
+
+// builder returns the builder of a kind, or nil.
+func (e *KubeExecutor) builder(kind string) kubeBuilder {
+	return map[string]kubeBuilder{
+		kubeKindCluster: e.buildCluster,
+		kubeKindOSC:     e.buildOpenStackCluster,
+		kubeKindKC:      e.buildKubeadmConfig,
+		kubeKindKCP:     e.buildKubeadmControlPlane,
+		kubeKindMachine: e.buildMachine,
+		kubeKindOSMT:    e.buildOpenStackMachineTemplate,
+		kubeKindOSM:     e.buildOpenStackMachine,
+		kubeKindKCT:     e.buildKubeadmConfigTemplate,
+		kubeKindMD:      e.buildMachineDeployment,
+		kubeKindMS:      e.buildMachineSet,
+	}[kind]
+}
+
+// create makes the target unless it exists. An existing object is left as
+// it is: the planner emits a create only for a missing object, so one that
+// exists is this step's own earlier work (or the user's, which ferry does
+// not overwrite).
+func (e *KubeExecutor) create(ctx context.Context, s *kubeStep, build kubeBuilder) (events.Report, error) {
+	exists := &metav1.PartialObjectMetadata{}
+	exists.SetGroupVersionKind(kubeGroupVersions[s.kind()].WithKind(s.kind()))
+	err := e.Client.Get(ctx, s.key, exists)
+	switch {
+	case err == nil:
+		return events.Report{Message: s.target() + " already exists"}, nil
+	case !apierrors.IsNotFound(err):
+		return events.Report{}, fmt.Errorf("create %s: check whether it exists: %w", s.target(), err)
+	}
+	obj, err := build(ctx, s)
+	if err != nil {
+		return events.Report{}, err
+	}
+	paused := kubePauseOf(obj).paused
+	s.log.Info("creating", "object", s.target(), "paused", paused)
+	err = e.Client.Create(ctx, obj, client.FieldOwner(kubeFieldManager))
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return events.Report{Message: s.target() + " already exists"}, nil
+	case err != nil:
+		return events.Report{}, kubeWriteError("create "+s.target(), err)
+	case paused:
+		return events.Report{Message: "created " + s.target() + " (paused)"}, nil
+	}
+	return events.Report{Message: "created " + s.target()}, nil
+}
+
+// kubeRequired reads a parameter the step cannot do without.
+func kubeRequired(s *kubeStep, name string) (string, error) {
+	v := s.param(name)
+	if v == "" {
+		return "", failure.Terminal(fmt.Errorf("%s %s: the step has no %s parameter", s.ev.Step.Action, s.target(), name))
+	}
+	return v, nil
+}
+
+// kubeReplicas reads the replicas parameter.
+func kubeReplicas(s *kubeStep) (*int32, error) {
+	v, err := kubeRequired(s, "replicas")
+	if err != nil {
+		return nil, err
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 0 {
+		return nil, failure.Terminal(fmt.Errorf("%s %s: replicas=%q is not a count", s.ev.Step.Action, s.target(), v))
+	}
+	return ptr.To(int32(n)), nil
+}
+
+// kubeRefParam reads a required reference parameter.
+func kubeRefParam(s *kubeStep, name string) (*corev1.ObjectReference, error) {
+	v, err := kubeRequired(s, name)
+	if err != nil {
+		return nil, err
+	}
+	return kubeRef(name, v)
+}
+
+// buildCluster: the CAPI Cluster around a running cluster, created paused
+// so that CAPI does not act before its infrastructure exists. Its endpoint
+// is the running API server's, from the kubeconfig; its clusterNetwork the
+// running one's, from kubeadm, so that CAPI and the nodes agree. An
+// unreachable workload cluster is retried rather than skipped: the Cluster
+// is created once, and its network must be right then.
+func (e *KubeExecutor) buildCluster(ctx context.Context, s *kubeStep) (client.Object, error) {
+	infra, err := kubeRefParam(s, "infrastructureRef")
+	if err != nil {
+		return nil, err
+	}
+	cp, err := kubeRefParam(s, "controlPlaneRef")
+	if err != nil {
+		return nil, err
+	}
+	ep, err := e.kubeEndpoint(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	running, err := e.kubeRunningKubeadm(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	c := &clusterv1.Cluster{Spec: clusterv1.ClusterSpec{InfrastructureRef: infra, ControlPlaneRef: cp, ControlPlaneEndpoint: ep}}
+	if running != nil {
+		c.Spec.ClusterNetwork = running.clusterNetwork()
+	}
+	kubeMeta(c, s, kubeFlagTrue(s, "paused"))
+	return c, nil
+}
+
+// buildOpenStackCluster: CAPO's infrastructure from the plan's target,
+// with the running control-plane endpoint (the Cluster's when it has one).
+//
+// The plan's dnsNameservers are not set: CAPO v1beta1 applies them only to
+// subnets it creates (managedSubnets), and the plan names an existing
+// network, whose subnets keep their own DNS servers.
+func (e *KubeExecutor) buildOpenStackCluster(ctx context.Context, s *kubeStep) (client.Object, error) {
+	ep, err := e.clusterEndpoint(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	t := s.plan.Spec.Target
+	api := ptr.Deref(t.APIServer, v1alpha1.APIServer{}) // defaults applied: never nil
+	spec := infrav1.OpenStackClusterSpec{
+		Network:                       kubeNetworkParam(&t.Network),
+		ExternalNetwork:               kubeNetworkParam(t.ExternalNetwork),
+		DisableExternalNetwork:        ptr.To(t.ExternalNetwork == nil),
+		APIServerLoadBalancer:         &infrav1.APIServerLoadBalancer{Enabled: ptr.To(ptr.Deref(api.LoadBalancer, false))},
+		DisableAPIServerFloatingIP:    ptr.To(!ptr.Deref(api.FloatingIP, false)),
+		ManagedSecurityGroups:         kubeSecurityGroups(t.SecurityGroups),
+		ControlPlaneEndpoint:          &ep,
+		ControlPlaneAvailabilityZones: []string{t.FailureDomain},
+		IdentityRef:                   infrav1.OpenStackIdentityReference{Name: t.Identity.SecretName, CloudName: t.Identity.CloudName},
+	}
+	for i := range t.Subnets {
+		spec.Subnets = append(spec.Subnets, kubeSubnetParam(&t.Subnets[i]))
+	}
+	if api.FixedIP != "" {
+		spec.APIServerFixedIP = ptr.To(api.FixedIP)
+	}
+	if t.FailureDomain == "" {
+		spec.ControlPlaneAvailabilityZones = nil
+	}
+	osc := &infrav1.OpenStackCluster{Spec: spec}
+	kubeMeta(osc, s, false)
+	return osc, nil
+}
+
+// clusterEndpoint is the Cluster's control-plane endpoint, or the
+// kubeconfig's while the Cluster has none.
+func (e *KubeExecutor) clusterEndpoint(ctx context.Context, s *kubeStep) (clusterv1.APIEndpoint, error) {
+	var c clusterv1.Cluster
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: s.key.Namespace, Name: s.cluster()}, &c)
+	switch {
+	case err == nil && c.Spec.ControlPlaneEndpoint.IsValid():
+		return c.Spec.ControlPlaneEndpoint, nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return clusterv1.APIEndpoint{}, fmt.Errorf("read Cluster %s/%s: %w", s.key.Namespace, s.cluster(), err)
+	}
+	return e.kubeEndpoint(ctx, s)
+}
+
+// kubeNetworkParam is a plan's network as CAPO's filter: by ID, or by name.
+func kubeNetworkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
+	switch {
+	case r == nil:
+		return nil
+	case r.ID != "":
+		return &infrav1.NetworkParam{ID: ptr.To(r.ID)}
+	}
+	return &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: r.Name}}
+}
+
+func kubeSubnetParam(r *v1alpha1.ResourceRef) infrav1.SubnetParam {
+	if r.ID != "" {
+		return infrav1.SubnetParam{ID: ptr.To(r.ID)}
+	}
+	return infrav1.SubnetParam{Filter: &infrav1.SubnetFilter{Name: r.Name}}
+}
+
+// kubeSecurityGroups: CAPO always manages the cluster's security groups
+// (the kubelet, etcd and API server rules), with the plan's extra rules on
+// every node.
+func kubeSecurityGroups(sg *v1alpha1.SecurityGroups) *infrav1.ManagedSecurityGroups {
+	out := &infrav1.ManagedSecurityGroups{}
+	if sg == nil {
+		return out
+	}
+	out.AllowAllInClusterTraffic = sg.AllowAllInClusterTraffic
+	for _, r := range sg.AllNodesRules {
+		rule := infrav1.SecurityGroupRuleSpec{Name: r.Name, Direction: r.Direction}
+		if r.Description != "" {
+			rule.Description = ptr.To(r.Description)
+		}
+		if r.EtherType != "" {
+			rule.EtherType = ptr.To(r.EtherType)
+		}
+		if r.Protocol != "" {
+			rule.Protocol = ptr.To(r.Protocol)
+		}
+		if r.PortRangeMin != 0 {
+			rule.PortRangeMin = ptr.To(r.PortRangeMin)
+		}
+		if r.PortRangeMax != 0 {
+			rule.PortRangeMax = ptr.To(r.PortRangeMax)
+		}
+		for _, g := range r.RemoteManagedGroups {
+			rule.RemoteManagedGroups = append(rule.RemoteManagedGroups, infrav1.ManagedSecurityGroupName(g))
+		}
+		out.AllNodesSecurityGroupRules = append(out.AllNodesSecurityGroupRules, rule)
+	}
+	return out
+}

@@ -1,0 +1,34 @@
+package executor
+
+import "testing"
+
+// TestKubeHandlesEveryPlannedStep: every action and kind the planner gives
+// the kube executor (grep ExecKube in internal/planner) has a handler, so
+// that no planned step meets "no action" at run time.
+func TestKubeHandlesEveryPlannedStep(t *testing.T) {
+	e := &KubeExecutor{}
+	for _, tc := range []struct {
+		action string
+		kinds  []string
+	}{
+		{"copy-secret", []string{"Secret"}},
+		{"create", []string{"Cluster", "OpenStackCluster", "KubeadmConfig", "KubeadmControlPlane", "Machine",
+			"OpenStackMachineTemplate", "OpenStackMachine", "KubeadmConfigTemplate", "MachineDeployment", "MachineSet"}},
+		{"patch", []string{"Cluster", "KubeadmControlPlane", "KamajiControlPlane", "MachineDeployment", "Machine", "MachineSet"}},
+		{"pause", []string{"Cluster", "MachineDeployment"}},
+		{"unpause", []string{"Cluster", "Machine", "KubeadmControlPlane", "MachineDeployment", "MachineSet"}},
+		{"wait", []string{"OpenStackCluster", "KubeadmControlPlane", "KamajiControlPlane", "MachineDeployment"}},
+		{"delete", []string{"MachineDeployment"}},
+	} {
+		for _, kind := range tc.kinds {
+			if e.handler(tc.action, kind) == nil {
+				t.Errorf("no handler for %s %s", tc.action, kind)
+			}
+		}
+	}
+	for _, tc := range [][2]string{{"create", "Secret"}, {"delete", "Cluster"}, {"wait", "Machine"}, {"pause", "Machine"}, {"apply", "Manifest"}} {
+		if e.handler(tc[0], tc[1]) != nil {
+			t.Errorf("a handler for %s %s, which the kube executor must refuse", tc[0], tc[1])
+		}
+	}
+}

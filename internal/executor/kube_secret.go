@@ -1,0 +1,150 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// kubeKeyCopy is one key of a copy-secret step: Src of the source Secret
+// becomes Dst of the target.
+type kubeKeyCopy struct{ dst, src string }
+
+// kubeParseKeys reads the keys parameter, "dst<-src,dst2<-src2"; empty
+// gives nil, which copies every key under its own name.
+func kubeParseKeys(value string) ([]kubeKeyCopy, error) {
+	if strings.TrimSpace(value) == "" {
+		return nil, nil
+	}
+	var out []kubeKeyCopy
+	for _, part := range strings.Split(value, ",") {
+		dst, src, ok := kubeSplitPair(part, "<-")
+		if !ok {
+			return nil, failure.Terminal(fmt.Errorf("parameter keys=%q: %q is not dst<-src", value, part))
+		}
+		out = append(out, kubeKeyCopy{dst: dst, src: src})
+	}
+	return out, nil
+}
+
+// copySecret copies keys of a source Secret into the target Secret. The
+// target is created when absent; an existing one only gets the keys it
+// lacks, and a key it has is never overwritten: these are CAs, keys and
+// credentials the running cluster depends on, and ferry never replaces
+// them. Values stay out of logs, errors and reports: only key names appear.
+func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Report, error) {
+	fromNS, fromName, ok := kubeSplitPair(s.param("from"), "/")
+	if !ok {
+		return events.Report{}, failure.Terminal(fmt.Errorf("copy to %s: parameter from=%q is not namespace/name", s.target(), s.param("from")))
+	}
+	from := "Secret " + fromNS + "/" + fromName
+	keys, err := kubeParseKeys(s.param("keys"))
+	if err != nil {
+		return events.Report{}, err
+	}
+	labels, err := kubeParseMap("label", s.param("label"))
+	if err != nil {
+		return events.Report{}, err
+	}
+
+	var src corev1.Secret
+	err = e.Client.Get(ctx, client.ObjectKey{Namespace: fromNS, Name: fromName}, &src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: source not found; restore it or correct the plan", from, s.target()))
+	case err != nil:
+		return events.Report{}, fmt.Errorf("copy %s to %s: read source: %w", from, s.target(), err)
+	}
+	if keys == nil {
+		for k := range src.Data {
+			keys = append(keys, kubeKeyCopy{dst: k, src: k})
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].dst < keys[j].dst })
+		if len(keys) == 0 {
+			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no keys", from, s.target()))
+		}
+	}
+	for _, k := range keys {
+		if _, ok := src.Data[k.src]; !ok {
+			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no key %q", from, s.target(), k.src))
+		}
+	}
+
+	var dst corev1.Secret
+	err = e.Client.Get(ctx, s.key, &dst)
+	switch {
+	case apierrors.IsNotFound(err):
+		return e.createSecretCopy(ctx, s, &src, from, keys, labels)
+	case err != nil:
+		return events.Report{}, fmt.Errorf("copy %s to %s: read target: %w", from, s.target(), err)
+	}
+	var missing []kubeKeyCopy
+	for _, k := range keys {
+		if _, ok := dst.Data[k.dst]; !ok {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return events.Report{Message: fmt.Sprintf("%s already has %s; left as it is", s.target(), kubeKeyNames(keys))}, nil
+	}
+	before := dst.DeepCopy()
+	if dst.Data == nil {
+		dst.Data = map[string][]byte{}
+	}
+	for _, k := range missing {
+		dst.Data[k.dst] = src.Data[k.src]
+	}
+	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(missing))
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(kubeFieldManager)); err != nil {
+		return events.Report{}, kubeWriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), kubeKeyNames(missing)), err)
+	}
+	return events.Report{Message: fmt.Sprintf("copied %s from %s into existing %s; its other keys left as they are",
+		kubeKeyNames(missing), from, s.target())}, nil
+}
+
+func (e *KubeExecutor) createSecretCopy(ctx context.Context, s *kubeStep, src *corev1.Secret, from string, keys []kubeKeyCopy, labels map[string]string) (events.Report, error) {
+	sec := &corev1.Secret{Data: map[string][]byte{}, Type: corev1.SecretTypeOpaque}
+	if s.param("keys") == "" {
+		// A whole copy keeps the type (CAPI's cluster.x-k8s.io/secret);
+		// renamed keys may not fit the source type's required keys.
+		sec.Type = src.Type
+	}
+	kubeMeta(sec, s, false)
+	for k, v := range labels {
+		sec.Labels[k] = v
+	}
+	for _, k := range keys {
+		sec.Data[k.dst] = src.Data[k.src]
+	}
+	s.log.Info("creating Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(keys))
+	err := e.Client.Create(ctx, sec, client.FieldOwner(kubeFieldManager))
+	if apierrors.IsAlreadyExists(err) {
+		// Created meanwhile: the next attempt adds only what it lacks.
+		return events.Report{}, fmt.Errorf("copy %s to %s: created by someone else meanwhile; the next attempt checks its keys", from, s.target())
+	}
+	if err != nil {
+		return events.Report{}, kubeWriteError(fmt.Sprintf("copy %s to %s", from, s.target()), err)
+	}
+	return events.Report{Message: fmt.Sprintf("copied %s from %s to new %s", kubeKeyNames(keys), from, s.target())}, nil
+}
+
+// kubeKeyNames lists the target key names: "keys a, b".
+func kubeKeyNames(keys []kubeKeyCopy) string {
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = k.dst
+	}
+	if len(names) == 1 {
+		return "key " + names[0]
+	}
+	return "keys " + strings.Join(names, ", ")
+}
