@@ -1,0 +1,418 @@
+package executor_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+const kubeInfraAPI = "infrastructure.cluster.x-k8s.io/v1beta1"
+
+// Objects the table tests start from: the least each CRD accepts.
+
+func kubeTestCluster(name string, paused bool, ann ...string) *clusterv1.Cluster {
+	c := &clusterv1.Cluster{ObjectMeta: kubeTestMeta(name, ann...), Spec: clusterv1.ClusterSpec{Paused: paused,
+		InfrastructureRef: &corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerCluster", Name: name}}}
+	return c
+}
+
+func kubeTestMD(name, cluster string, ann ...string) *clusterv1.MachineDeployment {
+	sel := map[string]string{"pool": name}
+	return &clusterv1.MachineDeployment{ObjectMeta: kubeTestMeta(name, ann...), Spec: clusterv1.MachineDeploymentSpec{
+		ClusterName: cluster, Selector: metav1.LabelSelector{MatchLabels: sel},
+		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: kubeTestMachineSpec(cluster)},
+	}}
+}
+
+func kubeTestMachine(name string, ann ...string) *clusterv1.Machine {
+	return &clusterv1.Machine{ObjectMeta: kubeTestMeta(name, ann...), Spec: kubeTestMachineSpec(kubeCluster)}
+}
+
+func kubeTestMachineSpec(cluster string) clusterv1.MachineSpec {
+	return clusterv1.MachineSpec{ClusterName: cluster, Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("data")},
+		InfrastructureRef: corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerMachineTemplate", Name: "old"}}
+}
+
+func kubeTestKCP(name string, replicas int32, ann ...string) *controlplanev1.KubeadmControlPlane {
+	return &controlplanev1.KubeadmControlPlane{ObjectMeta: kubeTestMeta(name, ann...), Spec: controlplanev1.KubeadmControlPlaneSpec{
+		Replicas: ptr.To(replicas), Version: kubeVersion,
+		MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
+			InfrastructureRef: corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerMachineTemplate", Name: "old"}},
+	}}
+}
+
+func kubeTestKamaji(name string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"replicas": int64(1), "version": "1.28.10", "dataStoreName": "default",
+		"kubelet": map[string]any{"preferredAddressTypes": []any{"Hostname", "InternalIP"}},
+	}}}
+	u.SetGroupVersionKind(observer.KamajiGVK)
+	u.SetNamespace(kubeNamespace)
+	u.SetName(name)
+	return u
+}
+
+// kubeTestMeta names an object and sets annotations given as key, value.
+func kubeTestMeta(name string, ann ...string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Namespace: kubeNamespace, Name: name, Annotations: map[string]string{}}
+	for i := 0; i+1 < len(ann); i += 2 {
+		m.Annotations[ann[i]] = ann[i+1]
+	}
+	return m
+}
+
+// Pause annotations as the tests set them: a user's, and ferry's.
+var (
+	kubeUserPause  = []string{clusterv1.PausedAnnotation, ""}
+	kubeFerryPause = []string{clusterv1.PausedAnnotation, "true", observed.AnnotationPausedBy, kubeCluster}
+)
+
+// kubeFresh returns an empty object of obj's type to read into: reading
+// into a used one would keep map entries the server no longer has.
+func kubeFresh(obj client.Object) client.Object {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		fresh := &unstructured.Unstructured{}
+		fresh.SetGroupVersionKind(u.GroupVersionKind())
+		return fresh
+	}
+	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
+}
+
+// kubeKindOf is the kind of a typed or unstructured object.
+func kubeKindOf(t *testing.T, k *testenv.Kube, obj client.Object) string {
+	t.Helper()
+	gvk, err := apiutil.GVKForObject(obj, k.Scheme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gvk.Kind
+}
+
+// kubePauseState reads back whether an object is paused and carries
+// ferry's mark.
+func kubePauseState(obj client.Object) (paused, mark bool) {
+	_, annotated := obj.GetAnnotations()[clusterv1.PausedAnnotation]
+	_, mark = obj.GetAnnotations()[observed.AnnotationPausedBy]
+	switch o := obj.(type) {
+	case *clusterv1.Cluster:
+		return o.Spec.Paused, mark
+	case *clusterv1.MachineDeployment:
+		return annotated || o.Spec.Paused, mark
+	}
+	return annotated, mark
+}
+
+// kubeRun executes a step and checks the error: wantErr "" wants none, else
+// a terminal error containing it.
+func kubeRun(t *testing.T, e *executor.KubeExecutor, ev *events.StepEvent, wantErr string) events.Report {
+	t.Helper()
+	rep, err := e.Execute(context.Background(), ev)
+	kubeCheckErr(t, ev, err, wantErr)
+	return rep
+}
+
+// kubeCheckErr checks a step's error: wantErr "" wants none, else a
+// terminal error containing it.
+func kubeCheckErr(t *testing.T, ev *events.StepEvent, err error, wantErr string) {
+	t.Helper()
+	switch {
+	case wantErr == "" && err != nil:
+		t.Fatalf("%s %s: %v", ev.Step.Action, ev.Step.Target, err)
+	case wantErr != "" && (err == nil || !strings.Contains(err.Error(), wantErr) || !failure.IsTerminal(err)):
+		t.Fatalf("%s %s: error %v (terminal %t); want a terminal error with %q", ev.Step.Action, ev.Step.Target, err, failure.IsTerminal(err), wantErr)
+	}
+}
+
+// TestKubePauses: ferry pauses what is not paused and marks it; it lifts
+// only pauses it marked; a user's pause stays the user's, through a pause
+// step and a patch that pauses. Every action runs twice.
+func TestKubePauses(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := kubeExecutor(t, k)
+	plan := kubePlan(t, "cluster")
+	type act struct {
+		action         string
+		params         map[string]string
+		wantErr        string
+		paused, marked bool // the state after the action
+	}
+	unpauseRefused := act{action: "unpause", wantErr: "paused by someone else; ferry never lifts a pause it did not set", paused: true}
+	for _, tc := range []struct {
+		name string
+		obj  client.Object
+		acts []act
+	}{{
+		name: "unpause refuses a user's pause of a Cluster",
+		obj:  kubeTestCluster("user-paused", true),
+		acts: []act{unpauseRefused},
+	}, {
+		name: "unpause refuses a user's pause of a MachineDeployment",
+		obj:  kubeTestMD("user-paused-md", kubeCluster, kubeUserPause...),
+		acts: []act{unpauseRefused},
+	}, {
+		name: "unpause refuses a MachineDeployment's spec.paused even beside ferry's pause",
+		obj: func() client.Object {
+			md := kubeTestMD("spec-paused-md", kubeCluster, kubeFerryPause...)
+			md.Spec.Paused = true
+			return md
+		}(),
+		acts: []act{{action: "unpause", wantErr: "paused by someone else", paused: true, marked: true}},
+	}, {
+		name: "pause remembers a user pause of a Cluster: it is still not ferry's to lift",
+		obj:  kubeTestCluster("remembered", true),
+		acts: []act{{action: "pause", paused: true}, unpauseRefused},
+	}, {
+		name: "a patch that pauses leaves a user's pause the user's",
+		obj:  kubeTestCluster("patched-user-paused", true),
+		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true}, unpauseRefused},
+	}, {
+		name: "pause then unpause a MachineDeployment",
+		obj:  kubeTestMD("pool", kubeCluster),
+		acts: []act{{action: "pause", paused: true, marked: true}, {action: "unpause"}},
+	}, {
+		name: "a patch that pauses a running Cluster marks the pause as ferry's",
+		obj:  kubeTestCluster("running", false),
+		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true, marked: true}, {action: "unpause"}},
+	}, {
+		name: "unpause lifts ferry's pause of a Machine",
+		obj:  kubeTestMachine("adopted", kubeFerryPause...),
+		acts: []act{{action: "unpause"}},
+	}, {
+		name: "unpause of an object nobody paused changes nothing",
+		obj:  kubeTestKCP("kcp", 1),
+		acts: []act{{action: "unpause"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeMustCreate(t, k.Client, tc.obj)
+			for _, a := range tc.acts {
+				ev := kubeEvent(plan, a.action, kubeKindOf(t, k, tc.obj), tc.obj.GetName(), a.params)
+				for attempt := 1; attempt <= 2; attempt++ {
+					kubeRun(t, e, ev, a.wantErr)
+					got := kubeFresh(tc.obj)
+					kubeMustGet(t, k.Client, tc.obj.GetName(), got)
+					if paused, marked := kubePauseState(got); paused != a.paused || marked != a.marked {
+						t.Errorf("after %s (attempt %d): paused %t, ferry's mark %t; want %t, %t", a.action, attempt, paused, marked, a.paused, a.marked)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestKubePatches: each patch sets what its parameters name, and a second
+// run writes nothing (the resourceVersion stays).
+func TestKubePatches(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := kubeExecutor(t, k)
+	plan := kubePlan(t, "cluster")
+	for _, tc := range []struct {
+		name    string
+		obj     client.Object
+		params  map[string]string
+		wantErr string
+		check   func(t *testing.T, got client.Object)
+	}{{
+		name:   "Cluster: infrastructureRef switched to the OpenStackCluster",
+		obj:    kubeTestCluster("switched", false),
+		params: map[string]string{"infrastructureRef": "OpenStackCluster/switched"},
+		check: func(t *testing.T, got client.Object) {
+			kubeExpect(t, "infrastructureRef", *got.(*clusterv1.Cluster).Spec.InfrastructureRef, kubeRefTo(kubeInfraAPI, "OpenStackCluster", "switched"))
+		},
+	}, {
+		name:   "Cluster: controlPlaneRef to a KamajiControlPlane",
+		obj:    kubeTestCluster("kamaji", false),
+		params: map[string]string{"controlPlaneRef": "KamajiControlPlane/kamaji-cp"},
+		check: func(t *testing.T, got client.Object) {
+			kubeExpect(t, "controlPlaneRef", *got.(*clusterv1.Cluster).Spec.ControlPlaneRef,
+				kubeRefTo("controlplane.cluster.x-k8s.io/v1alpha1", "KamajiControlPlane", "kamaji-cp"))
+		},
+	}, {
+		name:   "KubeadmControlPlane: machineTemplate.infrastructureRef",
+		obj:    kubeTestKCP("kcp-template", 1),
+		params: map[string]string{"machineTemplate.infrastructureRef": "OpenStackMachineTemplate/cp"},
+		check: func(t *testing.T, got client.Object) {
+			kubeExpect(t, "infrastructureRef", got.(*controlplanev1.KubeadmControlPlane).Spec.MachineTemplate.InfrastructureRef,
+				kubeRefTo(kubeInfraAPI, "OpenStackMachineTemplate", "cp"))
+		},
+	}, {
+		name:   "KubeadmControlPlane: rolloutAfter=now, once however often it is delivered",
+		obj:    kubeTestKCP("kcp-rollout", 1),
+		params: map[string]string{"rolloutAfter": "now"},
+		check: func(t *testing.T, got client.Object) {
+			r := got.(*controlplanev1.KubeadmControlPlane).Spec.RolloutAfter
+			if r == nil || time.Since(r.Time) > time.Minute {
+				t.Errorf("rolloutAfter = %v; want about now", r)
+			}
+		},
+	}, {
+		name:   "MachineSet: infrastructureRef kind switched to OpenStackMachineTemplate",
+		obj:    kubeTestMachineSet("set", "pool-a"),
+		params: map[string]string{"infrastructureRef": "OpenStackMachineTemplate/pool-a"},
+		check: func(t *testing.T, got client.Object) {
+			kubeExpect(t, "infrastructureRef", got.(*clusterv1.MachineSet).Spec.Template.Spec.InfrastructureRef,
+				kubeRefTo(kubeInfraAPI, "OpenStackMachineTemplate", "pool-a"))
+		},
+	}, {
+		name:   "Machine: infrastructureRef to its OpenStackMachine",
+		obj:    kubeTestMachine("node-a"),
+		params: map[string]string{"infrastructureRef": "OpenStackMachine/node-a"},
+		check: func(t *testing.T, got client.Object) {
+			kubeExpect(t, "infrastructureRef", got.(*clusterv1.Machine).Spec.InfrastructureRef, kubeRefTo(kubeInfraAPI, "OpenStackMachine", "node-a"))
+		},
+	}, {
+		name:   "KamajiControlPlane: kubelet.preferredAddressTypes",
+		obj:    kubeTestKamaji("kamaji-cp"),
+		params: map[string]string{"kubelet.preferredAddressTypes": "InternalIP,ExternalIP,Hostname"},
+		check: func(t *testing.T, got client.Object) {
+			v, _, _ := unstructured.NestedStringSlice(got.(*unstructured.Unstructured).Object, "spec", "kubelet", "preferredAddressTypes")
+			kubeExpect(t, "preferredAddressTypes", v, []string{"InternalIP", "ExternalIP", "Hostname"})
+		},
+	}, {
+		name:    "a field the kind does not have is terminal",
+		obj:     kubeTestMachine("no-cp-ref"),
+		params:  map[string]string{"controlPlaneRef": "KubeadmControlPlane/x"},
+		wantErr: "ferry does not patch controlPlaneRef of a Machine",
+	}, {
+		name:    "a reference to a kind ferry does not know is terminal",
+		obj:     kubeTestMachine("bad-ref"),
+		params:  map[string]string{"infrastructureRef": "DockerMachine/x"},
+		wantErr: "kind DockerMachine is not one ferry references",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeMustCreate(t, k.Client, tc.obj)
+			ev := kubeEvent(plan, "patch", kubeKindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
+			var versions []string
+			for attempt := 1; attempt <= 2; attempt++ {
+				kubeRun(t, e, ev, tc.wantErr)
+				got := kubeFresh(tc.obj)
+				kubeMustGet(t, k.Client, tc.obj.GetName(), got)
+				versions = append(versions, got.GetResourceVersion())
+				if tc.check != nil {
+					tc.check(t, got)
+				}
+			}
+			if versions[0] != versions[1] {
+				t.Errorf("the second run wrote again (resourceVersion %s, then %s)", versions[0], versions[1])
+			}
+		})
+	}
+}
+
+func kubeTestMachineSet(name, pool string) *clusterv1.MachineSet {
+	sel := map[string]string{"pool": pool}
+	return &clusterv1.MachineSet{ObjectMeta: kubeTestMeta(name), Spec: clusterv1.MachineSetSpec{
+		ClusterName: kubeCluster, Selector: metav1.LabelSelector{MatchLabels: sel},
+		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: kubeTestMachineSpec(kubeCluster)},
+	}}
+}
+
+// TestKubeDeletes: delete removes the named MachineDeployment of the
+// plan's cluster and nothing else; a missing one is already gone.
+func TestKubeDeletes(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := kubeExecutor(t, k)
+	plan := kubePlan(t, "cluster")
+	kubeMustCreate(t, k.Client,
+		kubeTestMD("old-pool", kubeCluster), kubeTestMD("other-pool", kubeCluster), kubeTestMD("foreign-pool", "another-cluster"))
+	for _, tc := range []struct {
+		name, md, wantErr string
+		wantMessages      [2]string // of the first and second run
+		wantLeft          []string
+	}{{
+		name: "a missing MachineDeployment is already gone", md: "never-there",
+		wantMessages: [2]string{"already gone", "already gone"}, wantLeft: []string{"foreign-pool", "old-pool", "other-pool"},
+	}, {
+		name: "the named MachineDeployment goes, its sibling stays", md: "old-pool",
+		wantMessages: [2]string{"deleted MachineDeployment default/old-pool", "already gone"}, wantLeft: []string{"foreign-pool", "other-pool"},
+	}, {
+		name: "one of another cluster is refused", md: "foreign-pool",
+		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-pool"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := kubeEvent(plan, "delete", "MachineDeployment", tc.md, nil)
+			for attempt := 1; attempt <= 2; attempt++ {
+				rep := kubeRun(t, e, ev, tc.wantErr)
+				if want := tc.wantMessages[attempt-1]; !strings.Contains(rep.Message, want) {
+					t.Errorf("attempt %d: report %q; want it to say %q", attempt, rep.Message, want)
+				}
+			}
+			var list clusterv1.MachineDeploymentList
+			if err := k.Client.List(context.Background(), &list, client.InNamespace(kubeNamespace)); err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, md := range list.Items {
+				left = append(left, md.Name)
+			}
+			kubeExpect(t, "MachineDeployments left", left, tc.wantLeft)
+		})
+	}
+}
+
+// TestKubeRefusals: steps the executor cannot carry out fail terminally
+// and change nothing.
+func TestKubeRefusals(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := kubeExecutor(t, k)
+	plan := kubePlan(t, "cluster")
+	noPlan := kubeEvent(plan, "pause", "Cluster", "c", nil)
+	noPlan.Spec = nil
+	for _, tc := range []struct {
+		name    string
+		ev      *events.StepEvent
+		wantErr string
+		absent  client.Object // must not exist afterwards
+	}{{
+		name: "a Machine whose node has no Nova server",
+		ev: kubeEvent(plan, "create", "Machine", "orphan-node", map[string]string{
+			"paused": "true", "infrastructureRef": "OpenStackMachine/orphan-node", "providerID": "lookup in Nova by node name"}),
+		wantErr: "the Nova server of node orphan-node was not found",
+		absent:  &clusterv1.Machine{ObjectMeta: kubeTestMeta("orphan-node")},
+	}, {
+		name: "an OpenStackMachine without a providerID",
+		ev: kubeEvent(plan, "create", "OpenStackMachine", "orphan-node", map[string]string{
+			"flavor": "m1.large", "image": "ubuntu"}),
+		wantErr: "was not found",
+	}, {
+		name:    "an action the kube executor does not have",
+		ev:      kubeEvent(plan, "explode", "Cluster", "c", nil),
+		wantErr: `no action "explode" on kind "Cluster"`,
+	}, {
+		name:    "a wait on a kind nothing reports on",
+		ev:      kubeEvent(plan, "wait", "Machine", "m", nil),
+		wantErr: `no action "wait" on kind "Machine"`,
+	}, {
+		name:    "a step without its plan",
+		ev:      noPlan,
+		wantErr: "carries no plan",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeRun(t, e, tc.ev, tc.wantErr)
+			if tc.absent != nil {
+				err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(tc.absent), tc.absent)
+				if !apierrors.IsNotFound(err) {
+					t.Errorf("%T %s exists after a refused step (err %v)", tc.absent, tc.absent.GetName(), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,164 @@
+package executor_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// kubeChangeAfter is how long after the wait begins a test's stand-in
+// controller changes the status: long enough that the wait is already
+// watching, so that only its watch can see the change.
+const kubeChangeAfter = 700 * time.Millisecond
+
+// TestKubeWait: a wait ends when the watched status says so, even when the
+// status changes only during the wait, and times out with a retryable
+// error that says what it waited for and what it saw last.
+func TestKubeWait(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := kubeExecutor(t, k)
+	plan := kubePlan(t, "cluster")
+	c := k.Client
+	ctx := context.Background()
+
+	osc := func(name string) client.Object {
+		return &infrav1.OpenStackCluster{ObjectMeta: kubeTestMeta(name),
+			Spec: infrav1.OpenStackClusterSpec{IdentityRef: infrav1.OpenStackIdentityReference{Name: "cloud-config", CloudName: "openstack"}}}
+	}
+	adoptedMachine := kubeTestMachine("adopted-cp", observed.AnnotationAdopted, kubeCluster)
+	adoptedMachine.Labels = map[string]string{clusterv1.ClusterNameLabel: kubeCluster, clusterv1.MachineControlPlaneLabel: ""}
+
+	for _, tc := range []struct {
+		name    string
+		objs    []client.Object // created first; the first is the target
+		params  map[string]string
+		change  func(ctx context.Context, c client.Client, target client.Object) error // run kubeChangeAfter into the wait
+		wantErr []string                                                               // in a retryable error; none: success
+	}{{
+		name:    "OpenStackCluster never ready: retryable, saying what it saw",
+		objs:    []client.Object{osc("never-ready")},
+		params:  map[string]string{"for": "status.ready", "timeout": "1s"},
+		wantErr: []string{"wait for OpenStackCluster default/never-ready: status.ready not reached within 1s", "last seen: status.ready false"},
+	}, {
+		name:   "OpenStackCluster ready during the wait",
+		objs:   []client.Object{osc("becomes-ready")},
+		params: map[string]string{"for": "status.ready", "timeout": "1m"},
+		change: func(ctx context.Context, c client.Client, obj client.Object) error {
+			return capoStandIn(ctx, c, client.ObjectKeyFromObject(obj))
+		},
+	}, {
+		name:    "MachineDeployment never stable: the replica counts in the error",
+		objs:    []client.Object{kubeWithReplicas(kubeTestMD("unstable", kubeCluster), 2)},
+		params:  map[string]string{"for": "replicas == ready == updated", "timeout": "1s"},
+		wantErr: []string{"replicas == ready == updated not reached within 1s", "last seen: replicas 2 (status 0), ready 0, updated 0, unavailable 0"},
+	}, {
+		name:   "KubeadmControlPlane stable during the wait",
+		objs:   []client.Object{kubeTestKCP("becomes-stable", 3)},
+		params: map[string]string{"for": "replicas == ready == updated, none unavailable", "timeout": "1m"},
+		change: func(ctx context.Context, c client.Client, obj client.Object) error {
+			return capiStandIn(ctx, c, "KubeadmControlPlane", client.ObjectKeyFromObject(obj))
+		},
+	}, {
+		name:   "rollout: stable, but an adopted machine is left until it is deleted during the wait",
+		objs:   []client.Object{kubeTestKCP("rolling", 1), adoptedMachine},
+		params: map[string]string{"for": "no adopted machine left, replicas == ready == updated", "timeout": "1m"},
+		change: func(ctx context.Context, c client.Client, obj client.Object) error {
+			if err := capiStandIn(ctx, c, "KubeadmControlPlane", client.ObjectKeyFromObject(obj)); err != nil {
+				return err
+			}
+			return c.Delete(ctx, adoptedMachine)
+		},
+	}, {
+		name:   "KamajiControlPlane ready during the wait",
+		objs:   []client.Object{kubeTestKamaji("kamaji-ready")},
+		params: map[string]string{"for": "status.ready", "timeout": "1m"},
+		change: func(ctx context.Context, c client.Client, obj client.Object) error {
+			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				u := kubeFresh(obj).(*unstructured.Unstructured)
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
+					return err
+				}
+				// Kamaji's status has more required fields than ready.
+				u.Object["status"] = map[string]any{"ready": true, "initialized": true, "replicas": int64(1), "readyReplicas": int64(1),
+					"updatedReplicas": int64(1), "unavailableReplicas": int64(0), "selector": "kamaji", "version": "1.28.10"}
+				return c.Status().Update(ctx, u)
+			})
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			kubeMustCreate(t, c, tc.objs...)
+			target := tc.objs[0]
+			ev := kubeEvent(plan, "wait", kubeKindOf(t, k, target), target.GetName(), tc.params)
+			changed := make(chan error, 1)
+			waitCtx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			if tc.change != nil {
+				go func() {
+					time.Sleep(kubeChangeAfter)
+					err := tc.change(ctx, c, target)
+					if err != nil {
+						cancel() // the wait cannot succeed any more
+					}
+					changed <- err
+				}()
+			}
+			start := time.Now()
+			rep, err := e.Execute(waitCtx, ev)
+			took := time.Since(start)
+			if tc.change != nil {
+				if cerr := <-changed; cerr != nil {
+					t.Fatalf("stand-in: %v", cerr)
+				}
+			}
+			if len(tc.wantErr) == 0 {
+				if err != nil {
+					t.Fatalf("wait: %v", err)
+				}
+				if took < kubeChangeAfter {
+					t.Errorf("wait ended after %s, before the status changed (%s)", took, kubeChangeAfter)
+				}
+				t.Logf("report: %s (after %s)", rep.Message, took.Round(time.Millisecond))
+				// Done is done: a redelivery ends at once.
+				if _, err := e.Execute(ctx, ev); err != nil {
+					t.Errorf("second run: %v", err)
+				}
+				return
+			}
+			if err == nil || failure.IsTerminal(err) {
+				t.Fatalf("wait: error %v (terminal %t); want a retryable error", err, failure.IsTerminal(err))
+			}
+			for _, want := range tc.wantErr {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q lacks %q", err, want)
+				}
+			}
+		})
+	}
+
+	for _, tc := range []struct{ name, kind, forText, timeout, wantErr string }{
+		{"a clause the executor does not know", "OpenStackCluster", "status.ready, the moon is full", "1m", `cannot wait for "the moon is full" on a OpenStackCluster`},
+		{"a clause of another kind", "OpenStackCluster", "replicas == ready == updated", "1m", "cannot wait for"},
+		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout "soon" is not a positive duration`},
+	} {
+		t.Run("terminal: "+tc.name, func(t *testing.T) {
+			ev := kubeEvent(plan, "wait", tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
+			kubeRun(t, e, ev, tc.wantErr)
+		})
+	}
+}
+
+func kubeWithReplicas(md *clusterv1.MachineDeployment, n int32) *clusterv1.MachineDeployment {
+	md.Spec.Replicas = &n
+	return md
+}
