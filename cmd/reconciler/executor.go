@@ -45,20 +45,18 @@ func (n *natsFlags) options(name string) events.BusOptions {
 var allKinds = []string{"kube", "openstack", "workload"}
 
 // newExecutors builds the executors of the named kinds.
-func newExecutors(kinds []string, c client.Client, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
+func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, k := range kinds {
 		switch k {
+		case "kube":
+			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
 		case "openstack":
 			out = append(out, &executor.OpenStackExecutor{Client: c})
 		case "workload":
 			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
 		default:
-			e, ok := kubeExecutor(k, c, log)
-			if !ok {
-				return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))
-			}
-			out = append(out, e)
+			return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))
 		}
 	}
 	return out, nil

@@ -25,7 +25,7 @@ func TestExecutorUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"executor"}, "--nats-url is required"},
-		{[]string{"executor", "--nats-url", "nats://127.0.0.1:1", "--kinds", "workload,teleport"}, `unknown executor kind "teleport"`},
+		{[]string{"executor", "--nats-url", "nats://127.0.0.1:1", "--kinds", "kube,workload,teleport"}, `unknown executor kind "teleport"`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(tc.args, &stdout, &stderr)
@@ -56,7 +56,7 @@ func TestExecutorReplica(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kinds", "workload", "--kubeconfig", kubeconfig}, &bytes.Buffer{}, &stderr)
+		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kubeconfig", kubeconfig}, &bytes.Buffer{}, &stderr)
 	}()
 	defer func() {
 		cancel()

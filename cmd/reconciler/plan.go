@@ -109,7 +109,7 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 
 // managementClient connects to the management cluster the way kubectl
 // does: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config.
-func managementClient(kubeconfig, kubeContext string) (client.Client, error) {
+func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
@@ -119,7 +119,8 @@ func managementClient(kubeconfig, kubeContext string) (client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	c, err := client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+	// With watch: the kube executor's waits watch rather than poll.
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}
