@@ -108,13 +108,13 @@ type Report struct {
 
 // ResultEvent reports one attempt at a step.
 type ResultEvent struct {
-	Type     string `json:"type"`
-	StepID   string `json:"stepID"`
-	Plan     string `json:"plan"`
-	Revision string `json:"revision"`
-	Phase    string `json:"phase"`
-	StepKey  string `json:"stepKey"`
-	Executor string `json:"executor"`
+	Type     string  `json:"type"`
+	StepID   string  `json:"stepID"`
+	Plan     string  `json:"plan"`
+	Revision string  `json:"revision"`
+	Phase    string  `json:"phase"`
+	StepKey  string  `json:"stepKey"`
+	Executor string  `json:"executor"`
 	Outcome  Outcome `json:"outcome"`
 	// Attempt counts deliveries of the step, from 1.
 	Attempt int `json:"attempt"`
