@@ -35,6 +35,10 @@ test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run th
 	hack/openstack-up.sh
 	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
+.PHONY: bench
+bench: ## Run the benchmarks (a step's round trip over the embedded NATS server, ...).
+	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/
+
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).
 	go test ./internal/planfile -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME)

@@ -19,10 +19,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/planner"
 )
 
-// kubeFieldManager owns the fields ferry writes in the management cluster,
-// so that `kubectl get --show-managed-fields` tells ferry's changes apart.
-const kubeFieldManager = "ferry"
-
 // KubeExecutor carries out the steps of kind "kube": it creates and patches
 // the CAPI and CAPO objects of the management cluster, copies Secrets,
 // pauses and unpauses, waits for controllers to report ready, and deletes

@@ -59,7 +59,7 @@ func (e *KubeExecutor) create(ctx context.Context, s *kubeStep, build kubeBuilde
 	}
 	paused := kubePauseOf(obj).paused
 	s.log.Info("creating", "object", s.target(), "paused", paused)
-	err = e.Client.Create(ctx, obj, client.FieldOwner(kubeFieldManager))
+	err = e.Client.Create(ctx, obj, client.FieldOwner(FieldManager))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return events.Report{Message: s.target() + " already exists"}, nil

@@ -26,22 +26,9 @@ import (
 // kubeadm keeps in the workload cluster's kube-system/kubeadm-config
 // ConfigMap (the kubeadm spec the control plane runs with).
 
-// kubeKubeconfig reads the workload cluster's kubeconfig. A missing Secret
-// is retryable: the cluster phase restores it.
+// kubeKubeconfig reads the workload cluster's kubeconfig.
 func (e *KubeExecutor) kubeKubeconfig(ctx context.Context, s *kubeStep) (data []byte, where string, err error) {
-	key := client.ObjectKey{Namespace: s.plan.Spec.Cluster.Namespace, Name: s.cluster() + "-kubeconfig"}
-	where = "Secret " + key.String()
-	var sec corev1.Secret
-	err = e.Client.Get(ctx, key, &sec)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
-	case err != nil:
-		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
-	case len(sec.Data["value"]) == 0:
-		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
-	}
-	return sec.Data["value"], where, nil
+	return readKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
 }
 
 // kubeEndpoint reads the control-plane endpoint from the kubeconfig: the

@@ -46,7 +46,7 @@ func (e *KubeExecutor) modify(ctx context.Context, s *kubeStep, change func(clie
 	}
 	s.log.Info("patching", "object", s.target(), "changes", strings.Join(changes, ", "))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := e.Client.Patch(ctx, obj, patch, client.FieldOwner(kubeFieldManager)); err != nil {
+	if err := e.Client.Patch(ctx, obj, patch, client.FieldOwner(FieldManager)); err != nil {
 		return nil, kubeWriteError("patch "+s.target(), err)
 	}
 	return changes, nil

@@ -104,7 +104,7 @@ func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Repo
 	}
 	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(missing))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(kubeFieldManager)); err != nil {
+	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(FieldManager)); err != nil {
 		return events.Report{}, kubeWriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), kubeKeyNames(missing)), err)
 	}
 	return events.Report{Message: fmt.Sprintf("copied %s from %s into existing %s; its other keys left as they are",
@@ -126,7 +126,7 @@ func (e *KubeExecutor) createSecretCopy(ctx context.Context, s *kubeStep, src *c
 		sec.Data[k.dst] = src.Data[k.src]
 	}
 	s.log.Info("creating Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(keys))
-	err := e.Client.Create(ctx, sec, client.FieldOwner(kubeFieldManager))
+	err := e.Client.Create(ctx, sec, client.FieldOwner(FieldManager))
 	if apierrors.IsAlreadyExists(err) {
 		// Created meanwhile: the next attempt adds only what it lacks.
 		return events.Report{}, fmt.Errorf("copy %s to %s: created by someone else meanwhile; the next attempt checks its keys", from, s.target())

@@ -165,20 +165,26 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 }
 
 // kubeconfig reads the workload cluster's kubeconfig from the management
-// cluster. A missing Secret is retryable: CAPI writes it, and ferry's own
-// cluster phase restores it.
+// cluster.
 func (e *WorkloadExecutor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
-	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name+"-kubeconfig"
-	where := ns + "/" + name
+	return readKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
+}
+
+// readKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
+// where it was read (for errors, which never quote it). A missing Secret is
+// retryable: CAPI writes it, and ferry's own cluster phase restores it.
+func readKubeconfig(ctx context.Context, c client.Client, namespace, cluster string) ([]byte, string, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
+	where := "Secret " + key.String()
 	var sec corev1.Secret
-	err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &sec)
+	err := c.Get(ctx, key, &sec)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, where, fmt.Errorf("read kubeconfig: Secret %s not found", where)
+		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
 	case err != nil:
-		return nil, where, fmt.Errorf("read kubeconfig Secret %s: %w", where, err)
+		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
 	case len(sec.Data["value"]) == 0:
-		return nil, where, fmt.Errorf("read kubeconfig: Secret %s has no key value", where)
+		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
 	}
 	return sec.Data["value"], where, nil
 }
@@ -186,7 +192,7 @@ func (e *WorkloadExecutor) kubeconfig(ctx context.Context, p *v1alpha1.Migration
 // errUnusableKubeconfig is what a kubeconfig that does not parse becomes:
 // the parser's own message may quote the file, which holds credentials.
 func errUnusableKubeconfig(where string) error {
-	return failure.Terminal(fmt.Errorf("kubeconfig in Secret %s is not usable", where))
+	return failure.Terminal(fmt.Errorf("kubeconfig in %s is not usable", where))
 }
 
 func (e *WorkloadExecutor) workloadClient(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observer"
 )
 
 // defaultWaitTimeout bounds a wait step that carries no timeout.
@@ -124,25 +125,13 @@ func waitService(ctx context.Context, s *workloadStep, cs kubernetes.Interface) 
 			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 				return false, "", failure.Terminal(fmt.Errorf("it is of type %s and never gets an external address; name a LoadBalancer Service in spec.cutover.loadBalancerService", svc.Spec.Type))
 			}
-			address = serviceAddress(svc)
+			address = observer.ExternalAddress(svc)
 			return address != "", "no external address yet", nil
 		})
 	if err != nil {
 		return events.Report{}, fmt.Errorf("wait for Service %s/%s: %w", t.Namespace, t.Name, describeWaitError(parent, err, timeout, state))
 	}
 	return events.Report{Message: fmt.Sprintf("Service %s/%s has external address %s", t.Namespace, t.Name, address)}, nil
-}
-
-func serviceAddress(svc *corev1.Service) string {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			return in.IP
-		}
-		if in.Hostname != "" {
-			return in.Hostname
-		}
-	}
-	return ""
 }
 
 // stateNotFound is the state of an object a wait has not seen (yet).

@@ -106,7 +106,7 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 		if err != nil && !apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("get Service %s/%s: %w", lb.Namespace, lb.Name, err)
 		}
-		w.LoadBalancers = map[string]string{lb.Namespace + "/" + lb.Name: externalAddress(&svc)}
+		w.LoadBalancers = map[string]string{lb.Namespace + "/" + lb.Name: ExternalAddress(&svc)}
 	}
 	if repo != nil {
 		w.Manifests = map[string]observed.Manifest{}
@@ -145,7 +145,9 @@ func cutoverService(p *v1alpha1.MigrationPlan) *v1alpha1.ObjectRef {
 	return p.Spec.Cutover.LoadBalancerService
 }
 
-func externalAddress(svc *corev1.Service) string {
+// ExternalAddress is a LoadBalancer Service's first external IP or host
+// name, or "" while it has none.
+func ExternalAddress(svc *corev1.Service) string {
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if in.IP != "" {
 			return in.IP
