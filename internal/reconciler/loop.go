@@ -1,0 +1,344 @@
+// Package reconciler is ferry's loop: on each new revision of the plans
+// repository and each step result it observes every plan's clusters and
+// cloud, plans, publishes the next runnable group of steps, and records the
+// status. It is level-triggered: what woke it does not matter; each cycle
+// looks at everything again.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
+)
+
+// Source is the plans repository.
+type Source interface {
+	// Poll returns the tracked branch's head, fetching it when it moved.
+	Poll(ctx context.Context) (revision string, changed bool, err error)
+	// FS is the repository's tree at a revision.
+	FS(revision string) (fs.FS, error)
+}
+
+// Observer reads the state a plan is planned against.
+type Observer interface {
+	Observe(ctx context.Context, p *v1alpha1.MigrationPlan, record observed.Record) (*observed.Snapshot, error)
+}
+
+// Publisher publishes steps.
+type Publisher interface {
+	PublishStep(ctx context.Context, ev *events.StepEvent) (duplicate bool, err error)
+}
+
+// Recorder keeps what the loop learns about each plan: where it stands
+// after each cycle, and each result. It is where status commits and pull
+// request comments come from.
+type Recorder interface {
+	// Planned records a plan's state after a cycle; published lists the
+	// steps published in this cycle.
+	Planned(ctx context.Context, cycle Cycle, plan string, res *planner.Result, published []planner.Step)
+	// Invalid records a plan file that failed validation.
+	Invalid(ctx context.Context, cycle Cycle, file string, problems planfile.Errors)
+	// Removed records a plan whose file left the branch: its migration
+	// stops before its next step, and nothing is rolled back.
+	Removed(ctx context.Context, cycle Cycle, plan string)
+	// Result records a step's result.
+	Result(ctx context.Context, ev *events.ResultEvent)
+	// Flush writes what the cycle recorded (one status commit for all
+	// plans, comment updates).
+	Flush(ctx context.Context, cycle Cycle) error
+}
+
+// Cycle identifies one pass of the loop.
+type Cycle struct {
+	Revision string
+	At       time.Time
+}
+
+// Loop is the reconciler. Its exported fields are set before Run.
+type Loop struct {
+	Source    Source
+	Observer  Observer
+	Publisher Publisher
+	Recorder  Recorder
+	// Path is the plans directory in the repository. Default "plans".
+	Path string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// StaleAfter is how long a published step may go without a final
+	// result before the loop stops waiting for it; the planner then
+	// decides again from the observed state. Default 1h.
+	StaleAfter time.Duration
+	Log *slog.Logger
+
+	wake chan struct{}
+	mu   sync.Mutex
+	// plans holds, per plan name, what the loop remembers between cycles.
+	plans map[string]*planState
+}
+
+// planState is the loop's memory of one plan.
+type planState struct {
+	// inFlight are the IDs of published steps without a final result, and
+	// when they were published; no new group is published while any is
+	// left, unless it is older than StaleAfter (its result was lost).
+	inFlight map[string]time.Time
+	// failed are the keys of steps that failed for good at revision
+	// failedAt; they are not published again until the revision changes.
+	failed   map[string]bool
+	failedAt string
+	// record is fed back to the planner: the furthest phase acted on and
+	// the one-shot checks that passed.
+	record observed.Record
+	// present is false once the plan's file left the branch.
+	present bool
+}
+
+// Restore seeds the loop's memory from recorded statuses (after a restart),
+// before Run.
+func (l *Loop) Restore(plan string, record observed.Record) {
+	l.state(plan).record = record
+}
+
+func (l *Loop) state(plan string) *planState {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.plans == nil {
+		l.plans = map[string]*planState{}
+	}
+	st, ok := l.plans[plan]
+	if !ok {
+		st = &planState{inFlight: map[string]time.Time{}, failed: map[string]bool{}}
+		l.plans[plan] = st
+	}
+	return st
+}
+
+// Wake asks for a cycle soon; it never blocks. Webhooks and results call it.
+func (l *Loop) Wake() {
+	l.init()
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (l *Loop) init() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.wake == nil {
+		l.wake = make(chan struct{}, 1)
+	}
+	if l.Now == nil {
+		l.Now = time.Now
+	}
+	if l.Log == nil {
+		l.Log = slog.Default()
+	}
+	if l.Path == "" {
+		l.Path = "plans"
+	}
+	if l.StaleAfter == 0 {
+		l.StaleAfter = time.Hour
+	}
+}
+
+// Run cycles every interval and on every Wake until ctx ends. A failed
+// cycle is logged and the next one tries again.
+func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
+	l.init()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := l.Cycle(ctx); err != nil && ctx.Err() == nil {
+			l.Log.Error("cycle failed; retrying at the next one", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		case <-l.wake:
+		}
+	}
+}
+
+// OnResult takes a step result: the step is no longer in flight, a passed
+// probe is remembered, a final failure stops the step at its revision. It
+// wakes the loop.
+func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
+	l.init()
+	st := l.state(ev.Plan)
+	l.mu.Lock()
+	switch ev.Outcome {
+	case events.Succeeded:
+		delete(st.inFlight, ev.StepID)
+		if isCheck(ev.StepKey) && !containsString(st.record.Checks, ev.StepKey) {
+			st.record.Checks = append(st.record.Checks, ev.StepKey)
+			sort.Strings(st.record.Checks)
+		}
+	case events.Failed:
+		delete(st.inFlight, ev.StepID)
+		if st.failedAt != ev.Revision {
+			st.failed, st.failedAt = map[string]bool{}, ev.Revision
+		}
+		st.failed[ev.StepKey] = true
+	}
+	l.mu.Unlock()
+	if l.Recorder != nil {
+		l.Recorder.Result(ctx, ev)
+	}
+	l.Wake()
+	return nil
+}
+
+// isCheck reports whether a step key is a one-shot check whose passing
+// leaves nothing to observe (the planner asks the record for it).
+func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
+
+func containsString(list []string, s string) bool { return slices.Contains(list, s) }
+
+// Cycle runs one pass over every plan at the branch's head.
+func (l *Loop) Cycle(ctx context.Context) error {
+	l.init()
+	rev, _, err := l.Source.Poll(ctx)
+	if err != nil {
+		return fmt.Errorf("poll plans repository: %w", err)
+	}
+	fsys, err := l.Source.FS(rev)
+	if err != nil {
+		return fmt.Errorf("read revision %s: %w", rev, err)
+	}
+	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
+	log := l.Log.With("revision", short(rev))
+	files, err := planfile.LoadFS(fsys, l.Path)
+	var problems planfile.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return fmt.Errorf("load plans at %s: %w", short(rev), err)
+	}
+	if l.Recorder != nil {
+		for file, errs := range byFile(problems) {
+			log.Warn("invalid plan file; the other plans go on", "file", file, "problems", len(errs))
+			l.Recorder.Invalid(ctx, cycle, file, errs)
+		}
+	}
+
+	seen := map[string]bool{}
+	var errs []error
+	for _, f := range files {
+		name := f.Plan.Metadata.Name
+		seen[name] = true
+		if err := l.reconcile(ctx, cycle, f.Plan, log.With("plan", name)); err != nil {
+			errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
+		}
+	}
+	l.mu.Lock()
+	var removed []string
+	for name, st := range l.plans {
+		if st.present && !seen[name] {
+			st.present = false
+			removed = append(removed, name)
+		}
+	}
+	l.mu.Unlock()
+	sort.Strings(removed)
+	for _, name := range removed {
+		log.Warn("plan file removed from the branch: its migration stops; nothing is rolled back", "plan", name)
+		if l.Recorder != nil {
+			l.Recorder.Removed(ctx, cycle, name)
+		}
+	}
+	if l.Recorder != nil {
+		if err := l.Recorder.Flush(ctx, cycle); err != nil {
+			errs = append(errs, fmt.Errorf("record status: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reconcile observes, plans and publishes one plan.
+func (l *Loop) reconcile(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, log *slog.Logger) error {
+	st := l.state(p.Metadata.Name)
+	l.mu.Lock()
+	st.present = true
+	record := st.record
+	record.Checks = append([]string(nil), st.record.Checks...)
+	for id, at := range st.inFlight {
+		if cycle.At.Sub(at) > l.StaleAfter {
+			log.Warn("no result for a published step; planning again from the observed state", "step_id", id, "published", at)
+			delete(st.inFlight, id)
+		}
+	}
+	busy := len(st.inFlight) > 0
+	l.mu.Unlock()
+
+	snap, err := l.Observer.Observe(ctx, p, record)
+	if err != nil {
+		return err
+	}
+	res, err := planner.Plan(p, snap)
+	if err != nil {
+		return err
+	}
+	var published []planner.Step
+	if next := res.Next(); next != nil && !busy {
+		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st, log)
+	}
+	if l.Recorder != nil {
+		l.Recorder.Planned(ctx, cycle, p.Metadata.Name, res, published)
+	}
+	return err
+}
+
+// publish sends a group's steps, except those that failed for good at this
+// revision (a person must act; a new commit retries them).
+func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *planner.Group, st *planState, log *slog.Logger) ([]planner.Step, error) {
+	var published []planner.Step
+	for _, s := range g.Steps {
+		l.mu.Lock()
+		failed := st.failedAt == cycle.Revision && st.failed[s.Key]
+		l.mu.Unlock()
+		if failed {
+			continue
+		}
+		ev := events.NewStepEvent(p, cycle.Revision, s, cycle.At)
+		log.Info("publishing step", "phase", s.Phase, "step", s.Key, "executor", s.Executor)
+		if _, err := l.Publisher.PublishStep(ctx, ev); err != nil {
+			return published, err
+		}
+		l.mu.Lock()
+		st.inFlight[ev.ID] = cycle.At
+		if p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
+			st.record.Approved = phase
+		}
+		l.mu.Unlock()
+		published = append(published, s)
+	}
+	return published, nil
+}
+
+func byFile(problems planfile.Errors) map[string]planfile.Errors {
+	out := map[string]planfile.Errors{}
+	for _, e := range problems {
+		out[e.File] = append(out[e.File], e)
+	}
+	return out
+}
+
+func short(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}

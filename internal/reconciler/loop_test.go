@@ -1,0 +1,191 @@
+package reconciler
+
+import (
+	"context"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
+)
+
+// These tests drive the loop's decisions with its boundaries replaced: a
+// repository in memory, a fixed snapshot, a publisher that records. The
+// loop against the real Git server, NATS and API servers is in
+// run_test.go.
+
+type memSource struct {
+	mu   sync.Mutex
+	rev  string
+	tree fstest.MapFS
+}
+
+func (m *memSource) Poll(context.Context) (string, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.rev, true, nil
+}
+
+func (m *memSource) FS(string) (fs.FS, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tree, nil
+}
+
+func (m *memSource) set(rev string, files map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rev, m.tree = rev, fstest.MapFS{}
+	for name, data := range files {
+		m.tree[name] = &fstest.MapFile{Data: []byte(data)}
+	}
+}
+
+type fixedObserver struct {
+	snap    observed.Snapshot
+	records []observed.Record
+}
+
+func (o *fixedObserver) Observe(_ context.Context, _ *v1alpha1.MigrationPlan, r observed.Record) (*observed.Snapshot, error) {
+	o.records = append(o.records, r)
+	s := o.snap
+	s.Record = r
+	return &s, nil
+}
+
+type recordingPublisher struct{ steps []*events.StepEvent }
+
+func (p *recordingPublisher) PublishStep(_ context.Context, ev *events.StepEvent) (bool, error) {
+	p.steps = append(p.steps, ev)
+	return false, nil
+}
+
+type recorder struct {
+	invalid, removed []string
+	planned          map[string]*planner.Result
+}
+
+func (r *recorder) Planned(_ context.Context, _ Cycle, plan string, res *planner.Result, _ []planner.Step) {
+	if r.planned == nil {
+		r.planned = map[string]*planner.Result{}
+	}
+	r.planned[plan] = res
+}
+func (r *recorder) Invalid(_ context.Context, _ Cycle, file string, _ planfile.Errors) {
+	r.invalid = append(r.invalid, file)
+}
+func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) { r.removed = append(r.removed, plan) }
+func (r *recorder) Result(context.Context, *events.ResultEvent)    {}
+func (r *recorder) Flush(context.Context, Cycle) error             { return nil }
+
+func example(t *testing.T, approve string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data[:len(data)-len("  approve: \"\"\n")]) + "  approve: " + approve + "\n"
+}
+
+func TestLoopDecisions(t *testing.T) {
+	ctx := context.Background()
+	src := &memSource{}
+	src.set("rev1", map[string]string{
+		"plans/capi-quickstart.yaml": example(t, "cluster"),
+		"plans/broken.yaml":          "apiVersion: ferry.dev/v1alpha1\nkind: MigrationPlan\n",
+	})
+	var secrets []observed.Secret
+	for _, s := range []string{"kubeconfig", "ca", "etcd", "sa"} {
+		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}})
+	}
+	secrets = append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: secrets}}
+	pub := &recordingPublisher{}
+	rec := &recorder{}
+	l := &Loop{Source: src, Observer: obs, Publisher: pub, Recorder: rec, Now: func() time.Time { return time.Unix(0, 0) },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+
+	// A broken file is reported; the good plan publishes its first group.
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.invalid) != 1 || rec.invalid[0] != "plans/broken.yaml" {
+		t.Errorf("invalid files = %v", rec.invalid)
+	}
+	if len(pub.steps) == 0 || pub.steps[0].Step.Phase != "cluster" {
+		t.Fatalf("published %d steps", len(pub.steps))
+	}
+	first := len(pub.steps)
+
+	// While that group is in flight nothing more is published.
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.steps) != first {
+		t.Fatalf("published %d more steps while a group was in flight", len(pub.steps)-first)
+	}
+
+	// One step fails for good: once the group is settled it is not
+	// published again at this revision, the others are.
+	failedKey := pub.steps[0].Step.Key
+	for i, ev := range pub.steps[:first] {
+		out := events.Succeeded
+		if i == 0 {
+			out = events.Failed
+		}
+		_ = l.OnResult(ctx, &events.ResultEvent{Type: events.TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, StepKey: ev.Step.Key, Outcome: out})
+	}
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range pub.steps[first:] {
+		if ev.Step.Key == failedKey {
+			t.Errorf("step %s that failed at rev1 was published again at rev1", failedKey)
+		}
+	}
+	// A new revision retries it.
+	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	for _, ev := range pub.steps[first:] {
+		_ = l.OnResult(ctx, &events.ResultEvent{StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, StepKey: ev.Step.Key, Outcome: events.Succeeded})
+	}
+	before := len(pub.steps)
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	retried := false
+	for _, ev := range pub.steps[before:] {
+		retried = retried || (ev.Step.Key == failedKey && ev.Revision == "rev2")
+	}
+	if !retried {
+		t.Errorf("step %s not retried at a new revision", failedKey)
+	}
+	if got := obs.records[len(obs.records)-1].Approved; got != "cluster" {
+		t.Errorf("record.Approved = %q, want cluster", got)
+	}
+
+	// A probe that passed is remembered for the planner.
+	_ = l.OnResult(ctx, &events.ResultEvent{Plan: "capi-quickstart", StepKey: "cutover/probe/node/n1", Outcome: events.Succeeded})
+	_ = l.Cycle(ctx)
+	if got := obs.records[len(obs.records)-1].Checks; len(got) != 1 || got[0] != "cutover/probe/node/n1" {
+		t.Errorf("record.Checks = %v", got)
+	}
+
+	// The plan's file leaves the branch: reported once, nothing published.
+	src.set("rev3", map[string]string{"plans/README.md": "no plans"})
+	before = len(pub.steps)
+	_ = l.Cycle(ctx)
+	_ = l.Cycle(ctx)
+	if len(rec.removed) != 1 || rec.removed[0] != "capi-quickstart" || len(pub.steps) != before {
+		t.Errorf("removed = %v, %d steps published after removal", rec.removed, len(pub.steps)-before)
+	}
+}
