@@ -81,7 +81,7 @@ type Loop struct {
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
 	StaleAfter time.Duration
-	Log *slog.Logger
+	Log        *slog.Logger
 
 	wake chan struct{}
 	mu   sync.Mutex

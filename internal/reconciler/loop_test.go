@@ -84,9 +84,11 @@ func (r *recorder) Planned(_ context.Context, _ Cycle, plan string, res *planner
 func (r *recorder) Invalid(_ context.Context, _ Cycle, file string, _ planfile.Errors) {
 	r.invalid = append(r.invalid, file)
 }
-func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) { r.removed = append(r.removed, plan) }
-func (r *recorder) Result(context.Context, *events.ResultEvent)    {}
-func (r *recorder) Flush(context.Context, Cycle) error             { return nil }
+func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) {
+	r.removed = append(r.removed, plan)
+}
+func (r *recorder) Result(context.Context, *events.ResultEvent) {}
+func (r *recorder) Flush(context.Context, Cycle) error          { return nil }
 
 func example(t *testing.T, approve string) string {
 	t.Helper()
