@@ -1,4 +1,12 @@
 // Package forge talks to the Git forge (GitHub and GitHub Enterprise through
 // go-github): preview and progress comments on pull requests, commit statuses,
 // and who merged the pull request that approved a phase.
+//
+// GitHub is the client: one API call per operation, errors wrapped with the
+// operation and typed by what happens next (failure.Terminal for answers
+// that retrying cannot fix; RetryAfter for rate limits). Coalescer wraps any
+// Forge for the reconciler loop: it accepts comment and status updates
+// without blocking, sends only the latest of each at most once per interval,
+// and retries rate limits and server errors in the background. Comment frames
+// the bodies that the reconciler renders, so they can be golden-tested.
 package forge

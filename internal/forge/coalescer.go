@@ -1,0 +1,432 @@
+package forge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// CoalescerOptions configure a Coalescer. Zero values take the defaults.
+type CoalescerOptions struct {
+	// Interval is the least time between two calls for the same comment
+	// (pull request and key) or status (sha and context). The first update
+	// of each goes out at once; later ones wait out the interval, and only
+	// the latest is sent. Default 10s.
+	Interval time.Duration
+	// BackOff is the delay before retrying a call that failed with a server
+	// error or a network error; it doubles per failure up to MaxBackOff.
+	// Defaults Interval and 5m. A retry is a call too, so it also waits out
+	// Interval. Such calls are retried until they succeed or a newer update
+	// replaces them: the update is the state ferry wants shown, and a
+	// GitHub outage ends.
+	BackOff, MaxBackOff time.Duration
+	// RateLimitWait is the wait after a rate-limit answer that names no
+	// time. Default DefaultRateLimitWait.
+	RateLimitWait time.Duration
+	// CallTimeout bounds one call to the wrapped Forge. Default 1m.
+	CallTimeout time.Duration
+	// Retention is how long an update that was sent is remembered, so that
+	// an identical one costs nothing. Default 1h.
+	Retention time.Duration
+	// Logger receives a line per call and per failure. Default
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *CoalescerOptions) defaults() {
+	if o.Interval <= 0 {
+		o.Interval = 10 * time.Second
+	}
+	if o.BackOff <= 0 {
+		o.BackOff = o.Interval
+	}
+	if o.MaxBackOff <= 0 {
+		o.MaxBackOff = 5 * time.Minute
+	}
+	if o.RateLimitWait <= 0 {
+		o.RateLimitWait = DefaultRateLimitWait
+	}
+	if o.CallTimeout <= 0 {
+		o.CallTimeout = time.Minute
+	}
+	if o.Retention <= 0 {
+		o.Retention = time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// backOff returns the delay after the attempt-th consecutive failure.
+func (o *CoalescerOptions) backOff(attempt int) time.Duration {
+	d := o.BackOff
+	for i := 1; i < attempt && d < o.MaxBackOff; i++ {
+		d *= 2
+	}
+	return min(d, o.MaxBackOff)
+}
+
+// Coalescer is a Forge that sends comment and status updates from its own
+// goroutine, so that the reconciler loop never waits on GitHub. For each
+// comment (pull request, key) and each status (sha, context) it keeps only the
+// latest update, sends it at most once per Interval, and sends nothing for an
+// update equal to the last one sent. Calls go out one at a time, as GitHub
+// asks of clients that write. Rate limits pause every call until GitHub's
+// reset or Retry-After; server and network errors are retried with capped
+// exponential back-off; any other 4xx answer is logged and the update
+// dropped. Reads pass straight through to the wrapped Forge.
+//
+// UpsertComment and SetStatus return at once: nil once the update is
+// accepted, a terminal error for an update GitHub would refuse (a bad key or
+// state), ErrClosed after Close.
+type Coalescer struct {
+	inner Forge
+	opts  CoalescerOptions
+
+	mu          sync.Mutex
+	items       map[itemKey]*item
+	pauseUntil  time.Time     // a rate limit holds every call until then
+	changed     chan struct{} // closed and replaced when an update settles
+	draining    bool          // Close called: ignore Interval, send what is left
+	closed      bool
+	superseded  int64
+	skipped     int64
+	retries     int64
+	dropped     int64
+	wake        chan struct{}
+	stop        context.CancelFunc
+	done        chan struct{}
+	seq         uint64
+	lastPruning time.Time
+}
+
+// itemKey names one comment (pr, key) or one status (sha, context).
+type itemKey struct {
+	pr          int
+	key         string
+	sha, status string
+}
+
+func (k itemKey) isComment() bool { return k.sha == "" }
+
+// payload is what an item should show.
+type payload struct {
+	body                          string
+	state, description, targetURL string
+}
+
+type item struct {
+	want    payload
+	sent    payload
+	hasSent bool
+	pending bool      // want has not been sent (nor dropped)
+	due     time.Time // not before: last call + Interval
+	retry   time.Time // not before: back-off or rate limit after a failure
+	attempt int       // consecutive failures
+	seq     uint64    // order of first pending update, for fairness
+	last    time.Time // last call
+}
+
+// NewCoalescer starts a Coalescer in front of inner. Call Close to stop it.
+func NewCoalescer(inner Forge, opts CoalescerOptions) *Coalescer {
+	opts.defaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Coalescer{
+		inner:   inner,
+		opts:    opts,
+		items:   map[itemKey]*item{},
+		changed: make(chan struct{}),
+		wake:    make(chan struct{}, 1),
+		stop:    cancel,
+		done:    make(chan struct{}),
+	}
+	go c.run(ctx)
+	return c
+}
+
+// PullRequestsForCommit calls the wrapped Forge.
+func (c *Coalescer) PullRequestsForCommit(ctx context.Context, sha string) ([]PullRequest, error) {
+	return c.inner.PullRequestsForCommit(ctx, sha)
+}
+
+// OpenPullRequests calls the wrapped Forge.
+func (c *Coalescer) OpenPullRequests(ctx context.Context) ([]PullRequest, error) {
+	return c.inner.OpenPullRequests(ctx)
+}
+
+// UpsertComment queues body as the latest for the comment (pr, key).
+func (c *Coalescer) UpsertComment(_ context.Context, pr int, key, body string) error {
+	if err := checkKey(key); err != nil {
+		return failure.Terminal(fmt.Errorf("upsert comment on #%d: %w", pr, err))
+	}
+	return c.put(itemKey{pr: pr, key: key}, payload{body: body})
+}
+
+// SetStatus queues the latest status for (sha, statusContext). The
+// description is cut as GitHub.SetStatus cuts it, so that two descriptions
+// that differ only past the cut count as one.
+func (c *Coalescer) SetStatus(_ context.Context, sha, statusContext, state, description, targetURL string) error {
+	if err := checkStatus(sha, state); err != nil {
+		return failure.Terminal(fmt.Errorf("set status %s: %w", statusContext, err))
+	}
+	return c.put(itemKey{sha: sha, status: statusContext},
+		payload{state: state, description: shorten(description, MaxStatusDescription), targetURL: targetURL})
+}
+
+func (c *Coalescer) put(k itemKey, u payload) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	it := c.items[k]
+	if it == nil {
+		it = &item{}
+		c.items[k] = it
+	} else if it.want == u {
+		c.skipped++
+		return nil
+	}
+	if it.pending {
+		c.superseded++
+	} else {
+		c.seq++
+		it.seq = c.seq
+	}
+	it.want = u
+	it.pending = !it.hasSent || it.sent != u
+	if !it.pending {
+		// Back to what GitHub already shows: the queued update is moot.
+		c.skipped++
+		c.settled()
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// Stats returns the wrapped Forge's counters, when it keeps any, with the
+// Coalescer's own.
+func (c *Coalescer) Stats() Stats {
+	var s Stats
+	if st, ok := c.inner.(interface{ Stats() Stats }); ok {
+		s = st.Stats()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.Superseded += c.superseded
+	s.Skipped += c.skipped
+	s.Retries += c.retries
+	s.Dropped += c.dropped
+	s.Pending += int64(c.pendingLocked())
+	return s
+}
+
+func (c *Coalescer) pendingLocked() int {
+	n := 0
+	for _, it := range c.items {
+		if it.pending {
+			n++
+		}
+	}
+	return n
+}
+
+// settled wakes Flush and Close waiters; c.mu is held.
+func (c *Coalescer) settled() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Flush waits until every update accepted so far has been sent or dropped,
+// or until ctx ends. It does not hurry them: Interval and back-off still
+// apply.
+func (c *Coalescer) Flush(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		n, ch := c.pendingLocked(), c.changed
+		c.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("flush forge updates: %d not sent: %w", n, ctx.Err())
+		case <-ch:
+		}
+	}
+}
+
+// Close stops accepting updates, sends those still pending without waiting
+// out Interval (rate limits and back-off still apply) until ctx ends, and
+// stops the goroutine. The error counts the updates that were not sent.
+func (c *Coalescer) Close(ctx context.Context) error {
+	c.mu.Lock()
+	if !c.closed {
+		c.closed, c.draining = true, true
+	}
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	var err error
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		c.stop()
+		<-c.done
+	}
+	c.mu.Lock()
+	if n := c.pendingLocked(); n > 0 {
+		err = fmt.Errorf("close forge coalescer: %d updates not sent: %w", n, context.Cause(ctx))
+	}
+	c.mu.Unlock()
+	c.stop()
+	return err
+}
+
+// run sends due updates one at a time until ctx ends or, once draining,
+// nothing is left.
+func (c *Coalescer) run(ctx context.Context) {
+	defer close(c.done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		now := time.Now()
+		c.pruneLocked(now)
+		k, at, ok := c.nextLocked()
+		if !ok && c.draining {
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Unlock()
+		if ok && !at.After(now) {
+			c.send(ctx, k)
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		wait := time.Hour
+		if ok {
+			wait = at.Sub(now)
+		}
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.wake:
+		case <-timer.C:
+		}
+		timer.Stop() // since Go 1.23, Stop and Reset leave no stale tick behind
+	}
+}
+
+// nextLocked returns the pending item to send first and when it may go:
+// the earliest allowed, then the longest waiting.
+func (c *Coalescer) nextLocked() (itemKey, time.Time, bool) {
+	var (
+		best   itemKey
+		bestAt time.Time
+		bestIt *item
+	)
+	for k, it := range c.items {
+		if !it.pending {
+			continue
+		}
+		at := maxTime(it.retry, c.pauseUntil)
+		if !c.draining {
+			at = maxTime(at, it.due)
+		}
+		if bestIt == nil || at.Before(bestAt) || (at.Equal(bestAt) && it.seq < bestIt.seq) {
+			best, bestAt, bestIt = k, at, it
+		}
+	}
+	return best, bestAt, bestIt != nil
+}
+
+// pruneLocked forgets items sent and idle for longer than Retention, at most
+// once a minute: statuses of old commits would otherwise pile up.
+func (c *Coalescer) pruneLocked(now time.Time) {
+	if now.Sub(c.lastPruning) < time.Minute {
+		return
+	}
+	c.lastPruning = now
+	for k, it := range c.items {
+		if !it.pending && now.Sub(it.last) > c.opts.Retention {
+			delete(c.items, k)
+		}
+	}
+}
+
+// send makes the call for k's latest update and files the outcome.
+func (c *Coalescer) send(ctx context.Context, k itemKey) {
+	c.mu.Lock()
+	it := c.items[k]
+	u := it.want
+	retry := it.attempt > 0
+	if retry {
+		c.retries++
+	}
+	c.mu.Unlock()
+
+	log := c.opts.Logger
+	if k.isComment() {
+		log = log.With("pr", k.pr, "key", k.key)
+	} else {
+		log = log.With("sha", k.sha, "context", k.status, "state", u.state)
+	}
+	log.Debug("forge: sending update", "retry", retry)
+	callCtx, cancel := context.WithTimeout(ctx, c.opts.CallTimeout)
+	var err error
+	if k.isComment() {
+		err = c.inner.UpsertComment(callCtx, k.pr, k.key, u.body)
+	} else {
+		err = c.inner.SetStatus(callCtx, k.sha, k.status, u.state, u.description, u.targetURL)
+	}
+	cancel()
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := time.Now()
+	it.last = now
+	it.due = now.Add(c.opts.Interval)
+	if ctx.Err() != nil && isCanceled(ctx, err) {
+		return // stopping: the update stays pending, for Close to count
+	}
+	if at, limited := retryAt(err, now, c.opts.RateLimitWait); err != nil && limited {
+		it.attempt++
+		it.retry = at
+		c.pauseUntil = maxTime(c.pauseUntil, at)
+		log.Warn("forge: rate limited; every update waits", "until", at.Format(time.RFC3339), "error", err)
+		return
+	}
+	switch {
+	case err == nil:
+		it.sent, it.hasSent, it.attempt, it.retry = u, true, 0, time.Time{}
+		it.pending = it.want != u
+	case failure.IsTerminal(err) || errors.Is(err, ErrClosed):
+		// Retrying cannot help; keep what GitHub shows as the last sent,
+		// and wait for a different update.
+		c.dropped++
+		it.attempt, it.retry, it.pending = 0, time.Time{}, false
+		log.Error("forge: update dropped", "error", err)
+	default:
+		it.attempt++
+		d := c.opts.backOff(it.attempt)
+		it.retry = now.Add(d)
+		log.Warn("forge: update failed; retrying", "in", d.String(), "attempt", it.attempt, "error", err)
+	}
+	if !it.pending {
+		c.settled()
+	}
+}

@@ -1,0 +1,95 @@
+package forge
+
+import (
+	"context"
+	"errors"
+)
+
+// Forge is what the reconciler needs from the forge that hosts the plans
+// repository. Reads are synchronous and return errors to the caller, which
+// polls again; writes are level-based (the latest body or status wins), so a
+// caller may repeat them freely.
+type Forge interface {
+	// PullRequestsForCommit returns the pull requests associated with the
+	// commit sha: the merged one that introduced it to the default branch
+	// and, while it is not there yet, the open ones that contain it. Merged
+	// pull requests carry MergedBy (see ApprovingPullRequest).
+	PullRequestsForCommit(ctx context.Context, sha string) ([]PullRequest, error)
+	// OpenPullRequests returns every open pull request with the files it
+	// changes, so that the reconciler can preview the ones that touch plans.
+	OpenPullRequests(ctx context.Context) ([]PullRequest, error)
+	// UpsertComment keeps one comment per (pull request, key): it edits the
+	// comment that carries Marker(key) in place, or creates it. body gets
+	// the marker when it lacks it and is cut to stay under
+	// MaxCommentLength. Keys are short identifiers such as "plan/prod-eu1"
+	// (letters, digits and . _ / : -).
+	UpsertComment(ctx context.Context, pr int, key, body string) error
+	// SetStatus sets the commit status statusContext of sha. state is one
+	// of StatePending, StateSuccess, StateFailure, StateError; description
+	// is cut to MaxStatusDescription characters.
+	SetStatus(ctx context.Context, sha, statusContext, state, description, targetURL string) error
+}
+
+var (
+	_ Forge = (*GitHub)(nil)
+	_ Forge = (*Coalescer)(nil)
+)
+
+// Commit status states, as GitHub names them.
+const (
+	StatePending = "pending"
+	StateSuccess = "success"
+	StateFailure = "failure"
+	StateError   = "error"
+)
+
+// MaxStatusDescription is the longest description GitHub accepts on a commit
+// status, in characters.
+const MaxStatusDescription = 140
+
+// ErrClosed is returned by a Coalescer's writes after Close.
+var ErrClosed = errors.New("forge: coalescer closed")
+
+// PullRequest is the part of a GitHub pull request that ferry reads.
+type PullRequest struct {
+	Number int
+	// State is "open" or "closed" (a merged pull request is closed).
+	State  string
+	Merged bool
+	// MergedBy is the login of who merged the pull request: for ferry, the
+	// approver of the phases the merge approved. Empty when not merged, or
+	// when the account no longer exists.
+	MergedBy string
+	HeadSHA  string
+	// BaseRef is the branch the pull request targets, such as "main".
+	BaseRef string
+	// MergeCommitSHA is the commit the merge created on BaseRef (for a
+	// squash or rebase merge, the last commit written there).
+	MergeCommitSHA string
+	Title          string
+	// URL is the pull request's page (html_url), for links in statuses.
+	URL string
+	// Files are the paths the pull request changes, in GitHub's order; a
+	// renamed file is listed under its new and its previous path. Filled by
+	// OpenPullRequests only.
+	Files []string
+}
+
+// ApprovingPullRequest picks, among the pull requests associated with the
+// commit sha, the merged one whose merge produced sha; failing that, the first
+// merged one (sha came in with it but was not its last commit). ok is false
+// when none of them is merged: then nobody approved sha through a pull
+// request.
+func ApprovingPullRequest(prs []PullRequest, sha string) (pr PullRequest, ok bool) {
+	for _, p := range prs {
+		if p.Merged && p.MergeCommitSHA == sha {
+			return p, true
+		}
+	}
+	for _, p := range prs {
+		if p.Merged {
+			return p, true
+		}
+	}
+	return PullRequest{}, false
+}

@@ -1,0 +1,405 @@
+package forge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v60/github"
+
+	"github.com/ferry-dev/ferry/internal/failure"
+)
+
+// TokenEnv is the environment variable TokenFromFile falls back to.
+const TokenEnv = "GITHUB_TOKEN"
+
+// Limits on how far the client pages through lists, so that one call cannot
+// spend a large share of the hourly rate limit.
+const (
+	perPage          = 100
+	maxCommentPages  = 5  // ferry comments early; 500 comments is a busy PR
+	maxOpenPRPages   = 10 // 1,000 open pull requests
+	maxFilePages     = 30 // GitHub lists at most 3,000 files of a pull request
+	maxMergedEntries = 1024
+)
+
+// requestTimeout bounds one API request when the caller's context does not.
+const requestTimeout = 30 * time.Second
+
+// TokenFromFile reads an API token from path, trimming surrounding white
+// space (a trailing newline is the usual case), or from $GITHUB_TOKEN when
+// path is empty. Errors name the file or variable, never the token.
+func TokenFromFile(path string) (string, error) {
+	if path == "" {
+		tok := strings.TrimSpace(os.Getenv(TokenEnv))
+		if tok == "" {
+			return "", fmt.Errorf("read GitHub token: no token file given and $%s is empty", TokenEnv)
+		}
+		return tok, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read GitHub token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("read GitHub token: %s is empty", path)
+	}
+	return tok, nil
+}
+
+// GitHub is a Forge backed by the GitHub REST API through go-github, for one
+// repository on github.com or on a GitHub Enterprise Server. Each operation
+// makes its calls once and returns the error: errors that retrying cannot fix
+// are failure.Terminal, rate limits are recognised by RetryAfter. Wrap it in
+// a Coalescer for retries and to spare the rate limit. Safe for concurrent
+// use, but two concurrent UpsertComment calls for the same pull request and
+// key may both create a comment; the Coalescer serialises them.
+type GitHub struct {
+	owner, repo string
+	client      *github.Client
+	count       *apiCounters
+
+	mu       sync.Mutex
+	comments map[commentKey]postedComment // ferry's comments found or written by this process
+	files    map[int]prFiles              // by pull request number
+	merged   map[int]PullRequest          // merged pull requests: they no longer change
+}
+
+type commentKey struct {
+	pr  int
+	key string
+}
+
+type postedComment struct {
+	id   int64
+	body string
+}
+
+type prFiles struct {
+	head  string
+	files []string
+}
+
+// New returns a client for the repository owner/repo. token authenticates
+// every request as a Bearer token (a personal access token, or an
+// installation token of a GitHub App); empty sends none, which only reads
+// public repositories. apiURL empty means api.github.com; otherwise it is a
+// GitHub Enterprise Server's URL, such as https://github.example.com, to which
+// go-github appends /api/v3/ (and /api/uploads/ for uploads).
+func New(owner, repo, token, apiURL string) (*GitHub, error) {
+	if owner == "" || repo == "" {
+		return nil, failure.Terminal(fmt.Errorf("github client: owner and repository are required, got %q/%q", owner, repo))
+	}
+	count := newAPICounters()
+	hc := &http.Client{
+		Transport: countingTransport{base: http.DefaultTransport, c: count},
+		Timeout:   requestTimeout,
+	}
+	client := github.NewClient(hc)
+	if token != "" {
+		client = client.WithAuthToken(token)
+	}
+	if apiURL != "" {
+		var err error
+		if client, err = client.WithEnterpriseURLs(apiURL, apiURL); err != nil {
+			return nil, failure.Terminal(fmt.Errorf("github client: API URL: %w", err))
+		}
+	}
+	return &GitHub{
+		owner:    owner,
+		repo:     repo,
+		client:   client,
+		count:    count,
+		comments: map[commentKey]postedComment{},
+		files:    map[int]prFiles{},
+		merged:   map[int]PullRequest{},
+	}, nil
+}
+
+// BaseURL is the API root requests go to, such as https://api.github.com/.
+func (g *GitHub) BaseURL() string { return g.client.BaseURL.String() }
+
+// Stats returns the client's counters since New.
+func (g *GitHub) Stats() Stats { return g.count.stats() }
+
+// fail names the operation and the repository in err, types it (see wrap)
+// and counts rate limits.
+func (g *GitHub) fail(err error, format string, args ...any) error {
+	if _, limited := retryAt(err, time.Now(), 0); limited {
+		g.count.rateLimited.Add(1)
+	}
+	return wrap(fmt.Sprintf(format, args...)+" in "+g.owner+"/"+g.repo, err)
+}
+
+// PullRequestsForCommit lists the pull requests associated with sha (one
+// page of 100: a commit is rarely in more) and, for each merged one, reads
+// the pull request itself, because the list omits merged_by. Merged pull
+// requests are remembered, so asking again for the same commit costs one
+// call.
+func (g *GitHub) PullRequestsForCommit(ctx context.Context, sha string) ([]PullRequest, error) {
+	if sha == "" {
+		return nil, failure.Terminal(errors.New("list pull requests for commit: empty sha"))
+	}
+	list, _, err := g.client.PullRequests.ListPullRequestsWithCommit(ctx, g.owner, g.repo, sha, &github.ListOptions{PerPage: perPage})
+	if err != nil {
+		return nil, g.fail(err, "list pull requests for commit %s", sha)
+	}
+	prs := make([]PullRequest, 0, len(list))
+	for _, p := range list {
+		pr := fromGitHub(p)
+		if p.MergedAt != nil {
+			if pr, err = g.mergedPullRequest(ctx, pr.Number); err != nil {
+				return nil, err
+			}
+		}
+		prs = append(prs, pr)
+	}
+	return prs, nil
+}
+
+// mergedPullRequest reads the pull request number in full, for merged and
+// merged_by, and remembers it.
+func (g *GitHub) mergedPullRequest(ctx context.Context, number int) (PullRequest, error) {
+	g.mu.Lock()
+	pr, ok := g.merged[number]
+	g.mu.Unlock()
+	if ok {
+		return pr, nil
+	}
+	p, _, err := g.client.PullRequests.Get(ctx, g.owner, g.repo, number)
+	if err != nil {
+		return PullRequest{}, g.fail(err, "get pull request #%d", number)
+	}
+	pr = fromGitHub(p)
+	if pr.Merged {
+		g.mu.Lock()
+		if len(g.merged) >= maxMergedEntries {
+			clear(g.merged)
+		}
+		g.merged[number] = pr
+		g.mu.Unlock()
+	}
+	return pr, nil
+}
+
+// OpenPullRequests lists the open pull requests with their files. A pull
+// request's files are read again only when its head commit moved, so a poll
+// that finds nothing new costs one call per 100 open pull requests.
+func (g *GitHub) OpenPullRequests(ctx context.Context) ([]PullRequest, error) {
+	opts := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: perPage}}
+	var prs []PullRequest
+	for page := 0; page < maxOpenPRPages; page++ {
+		list, resp, err := g.client.PullRequests.List(ctx, g.owner, g.repo, opts)
+		if err != nil {
+			return nil, g.fail(err, "list open pull requests")
+		}
+		for _, p := range list {
+			prs = append(prs, fromGitHub(p))
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	open := make(map[int]bool, len(prs))
+	for i := range prs {
+		open[prs[i].Number] = true
+		g.mu.Lock()
+		cached, ok := g.files[prs[i].Number]
+		g.mu.Unlock()
+		if ok && cached.head == prs[i].HeadSHA {
+			prs[i].Files = cached.files
+			continue
+		}
+		files, err := g.ChangedFiles(ctx, prs[i].Number)
+		if err != nil {
+			return nil, err
+		}
+		prs[i].Files = files
+		g.mu.Lock()
+		g.files[prs[i].Number] = prFiles{head: prs[i].HeadSHA, files: files}
+		g.mu.Unlock()
+	}
+	g.mu.Lock()
+	for n := range g.files {
+		if !open[n] {
+			delete(g.files, n)
+		}
+	}
+	g.mu.Unlock()
+	return prs, nil
+}
+
+// ChangedFiles lists the paths that pull request number changes; a renamed
+// file is listed under its new and its previous path, since both name a
+// plan the pull request affects.
+func (g *GitHub) ChangedFiles(ctx context.Context, number int) ([]string, error) {
+	opts := &github.ListOptions{PerPage: perPage}
+	var files []string
+	for page := 0; page < maxFilePages; page++ {
+		list, resp, err := g.client.PullRequests.ListFiles(ctx, g.owner, g.repo, number, opts)
+		if err != nil {
+			return nil, g.fail(err, "list files of pull request #%d", number)
+		}
+		for _, f := range list {
+			files = append(files, f.GetFilename())
+			if prev := f.GetPreviousFilename(); prev != "" {
+				files = append(files, prev)
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return files, nil
+}
+
+func fromGitHub(p *github.PullRequest) PullRequest {
+	return PullRequest{
+		Number:         p.GetNumber(),
+		State:          p.GetState(),
+		Merged:         p.GetMerged(),
+		MergedBy:       p.GetMergedBy().GetLogin(),
+		HeadSHA:        p.GetHead().GetSHA(),
+		BaseRef:        p.GetBase().GetRef(),
+		MergeCommitSHA: p.GetMergeCommitSHA(),
+		Title:          p.GetTitle(),
+		URL:            p.GetHTMLURL(),
+	}
+}
+
+// UpsertComment keeps ferry's one comment for key on pull request pr equal
+// to body. It looks for the comment (the first one whose body starts with
+// Marker(key), among the pull request's first 500 comments) only when this
+// process has not written or found it before; then it edits the comment if
+// its body differs, creates it if there is none, and sends nothing when the
+// body is already there. Comments by anyone else never start with the
+// marker and are never edited. A comment deleted by hand is created again.
+func (g *GitHub) UpsertComment(ctx context.Context, pr int, key, body string) error {
+	if err := checkKey(key); err != nil {
+		return failure.Terminal(fmt.Errorf("upsert comment on #%d: %w", pr, err))
+	}
+	body = frameBody(key, body)
+	ck := commentKey{pr: pr, key: key}
+	g.mu.Lock()
+	c, known := g.comments[ck]
+	g.mu.Unlock()
+	if !known {
+		var err error
+		if c, known, err = g.findComment(ctx, pr, key); err != nil {
+			return err
+		}
+	}
+	if known {
+		if c.body == body {
+			g.remember(ck, c)
+			g.count.unchanged.Add(1)
+			return nil
+		}
+		_, _, err := g.client.Issues.EditComment(ctx, g.owner, g.repo, c.id, &github.IssueComment{Body: &body})
+		switch {
+		case err == nil:
+			g.remember(ck, postedComment{id: c.id, body: body})
+			g.count.edited.Add(1)
+			return nil
+		case statusCode(err) == http.StatusNotFound:
+			// Deleted by hand since: forget it and post it again.
+			g.forget(ck)
+		default:
+			return g.fail(err, "edit comment %d on #%d", c.id, pr)
+		}
+	}
+	created, _, err := g.client.Issues.CreateComment(ctx, g.owner, g.repo, pr, &github.IssueComment{Body: &body})
+	if err != nil {
+		return g.fail(err, "comment on #%d", pr)
+	}
+	g.remember(ck, postedComment{id: created.GetID(), body: body})
+	g.count.created.Add(1)
+	return nil
+}
+
+// findComment pages through the pull request's comments (oldest first) for
+// the first that starts with the marker of key.
+func (g *GitHub) findComment(ctx context.Context, pr int, key string) (postedComment, bool, error) {
+	marker := Marker(key)
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: perPage}}
+	for page := 0; page < maxCommentPages; page++ {
+		list, resp, err := g.client.Issues.ListComments(ctx, g.owner, g.repo, pr, opts)
+		if err != nil {
+			return postedComment{}, false, g.fail(err, "list comments of #%d", pr)
+		}
+		for _, c := range list {
+			if strings.HasPrefix(c.GetBody(), marker) {
+				return postedComment{id: c.GetID(), body: c.GetBody()}, true, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opts.Page = resp.NextPage
+	}
+	return postedComment{}, false, nil
+}
+
+func (g *GitHub) remember(ck commentKey, c postedComment) {
+	g.mu.Lock()
+	g.comments[ck] = c
+	g.mu.Unlock()
+}
+
+func (g *GitHub) forget(ck commentKey) {
+	g.mu.Lock()
+	delete(g.comments, ck)
+	g.mu.Unlock()
+}
+
+// SetStatus creates the commit status statusContext on sha. An unknown state
+// or an empty sha is a terminal error and sends nothing; description is cut
+// to MaxStatusDescription characters, with an ellipsis.
+func (g *GitHub) SetStatus(ctx context.Context, sha, statusContext, state, description, targetURL string) error {
+	if err := checkStatus(sha, state); err != nil {
+		return failure.Terminal(fmt.Errorf("set status %s: %w", statusContext, err))
+	}
+	st := &github.RepoStatus{State: &state}
+	if statusContext != "" {
+		st.Context = &statusContext
+	}
+	if description = shorten(description, MaxStatusDescription); description != "" {
+		st.Description = &description
+	}
+	if targetURL != "" {
+		st.TargetURL = &targetURL
+	}
+	if _, _, err := g.client.Repositories.CreateStatus(ctx, g.owner, g.repo, sha, st); err != nil {
+		return g.fail(err, "set status %s on %s", statusContext, sha)
+	}
+	g.count.statuses.Add(1)
+	return nil
+}
+
+func checkStatus(sha, state string) error {
+	if sha == "" {
+		return errors.New("empty sha")
+	}
+	switch state {
+	case StatePending, StateSuccess, StateFailure, StateError:
+		return nil
+	}
+	return fmt.Errorf("state %q is not one of pending, success, failure, error", state)
+}
+
+// shorten cuts s to at most n characters, the last an ellipsis when it cut.
+func shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
