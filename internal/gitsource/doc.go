@@ -1,6 +1,24 @@
 // Package gitsource fetches the repository of migration plans with go-git
 // (http(s), ssh, file) and hands the planner a revision and a read-only
-// fs.FS of the plans directory. It skips the fetch when the remote head has
-// not moved. A webhook only triggers an early poll; polling stays the source
-// of truth.
+// fs.FS of the repository at that revision. It skips the fetch when the
+// remote head has not moved. A webhook only triggers an early poll; polling
+// stays the source of truth.
+//
+// A Source follows one branch. Poll asks the remote for the branch head
+// (like `git ls-remote`) and fetches only when the head is a commit the
+// local cache does not hold, so an idle repository costs one small request
+// per poll. Stats counts both kinds of request for metrics.
+//
+// FS reads the tree of a revision from the object store, not a worktree,
+// so that a plan and the manifests it names are read at the same commit.
+// Introduced walks the branch's first-parent history to find the commit
+// (usually the merge of a pull request) that brought a file into its
+// current state: that commit says who approved a phase. IsFerryCommit
+// recognises ferry's own status commits, which the reconciler ignores.
+//
+// Credentials are read from files on every poll, so rotated secrets need
+// no restart, and never appear in errors or logs: URLs are shown with
+// their user information redacted (RedactURL). SSH host keys are checked
+// against a known_hosts file; running without one takes an explicit
+// insecure option.
 package gitsource

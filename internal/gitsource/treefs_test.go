@@ -1,0 +1,180 @@
+package gitsource_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// TestFSAtRevisions reads the tree at an old and a new revision after both
+// were fetched: each shows its own files.
+func TestFSAtRevisions(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	src := newSource(t, g.URL)
+	old, _ := poll(t, src)
+
+	c := cloneRepo(t, g.URL)
+	c.write("plans/capi-quickstart.yaml", withApprove(t, "cluster"))
+	c.write("manifests/ccm.yaml", "kind: ConfigMap\n")
+	c.commit("Approve cluster")
+	c.push()
+	cur, changed := poll(t, src)
+	if !changed {
+		t.Fatal("poll after push: unchanged")
+	}
+
+	oldFS, err := src.FS(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	curFS, err := src.FS(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		fsys fs.FS
+		path string
+		want string // "" for a file that must not exist
+	}{
+		{"old plan", oldFS, "plans/capi-quickstart.yaml", exampleFile(t, "capi-quickstart.yaml")},
+		{"new plan", curFS, "plans/capi-quickstart.yaml", withApprove(t, "cluster")},
+		{"old manifest", oldFS, "manifests/ccm.yaml", ""},
+		{"new manifest", curFS, "manifests/ccm.yaml", "kind: ConfigMap\n"},
+		{"unchanged plan", curFS, "plans/kamaji-quickstart.yaml", exampleFile(t, "kamaji-quickstart.yaml")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := fs.ReadFile(tc.fsys, tc.path)
+			if tc.want == "" {
+				if !errors.Is(err, fs.ErrNotExist) {
+					t.Fatalf("read %s = %q, %v; want fs.ErrNotExist", tc.path, got, err)
+				}
+				return
+			}
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("read %s = %.60q…, %v; want %.60q…", tc.path, got, err, tc.want)
+			}
+		})
+	}
+
+	// The whole of io/fs's contract, checked by the standard library.
+	if err := fstest.TestFS(curFS, "plans/capi-quickstart.yaml", "plans/kamaji-quickstart.yaml",
+		"plans/vsphere-workers.yaml", "manifests/ccm.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFSLoadsPlans runs the planner's loader over the tree, as the
+// reconciler does.
+func TestFSLoadsPlans(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	src := newSource(t, g.URL)
+	rev, _ := poll(t, src)
+	fsys, err := src.FS(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := planfile.LoadFS(fsys, src.PlansDir())
+	if err != nil {
+		t.Fatalf("load plans at %s: %v", rev.Short(), err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, f.Path+"="+f.Plan.Metadata.Name)
+	}
+	want := []string{
+		"plans/capi-quickstart.yaml=capi-quickstart",
+		"plans/kamaji-quickstart.yaml=kamaji-quickstart",
+		"plans/vsphere-workers.yaml=vsphere-workers",
+	}
+	if !slices.Equal(names, want) {
+		t.Fatalf("loaded %v; want %v", names, want)
+	}
+}
+
+// TestFSErrors checks the answers for what is not a readable file.
+func TestFSErrors(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	src := newSource(t, g.URL)
+	rev, _ := poll(t, src)
+	fsys, err := src.FS(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path string
+		want error
+	}{
+		{"plans/missing.yaml", fs.ErrNotExist},
+		{"missing/plan.yaml", fs.ErrNotExist},
+		{"plans/capi-quickstart.yaml/x", fs.ErrNotExist},
+		{"/plans", fs.ErrInvalid},
+		{"plans/../plans", fs.ErrInvalid},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			_, err := fs.ReadFile(fsys, tc.path)
+			var pe *fs.PathError
+			if !errors.Is(err, tc.want) || !errors.As(err, &pe) {
+				t.Fatalf("read %s: %v; want a PathError for %v", tc.path, err, tc.want)
+			}
+		})
+	}
+	if _, err := fs.ReadFile(fsys, "plans"); err == nil {
+		t.Error("read of a directory succeeded")
+	}
+	if _, err := fs.ReadDir(fsys, "plans/capi-quickstart.yaml"); err == nil {
+		t.Error("read dir of a file succeeded")
+	}
+	for _, rev := range []gitsource.Revision{"", "main", "0123456789012345678901234567890123456789"} {
+		if _, err := src.FS(rev); !errors.Is(err, gitsource.ErrUnknownRevision) {
+			t.Errorf("FS(%q): %v; want %v", rev, err, gitsource.ErrUnknownRevision)
+		}
+	}
+}
+
+// TestFSSymlink lists a symbolic link but does not follow it: its target
+// could be outside what the plans directory's reviewers looked at.
+func TestFSSymlink(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	c := cloneRepo(t, g.URL)
+	if err := os.Symlink("capi-quickstart.yaml", filepath.Join(c.dir, "plans", "link.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.wt.Add("plans/link.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	rev := c.commit("Add a link")
+	c.push()
+	src := newSource(t, g.URL)
+	poll(t, src)
+	fsys, err := src.FS(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := fs.ReadDir(fsys, "plans")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(entries, func(e fs.DirEntry) bool { return e.Name() == "link.yaml" })
+	if i < 0 || entries[i].Type() != fs.ModeSymlink {
+		t.Fatalf("plans/ lists %v; want link.yaml as a symbolic link", entries)
+	}
+	if _, err := fs.ReadFile(fsys, "plans/link.yaml"); err == nil || !strings.Contains(err.Error(), "not followed") {
+		t.Fatalf("read of the link: %v; want it refused", err)
+	}
+	// The planner reports the link as a problem of that file and loads the
+	// others.
+	files, err := planfile.LoadFS(fsys, "plans")
+	if err == nil || !strings.Contains(err.Error(), "plans/link.yaml") || len(files) != 3 {
+		t.Fatalf("load plans: %d files, %v; want 3 and an error naming plans/link.yaml", len(files), err)
+	}
+}
