@@ -1,0 +1,110 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// StartControllerStandIns runs STAND-INS for the CAPI and CAPO controllers
+// against an API server until the test ends. No real controller runs in the
+// test environment; these only move status the way the controllers would
+// once they reconciled, and nothing else:
+//
+//   - an OpenStackCluster that is not paused becomes ready;
+//   - a KubeadmControlPlane or MachineDeployment that is not paused reports
+//     every replica ready, updated and available;
+//   - a KamajiControlPlane becomes ready.
+//
+// They poll every interval (200ms when zero), which is fine for a stand-in
+// and wrong for a controller.
+func StartControllerStandIns(t testing.TB, k *Kube, interval time.Duration) {
+	t.Helper()
+	if interval == 0 {
+		interval = 200 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			standInPass(ctx, k.Client)
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func paused(obj client.Object) bool {
+	_, ok := obj.GetAnnotations()[clusterv1.PausedAnnotation]
+	return ok
+}
+
+// standInPass moves every object's status once. Errors are ignored: the
+// next pass tries again, as a controller's requeue would.
+func standInPass(ctx context.Context, c client.Client) {
+	var oscs infrav1.OpenStackClusterList
+	if c.List(ctx, &oscs) == nil {
+		for i := range oscs.Items {
+			o := &oscs.Items[i]
+			if !o.Status.Ready && !paused(o) {
+				o.Status.Ready = true
+				_ = c.Status().Update(ctx, o)
+			}
+		}
+	}
+	var kcps controlplanev1.KubeadmControlPlaneList
+	if c.List(ctx, &kcps) == nil {
+		for i := range kcps.Items {
+			k := &kcps.Items[i]
+			if paused(k) || k.Spec.Replicas == nil {
+				continue
+			}
+			n := *k.Spec.Replicas
+			if k.Status.Replicas != n || k.Status.ReadyReplicas != n || k.Status.UpdatedReplicas != n || k.Status.UnavailableReplicas != 0 || !k.Status.Ready {
+				k.Status.Replicas, k.Status.ReadyReplicas, k.Status.UpdatedReplicas, k.Status.UnavailableReplicas = n, n, n, 0
+				k.Status.Ready, k.Status.Initialized = true, true
+				_ = c.Status().Update(ctx, k)
+			}
+		}
+	}
+	var mds clusterv1.MachineDeploymentList
+	if c.List(ctx, &mds) == nil {
+		for i := range mds.Items {
+			d := &mds.Items[i]
+			if paused(d) || d.Spec.Paused || d.Spec.Replicas == nil {
+				continue
+			}
+			n := *d.Spec.Replicas
+			if d.Status.Replicas != n || d.Status.ReadyReplicas != n || d.Status.UpdatedReplicas != n || d.Status.AvailableReplicas != n || d.Status.UnavailableReplicas != 0 {
+				d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.UnavailableReplicas = n, n, n, n, 0
+				_ = c.Status().Update(ctx, d)
+			}
+		}
+	}
+	kamaji := &unstructured.UnstructuredList{}
+	kamaji.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KamajiControlPlaneList"})
+	if c.List(ctx, kamaji) == nil {
+		for i := range kamaji.Items {
+			u := &kamaji.Items[i]
+			if ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready"); ready {
+				continue
+			}
+			_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
+			_ = c.Status().Update(ctx, u)
+		}
+	}
+}
