@@ -18,6 +18,7 @@ var commands = []struct {
 }{
 	{"executor", "run executors as a replica that takes steps from a shared NATS cluster", executorCommand},
 	{"plan", "observe the live clusters and print the steps a plan would run (dry run)", planCommand},
+	{"status", "print each plan's phases, steps and errors from the status branch", statusCommand},
 	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},
 	{"version", "print the version of ferry and of the libraries it was built with", versionCommand},
 }

@@ -2,4 +2,12 @@
 // Running, Succeeded, Failed or Blocked; per step its state, attempts, last
 // error and timestamps; the revision it was planned from and who approved it.
 // It is written to Git as status/<plan>.yaml and rendered into PR comments.
+//
+// Each cycle the reconciler loop, for each plan, merges the planner's result
+// into the previous status (FromResult), marks the group it publishes
+// (Published), takes in the executors' results (ApplyResult) and who approved
+// (SetApproval), and feeds the status back to the planner (Record). These
+// functions are pure. A Writer commits the statuses that changed, in one
+// commit, to the status branch and reads them back; Table and Markdown render
+// a status for `reconciler status` and for the pull-request comment.
 package status

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// statusOf is the status of a plan whose cluster phase runs: one step
+// done, one failing and retried.
+func statusOf(plan string) *status.PlanStatus {
+	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	mk := func(action, kind, name string) planner.Step {
+		return planner.Step{
+			Key: "cluster/" + action + "/" + strings.ToLower(kind) + "/" + name, Phase: "cluster",
+			Executor: "kube", Action: action, Target: planner.Target{Kind: kind, Namespace: "default", Name: name},
+		}
+	}
+	secret, cluster := mk("copy-secret", "Secret", plan+"-cloud-config"), mk("create", "Cluster", plan)
+	res := &planner.Result{
+		Plan: plan, Approve: "cluster", Runnable: "cluster",
+		Phases: []planner.Phase{
+			{Name: "cluster", State: planner.Approved, Groups: []planner.Group{{Steps: []planner.Step{secret, cluster}}}},
+			{Name: "control-plane", State: planner.Pending, Reason: "not approved: spec.approve is cluster"},
+		},
+	}
+	st := status.FromResult(nil, res, "4f1c2a9e8b7d6c5b4a39281706f5e4d3c2b1a090", t0)
+	status.Published(st, res.Next().Steps, t0.Add(time.Second))
+	result := func(s planner.Step, o events.Outcome, attempt int, errText string) *events.ResultEvent {
+		return &events.ResultEvent{
+			Type: events.TypeResult, Plan: plan, Revision: st.Revision, Phase: s.Phase, StepKey: s.Key,
+			Executor: s.Executor, Outcome: o, Attempt: attempt, Duration: time.Second, Error: errText,
+			At: t0.Add(time.Duration(10*attempt) * time.Second),
+		}
+	}
+	status.ApplyResult(st, result(secret, events.Succeeded, 1, ""))
+	status.ApplyResult(st, result(cluster, events.Retrying, 2, "admission webhook denied the request"))
+	status.SetApproval(st, status.Approval{Phase: "cluster", By: "alice", PR: 12})
+	return st
+}
+
+// TestStatusCommand reads statuses that the Writer pushed to a real Git
+// server: the phase tables of all plans or of one, JSON, and the errors.
+func TestStatusCommand(t *testing.T) {
+	g := testenv.StartGit(t, "../../internal/testenv/testdata/seed")
+	ctx := t.Context()
+	sts := []*status.PlanStatus{statusOf("alpha"), statusOf("beta")}
+
+	// Before the first write there is no status branch.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"status", "--repo", g.URL}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no plan has a status yet on branch ferry/status") {
+		t.Errorf("status before any write = %d, stderr %q; want 1 and no status yet", code, stderr.String())
+	}
+
+	w := &status.Writer{URL: g.URL, CacheDir: t.TempDir()}
+	if _, err := w.Write(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for _, st := range sts {
+		var b bytes.Buffer
+		if err := status.Table(&b, st); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, b.String())
+	}
+
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		wantCode   int
+		wantStdout string
+		wantStderr string
+	}{
+		{name: "all plans", args: []string{"status", "--repo", g.URL}, wantStdout: tables[0] + "\n" + tables[1]},
+		{name: "one plan, flags after it", args: []string{"status", "beta", "--repo", g.URL, "--status-branch", status.DefaultBranch}, wantStdout: tables[1]},
+		{name: "unknown plan", args: []string{"status", "gamma", "--repo", g.URL}, wantCode: 1,
+			wantStderr: "reconciler status: plan gamma has no status yet on branch ferry/status of " + g.URL + "\n"},
+		{name: "other branch", args: []string{"status", "alpha", "--repo", g.URL, "--status-branch", "main"}, wantCode: 1,
+			wantStderr: "reconciler status: plan alpha has no status yet on branch main of " + g.URL + "\n"},
+		{name: "two plans", args: []string{"status", "alpha", "beta", "--repo", g.URL}, wantCode: 2},
+		{name: "no repository", args: []string{"status"}, wantCode: 2},
+		{name: "bad output", args: []string{"status", "--repo", g.URL, "-o", "yaml"}, wantCode: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, &stdout, &stderr)
+			if code != tc.wantCode || stdout.String() != tc.wantStdout || (tc.wantStderr != "" && stderr.String() != tc.wantStderr) {
+				t.Errorf("run(%q) = %d\nstdout:\n%s\nstderr:\n%s\nwant %d\nstdout:\n%s\nstderr:\n%s",
+					tc.args, code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout, tc.wantStderr)
+			}
+		})
+	}
+
+	t.Run("json", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"status", "alpha", "--repo", g.URL, "-o", "json"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var got status.PlanStatus
+		if err := json.Unmarshal(stdout.Bytes(), &got); err != nil {
+			t.Fatalf("%v:\n%s", err, stdout.String())
+		}
+		if !reflect.DeepEqual(&got, sts[0]) {
+			t.Errorf("JSON status of alpha:\n%s\nwant the written status %+v", stdout.String(), sts[0])
+		}
+		stdout.Reset()
+		if code := run([]string{"status", "--repo", g.URL, "-o", "json"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var all []*status.PlanStatus
+		if err := json.Unmarshal(stdout.Bytes(), &all); err != nil || !reflect.DeepEqual(all, sts) {
+			t.Errorf("JSON of all plans = %v (%v); want the two written statuses", all, err)
+		}
+	})
+
+	t.Run("token file", func(t *testing.T) {
+		// The test server ignores credentials: this checks that a token
+		// is read and sent without breaking anything, and never printed.
+		file := filepath.Join(t.TempDir(), "token")
+		if err := os.WriteFile(file, []byte("s3cret-token\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"status", "alpha", "--repo", g.URL, "--token-file", file}, &stdout, &stderr); code != 0 || stdout.String() != tables[0] {
+			t.Errorf("with a token: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
+		if code := run([]string{"status", "--repo", g.URL, "--token-file", filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr); code != 1 {
+			t.Errorf("missing token file: exit %d; want 1", code)
+		}
+	})
+}

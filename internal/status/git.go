@@ -1,0 +1,556 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/ferry-dev/ferry/internal/gitsource"
+)
+
+// DefaultBranch is the branch statuses go to when Writer.Branch is empty:
+// a branch of its own, so that a protected main branch still works and
+// status commits do not crowd the plans' history.
+const DefaultBranch = "ferry/status"
+
+// Dir is the directory of the status files on the status branch:
+// Dir/<plan>.yaml.
+const Dir = "status"
+
+// ErrNoStatus is returned by Read for a plan without a status file, or
+// when the status branch does not exist yet.
+var ErrNoStatus = errors.New("no status yet")
+
+// Push retries: a rejected push (someone pushed to the branch since the
+// fetch) is rebased and pushed again, at most pushAttempts times, waiting
+// retryBase, then twice as long each time up to retryMax. A person's push
+// takes a moment, so a short wait usually finds the branch quiet; a busy
+// branch gets the next reconcile cycle rather than a blocked loop.
+const pushAttempts = 5
+
+var (
+	retryBase = 200 * time.Millisecond
+	retryMax  = 3 * time.Second
+)
+
+// Writer writes plans' statuses to status/<plan>.yaml on a branch of a Git
+// repository with go-git, and reads them back. It keeps a bare clone of
+// that branch alone in CacheDir between calls and fetches only when the
+// remote branch moved. A Writer is safe for concurrent use; two Writers,
+// or two processes, must not share a CacheDir.
+type Writer struct {
+	// URL is the repository's URL (http(s), ssh or file). It is named in
+	// errors with its user information redacted and is not written to the
+	// cache; credentials in an http(s) URL are used for basic auth when
+	// Auth is nil.
+	URL string
+	// Auth authenticates fetches and pushes; nil for none (or the SSH
+	// agent for ssh URLs).
+	Auth transport.AuthMethod
+	// Branch receives the status commits; DefaultBranch when empty. It may
+	// be the tracked branch, when pushes to it are allowed. It is created
+	// as an orphan branch when it does not exist.
+	Branch string
+	// CacheDir keeps the bare clone between calls and restarts; empty
+	// keeps it in memory for the Writer's lifetime.
+	CacheDir string
+	// AuthorName and AuthorEmail sign the commits; "ferry" and
+	// gitsource.FerryAuthorEmail when empty. Whoever signs, the message
+	// carries the gitsource.StatusTrailer trailer, by which the Git source
+	// tells ferry's commits from people's.
+	AuthorName, AuthorEmail string
+
+	mu    sync.Mutex
+	store storage.Storer
+	// beforePush, when set (by tests), runs after the commit is built and
+	// before it is pushed: the window in which someone else may push.
+	beforePush func(attempt int)
+}
+
+// Write commits the status files of the plans whose status differs from
+// the branch head, all in one commit with the trailer "Ferry-Status: true"
+// (gitsource.StatusTrailer),
+// and pushes it; it returns the commit's ID, or "" when nothing changed
+// (no commit is made). When the push is rejected because the branch moved,
+// it fetches the new head, re-applies the same files on top of it (the
+// other files of a person's commit survive; in status files ferry's
+// version wins) and pushes again, with a capped back-off, a few times.
+func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, error) {
+	files := map[string][]byte{}
+	for _, st := range statuses {
+		if st == nil {
+			continue
+		}
+		p, err := statusPath(st.Plan)
+		if err != nil {
+			return "", fmt.Errorf("write status: %w", err)
+		}
+		if _, dup := files[p]; dup {
+			return "", fmt.Errorf("write status: plan %s given twice", st.Plan)
+		}
+		data, err := Encode(st)
+		if err != nil {
+			return "", err
+		}
+		files[p] = data
+	}
+	if len(files) == 0 {
+		return "", nil
+	}
+
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := w.open(); err != nil {
+		return "", err
+	}
+	for attempt := 1; ; attempt++ {
+		head, err := w.sync(ctx)
+		if err != nil {
+			return "", err
+		}
+		commit, err := w.commit(head, files)
+		if err != nil || commit.IsZero() {
+			return "", err
+		}
+		if w.beforePush != nil {
+			w.beforePush(attempt)
+		}
+		err = w.push(ctx, commit)
+		if err == nil {
+			return commit.String(), nil
+		}
+		if !rejected(err) {
+			return "", fmt.Errorf("push status to %s branch %s: %w", w.where(), w.branch(), err)
+		}
+		if attempt == pushAttempts {
+			return "", fmt.Errorf("push status to %s branch %s: rejected %d times, the branch keeps moving: %w",
+				w.where(), w.branch(), attempt, err)
+		}
+		wait := min(retryBase<<(attempt-1), retryMax)
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("push status to %s branch %s: %w", w.where(), w.branch(), ctx.Err())
+		case <-time.After(wait):
+		}
+	}
+}
+
+// Read returns a plan's status from the head of the status branch, or an
+// error wrapping ErrNoStatus when it has none.
+func (w *Writer) Read(ctx context.Context, plan string) (*PlanStatus, error) {
+	p, err := statusPath(plan)
+	if err != nil {
+		return nil, fmt.Errorf("read status: %w", err)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tree, err := w.headTree(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if tree == nil {
+		return nil, fmt.Errorf("read status of %s: branch %s of %s does not exist: %w", plan, w.branch(), w.where(), ErrNoStatus)
+	}
+	f, err := tree.File(p)
+	if errors.Is(err, object.ErrFileNotFound) {
+		return nil, fmt.Errorf("read status of %s: no %s on branch %s of %s: %w", plan, p, w.branch(), w.where(), ErrNoStatus)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return decodeFile(f)
+}
+
+// ReadAll returns every plan's status from the head of the status branch,
+// ordered by plan name; none when the branch does not exist yet.
+func (w *Writer) ReadAll(ctx context.Context) ([]*PlanStatus, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	tree, err := w.headTree(ctx)
+	if err != nil || tree == nil {
+		return nil, err
+	}
+	dir, err := tree.Tree(Dir)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", Dir, err)
+	}
+	var out []*PlanStatus
+	for _, e := range dir.Entries {
+		if !e.Mode.IsFile() || !strings.HasSuffix(e.Name, ".yaml") {
+			continue
+		}
+		f, err := dir.TreeEntryFile(&e)
+		if err != nil {
+			return nil, fmt.Errorf("read %s/%s: %w", Dir, e.Name, err)
+		}
+		st, err := decodeFile(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b *PlanStatus) int { return strings.Compare(a.Plan, b.Plan) })
+	return out, nil
+}
+
+func decodeFile(f *object.File) (*PlanStatus, error) {
+	data, err := f.Contents()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name, err)
+	}
+	st, err := Decode([]byte(data))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.Name, err)
+	}
+	return st, nil
+}
+
+// headTree returns the tree of the status branch's head, or nil when the
+// branch does not exist.
+func (w *Writer) headTree(ctx context.Context) (*object.Tree, error) {
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	head, err := w.sync(ctx)
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	c, err := object.GetCommit(w.store, head)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.branch(), err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.branch(), err)
+	}
+	return t, nil
+}
+
+// open opens or creates the cache.
+func (w *Writer) open() error {
+	if w.store != nil {
+		return nil
+	}
+	if w.CacheDir == "" {
+		w.store = memory.NewStorage()
+		return nil
+	}
+	repo, err := git.PlainOpen(w.CacheDir)
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		repo, err = git.PlainInit(w.CacheDir, true)
+	}
+	if err != nil {
+		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+	}
+	w.store = repo.Storer
+	return nil
+}
+
+func (w *Writer) branch() string {
+	if w.Branch == "" {
+		return DefaultBranch
+	}
+	return w.Branch
+}
+
+// tracking is the cache's copy of the remote branch.
+func (w *Writer) tracking() plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName("origin", w.branch())
+}
+
+// outgoing holds the commit being pushed.
+const outgoing = plumbing.ReferenceName("refs/ferry/outgoing")
+
+// remote is built for each call rather than stored in the cache's config,
+// so that the URL is never written to disk. Credentials in an http(s) URL
+// move into basic auth (when Auth is nil), so that go-git never sees them
+// in a URL it might quote in an error.
+func (w *Writer) remote() (*git.Remote, transport.AuthMethod, error) {
+	ep, err := transport.NewEndpoint(w.URL)
+	if err != nil {
+		return nil, nil, errors.New("status repository URL: not a valid URL")
+	}
+	auth, url := w.Auth, w.URL
+	if (ep.Protocol == "http" || ep.Protocol == "https") && (ep.User != "" || ep.Password != "") {
+		if auth == nil {
+			auth = &githttp.BasicAuth{Username: ep.User, Password: ep.Password}
+		}
+		clean := *ep
+		clean.User, clean.Password = "", ""
+		url = clean.String()
+	}
+	return git.NewRemote(w.store, &config.RemoteConfig{
+		Name:  "origin",
+		URLs:  []string{url},
+		Fetch: []config.RefSpec{w.fetchSpec()},
+	}), auth, nil
+}
+
+func (w *Writer) fetchSpec() config.RefSpec {
+	return config.RefSpec("+" + plumbing.NewBranchReferenceName(w.branch()).String() + ":" + w.tracking().String())
+}
+
+// sync makes the cache hold the remote branch's head and returns it; the
+// zero hash when the branch does not exist. Like Flux's source-controller,
+// it asks for the remote's references first and fetches only when the
+// head moved.
+func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
+	rem, auth, err := w.remote()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth})
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("list references of %s: %w", w.where(), err)
+	}
+	var remoteHead plumbing.Hash
+	for _, r := range refs {
+		if r.Name() == plumbing.NewBranchReferenceName(w.branch()) {
+			remoteHead = r.Hash()
+		}
+	}
+	if remoteHead.IsZero() {
+		return plumbing.ZeroHash, nil
+	}
+	if local, err := w.store.Reference(w.tracking()); err == nil && local.Hash() == remoteHead {
+		if _, err := object.GetCommit(w.store, remoteHead); err == nil {
+			return remoteHead, nil
+		}
+	}
+	err = rem.FetchContext(ctx, &git.FetchOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{w.fetchSpec()},
+		Auth:       auth,
+		Tags:       git.NoTags,
+		Force:      true,
+	})
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), err)
+	}
+	// The branch may have moved again between the listing and the fetch:
+	// what was fetched is the newer head.
+	ref, err := w.store.Reference(w.tracking())
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), err)
+	}
+	return ref.Hash(), nil
+}
+
+// commit stores a commit on head (none: an orphan) that puts the files
+// whose content differs from head's, and returns its ID; the zero hash when
+// every file is as head has it.
+func (w *Writer) commit(head plumbing.Hash, files map[string][]byte) (plumbing.Hash, error) {
+	var base *object.Tree
+	var parents []plumbing.Hash
+	if !head.IsZero() {
+		c, err := object.GetCommit(w.store, head)
+		if err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read head %s of branch %s: %w", head, w.branch(), err)
+		}
+		if base, err = c.Tree(); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("read head %s of branch %s: %w", head, w.branch(), err)
+		}
+		parents = []plumbing.Hash{head}
+	}
+	changed := map[string]plumbing.Hash{}
+	var plans []string
+	for p, data := range files {
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if base != nil {
+			if e, err := base.FindEntry(p); err == nil && e.Hash == h && e.Mode.IsFile() {
+				continue
+			}
+		}
+		if err := storeBlob(w.store, data); err != nil {
+			return plumbing.ZeroHash, fmt.Errorf("store %s: %w", p, err)
+		}
+		changed[p] = h
+		plans = append(plans, strings.TrimSuffix(path.Base(p), ".yaml"))
+	}
+	if len(changed) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	sort.Strings(plans)
+	root, err := writeTree(w.store, base, changed)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("build status commit on branch %s: %w", w.branch(), err)
+	}
+	sig := object.Signature{Name: w.AuthorName, Email: w.AuthorEmail, When: time.Now()}
+	if sig.Name == "" {
+		sig.Name = "ferry"
+	}
+	if sig.Email == "" {
+		sig.Email = gitsource.FerryAuthorEmail
+	}
+	subject := "ferry: status of " + strings.Join(plans, ", ")
+	if len(plans) > 3 {
+		subject = fmt.Sprintf("ferry: status of %d plans", len(plans))
+	}
+	c := &object.Commit{
+		Author:       sig,
+		Committer:    sig,
+		Message:      subject + "\n\n" + gitsource.StatusTrailer + ": true\n",
+		TreeHash:     root,
+		ParentHashes: parents,
+	}
+	obj := w.store.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("build status commit on branch %s: %w", w.branch(), err)
+	}
+	id, err := w.store.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store status commit on branch %s: %w", w.branch(), err)
+	}
+	return id, nil
+}
+
+// push sends commit to the branch without force: the server (or go-git,
+// seeing the advertised head) rejects it when the branch moved since the
+// fetch.
+func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
+	if err := w.store.SetReference(plumbing.NewHashReference(outgoing, commit)); err != nil {
+		return fmt.Errorf("set %s: %w", outgoing, err)
+	}
+	rem, auth, err := w.remote()
+	if err != nil {
+		return err
+	}
+	err = rem.PushContext(ctx, &git.PushOptions{
+		RemoteName: "origin",
+		RefSpecs:   []config.RefSpec{config.RefSpec(outgoing.String() + ":" + plumbing.NewBranchReferenceName(w.branch()).String())},
+		Auth:       auth,
+	})
+	if err != nil {
+		return err
+	}
+	return w.store.SetReference(plumbing.NewHashReference(w.tracking(), commit))
+}
+
+// rejected reports whether a push failed because the branch moved. go-git
+// reports its own check ("non-fast-forward update") and the server's
+// refusals as plain errors, so the text is all there is to go on.
+func rejected(err error) bool {
+	msg := strings.ToLower(err.Error())
+	for _, s := range []string{"non-fast-forward", "fetch first", "failed to update ref", "cannot lock ref", "failed to lock", "stale info"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// where is the repository's URL for messages, credentials redacted.
+func (w *Writer) where() string { return gitsource.RedactURL(w.URL) }
+
+var planName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
+
+// statusPath is Dir/<plan>.yaml; a name that is not a plan's name (a
+// Kubernetes object name) is refused rather than let it reach elsewhere in
+// the tree.
+func statusPath(plan string) (string, error) {
+	if !planName.MatchString(plan) || strings.Contains(plan, "..") {
+		return "", fmt.Errorf("invalid plan name %q", plan)
+	}
+	return Dir + "/" + plan + ".yaml", nil
+}
+
+func storeBlob(s storer.EncodedObjectStorer, data []byte) error {
+	obj := s.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(data)))
+	wr, err := obj.Writer()
+	if err != nil {
+		return err
+	}
+	if _, err := wr.Write(data); err != nil {
+		return err
+	}
+	if err := wr.Close(); err != nil {
+		return err
+	}
+	_, err = s.SetEncodedObject(obj)
+	return err
+}
+
+// writeTree stores base (nil: an empty tree) with files put in at their
+// paths (relative to base, as blob IDs already stored), and returns the new
+// tree's ID. Entries other than those paths are kept as they are.
+func writeTree(s storer.EncodedObjectStorer, base *object.Tree, files map[string]plumbing.Hash) (plumbing.Hash, error) {
+	entries := map[string]object.TreeEntry{}
+	if base != nil {
+		for _, e := range base.Entries {
+			entries[e.Name] = e
+		}
+	}
+	subdirs := map[string]map[string]plumbing.Hash{}
+	for p, h := range files {
+		dir, rest, nested := strings.Cut(p, "/")
+		if !nested {
+			entries[p] = object.TreeEntry{Name: p, Mode: filemode.Regular, Hash: h}
+			continue
+		}
+		if subdirs[dir] == nil {
+			subdirs[dir] = map[string]plumbing.Hash{}
+		}
+		subdirs[dir][rest] = h
+	}
+	for dir, sub := range subdirs {
+		var subBase *object.Tree
+		if e, ok := entries[dir]; ok {
+			if e.Mode != filemode.Dir {
+				return plumbing.ZeroHash, fmt.Errorf("%s is a file, not a directory", dir)
+			}
+			t, err := object.GetTree(s, e.Hash)
+			if err != nil {
+				return plumbing.ZeroHash, fmt.Errorf("read tree %s: %w", dir, err)
+			}
+			subBase = t
+		}
+		h, err := writeTree(s, subBase, sub)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		entries[dir] = object.TreeEntry{Name: dir, Mode: filemode.Dir, Hash: h}
+	}
+	tree := &object.Tree{}
+	for _, e := range entries {
+		tree.Entries = append(tree.Entries, e)
+	}
+	// Git orders entries by name, a directory's name read as ending in "/".
+	key := func(e object.TreeEntry) string {
+		if e.Mode == filemode.Dir {
+			return e.Name + "/"
+		}
+		return e.Name
+	}
+	sort.Slice(tree.Entries, func(i, j int) bool { return key(tree.Entries[i]) < key(tree.Entries[j]) })
+	obj := s.NewEncodedObject()
+	if err := tree.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return s.SetEncodedObject(obj)
+}

@@ -1,0 +1,368 @@
+package status
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+const seed = "../testenv/testdata/seed"
+
+// statusesOf returns the rendered cases as the statuses of plans named
+// after them, in name order.
+func statusesOf(names ...string) []*PlanStatus {
+	cases := renderCases()
+	var out []*PlanStatus
+	for _, n := range names {
+		st := cases[n]
+		st.Plan = n
+		out = append(out, st)
+	}
+	return out
+}
+
+// gitOut runs git in the server's bare repository: what the server stored,
+// as Git itself reads it.
+func gitOut(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"--git-dir", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// humanPush commits files to branch from a clone of its own, as a person
+// would, and pushes; it returns the commit.
+func humanPush(t *testing.T, url, branch string, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainClone(dir, false, &git.CloneOptions{
+		URL: url, ReferenceName: plumbing.NewBranchReferenceName(branch), SingleBranch: true,
+	})
+	if err != nil {
+		t.Fatalf("human clone of %s: %v", branch, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h, err := wt.Commit("Notes from a person", &git.CommitOptions{
+		Author: &object.Signature{Name: "Alice", Email: "alice@ferry.invalid", When: time.Now()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := repo.Push(&git.PushOptions{}); err != nil {
+		t.Fatalf("human push to %s: %v", branch, err)
+	}
+	return h.String()
+}
+
+// TestStatusWriter: the first write creates the status branch (an orphan)
+// with one commit holding every plan's file; a write with one plan changed
+// makes one commit touching one file; a write with nothing changed makes
+// no commit; Read and ReadAll give back what was written, to a Writer with
+// a cache and to one without.
+func TestStatusWriter(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	ctx := t.Context()
+	mainBefore := gitOut(t, g.Dir, "rev-parse", "refs/heads/main")
+	w := &Writer{URL: g.URL, CacheDir: t.TempDir()}
+	sts := statusesOf("blocked", "failed", "normal")
+
+	first, err := w.Write(ctx, sts)
+	if err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/"+DefaultBranch); got != first {
+		t.Fatalf("server's %s is %s; want the written commit %s", DefaultBranch, got, first)
+	}
+	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", first); parents != "" {
+		t.Errorf("first commit has parents %q; want an orphan", parents)
+	}
+	if files := gitOut(t, g.Dir, "ls-tree", "-r", "--name-only", first); files != "status/blocked.yaml\nstatus/failed.yaml\nstatus/normal.yaml" {
+		t.Errorf("first commit holds:\n%s\nwant the three status files only", files)
+	}
+	if trailers := gitOut(t, g.Dir, "log", "-1", "--format=%(trailers:key=Ferry-Status,valueonly)", first); trailers != "true" {
+		t.Errorf("git reads the Ferry-Status trailer as %q; want true", trailers)
+	}
+	if !ferryCommit(t, g.URL, first) {
+		t.Errorf("the Git source does not see %s as ferry's own commit", first)
+	}
+	if author := gitOut(t, g.Dir, "log", "-1", "--format=%an <%ae>", first); author != "ferry <ferry@ferry.invalid>" {
+		t.Errorf("author %q", author)
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/main"); got != mainBefore {
+		t.Errorf("main moved from %s to %s", mainBefore, got)
+	}
+	want, _ := Encode(sts[2])
+	if got := gitOut(t, g.Dir, "show", first+":status/normal.yaml"); got != strings.TrimSpace(string(want)) {
+		t.Errorf("status/normal.yaml:\n%s\nwant:\n%s", got, want)
+	}
+
+	// One plan changes.
+	ApplyResult(sts[1], evt(keypair, events.Succeeded, 4, 100, time.Second, "created keypair capi-key", ""))
+	second, err := w.Write(ctx, sts)
+	if err != nil {
+		t.Fatalf("second write: %v", err)
+	}
+	if second == "" || second == first {
+		t.Fatalf("second write made commit %q; want a new one", second)
+	}
+	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", second); parents != first {
+		t.Errorf("second commit's parents %q; want %s", parents, first)
+	}
+	if changed := gitOut(t, g.Dir, "diff", "--name-only", first, second); changed != "status/failed.yaml" {
+		t.Errorf("second commit changed %q; want status/failed.yaml only", changed)
+	}
+	if subject := gitOut(t, g.Dir, "log", "-1", "--format=%s", second); subject != "ferry: status of failed" {
+		t.Errorf("subject %q names the plans it did not change", subject)
+	}
+
+	// Nothing changes.
+	third, err := w.Write(ctx, sts)
+	if err != nil || third != "" {
+		t.Errorf("write with no change = %q, %v; want no commit", third, err)
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/"+DefaultBranch); got != second {
+		t.Errorf("branch moved to %s without a change", got)
+	}
+
+	for _, r := range []*Writer{w, {URL: g.URL}} {
+		got, err := r.Read(ctx, "failed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, sts[1]) {
+			t.Errorf("Read(failed) =\n%+v\nwant\n%+v", got, sts[1])
+		}
+		all, err := r.ReadAll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 3 || !reflect.DeepEqual(all, sts) {
+			t.Errorf("ReadAll gave %d statuses, not the three written", len(all))
+		}
+		if _, err := r.Read(ctx, "unknown"); !errors.Is(err, ErrNoStatus) {
+			t.Errorf("Read(unknown) = %v; want ErrNoStatus", err)
+		}
+	}
+}
+
+// TestStatusWriterNoBranch: before the first write there is no status.
+func TestStatusWriterNoBranch(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	w := &Writer{URL: g.URL}
+	if _, err := w.Read(t.Context(), "capi-quickstart"); !errors.Is(err, ErrNoStatus) {
+		t.Errorf("Read = %v; want ErrNoStatus", err)
+	}
+	if all, err := w.ReadAll(t.Context()); err != nil || len(all) != 0 {
+		t.Errorf("ReadAll = %v, %v; want none", all, err)
+	}
+	for _, name := range []string{"", "../plans/x", "a/b", ".hidden"} {
+		st := statusesOf("normal")[0]
+		st.Plan = name
+		if _, err := w.Write(t.Context(), []*PlanStatus{st}); err == nil {
+			t.Errorf("Write of plan %q: no error", name)
+		}
+	}
+	// An empty repository has no branch at all.
+	empty := testenv.StartGit(t, "")
+	w = &Writer{URL: empty.URL}
+	if _, err := w.Read(t.Context(), "x"); !errors.Is(err, ErrNoStatus) {
+		t.Errorf("Read from an empty repository = %v; want ErrNoStatus", err)
+	}
+	if c, err := w.Write(t.Context(), statusesOf("normal")); err != nil || c == "" {
+		t.Errorf("Write to an empty repository = %q, %v", c, err)
+	}
+}
+
+// TestStatusWriterHumanCommit: a person pushed to the status branch since
+// ferry's last write (a note, and an edit of a status file). ferry's next
+// commit goes on top of theirs: the note survives, and in the status file
+// ferry's version wins.
+func TestStatusWriterHumanCommit(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	ctx := t.Context()
+	w := &Writer{URL: g.URL, CacheDir: t.TempDir()}
+	sts := statusesOf("failed", "normal")
+	if _, err := w.Write(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	human := humanPush(t, g.URL, DefaultBranch, map[string]string{
+		"NOTES.md":           "Do not touch the cloud until Monday.\n",
+		"status/normal.yaml": "plan: normal\nrevision: edited-by-hand\nphases: []\n",
+	})
+	ApplyResult(sts[0], evt(keypair, events.Succeeded, 4, 100, time.Second, "", ""))
+	commit, err := w.Write(ctx, sts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertOnTop(t, g.Dir, commit, human, sts)
+}
+
+// TestStatusWriterRace: a person pushes between ferry's fetch and its
+// push. The push is rejected; ferry fetches, re-applies its files on the
+// person's commit and pushes again, and both commits are on the branch.
+func TestStatusWriterRace(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	ctx := t.Context()
+	w := &Writer{URL: g.URL, CacheDir: t.TempDir()}
+	sts := statusesOf("failed", "normal")
+	if _, err := w.Write(ctx, sts); err != nil {
+		t.Fatal(err)
+	}
+	var attempts []int
+	var human string
+	w.beforePush = func(attempt int) {
+		attempts = append(attempts, attempt)
+		if attempt == 1 {
+			human = humanPush(t, g.URL, DefaultBranch, map[string]string{
+				"NOTES.md":           "Do not touch the cloud until Monday.\n",
+				"status/normal.yaml": "plan: normal\nrevision: edited-by-hand\nphases: []\n",
+			})
+		}
+	}
+	ApplyResult(sts[0], evt(keypair, events.Succeeded, 4, 100, time.Second, "", ""))
+	commit, err := w.Write(ctx, sts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(attempts, []int{1, 2}) {
+		t.Errorf("push attempts %v; want a rejected first push and a second", attempts)
+	}
+	assertOnTop(t, g.Dir, commit, human, sts)
+}
+
+// TestStatusWriterGivesUp: a branch that moves before every push makes
+// Write fail after a few attempts rather than loop.
+func TestStatusWriterGivesUp(t *testing.T) {
+	defer func(b, m time.Duration) { retryBase, retryMax = b, m }(retryBase, retryMax)
+	retryBase, retryMax = time.Millisecond, 5*time.Millisecond
+	g := testenv.StartGit(t, seed)
+	w := &Writer{URL: g.URL}
+	n := 0
+	w.beforePush = func(int) {
+		n++
+		humanPush(t, g.URL, "main", map[string]string{"NOTES.md": strings.Repeat("busy\n", n)})
+	}
+	w.Branch = "main"
+	_, err := w.Write(t.Context(), statusesOf("normal"))
+	if err == nil || !strings.Contains(err.Error(), "rejected 5 times") || n != pushAttempts {
+		t.Errorf("Write = %v after %d pushes; want it to give up after %d", err, n, pushAttempts)
+	}
+}
+
+// TestStatusWriterTrackedBranch: statuses may go to the branch the plans
+// are on; the plans stay.
+func TestStatusWriterTrackedBranch(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	ctx := t.Context()
+	seedHead := gitOut(t, g.Dir, "rev-parse", "refs/heads/main")
+	w := &Writer{URL: g.URL, Branch: "main", CacheDir: t.TempDir()}
+	commit, err := w.Write(ctx, statusesOf("normal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/main"); got != commit {
+		t.Fatalf("main is %s; want %s", got, commit)
+	}
+	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", commit); parents != seedHead {
+		t.Errorf("parents %q; want the seed commit %s", parents, seedHead)
+	}
+	files := gitOut(t, g.Dir, "ls-tree", "-r", "--name-only", commit)
+	if !strings.Contains(files, "plans/capi-quickstart.yaml") || !strings.Contains(files, "status/normal.yaml") {
+		t.Errorf("main holds:\n%s\nwant the plans and the status", files)
+	}
+	if _, err := exec.LookPath("git"); err == nil {
+		// git fsck on the server: the trees ferry built by hand are valid.
+		gitOut(t, g.Dir, "fsck", "--strict")
+	}
+}
+
+// assertOnTop checks that commit's parent is the person's commit, that
+// the person's note survived, and that the status files are ferry's.
+func assertOnTop(t *testing.T, dir, commit, human string, sts []*PlanStatus) {
+	t.Helper()
+	if commit == "" {
+		t.Fatal("no commit")
+	}
+	if got := gitOut(t, dir, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
+		t.Fatalf("branch is at %s; want ferry's %s", got, commit)
+	}
+	if parents := gitOut(t, dir, "log", "-1", "--format=%P", commit); parents != human {
+		t.Errorf("ferry's commit has parents %q; want the person's %s", parents, human)
+	}
+	if note := gitOut(t, dir, "show", commit+":NOTES.md"); note != "Do not touch the cloud until Monday." {
+		t.Errorf("NOTES.md = %q; the person's change was lost", note)
+	}
+	for _, st := range sts {
+		want, _ := Encode(st)
+		if got := gitOut(t, dir, "show", commit+":status/"+st.Plan+".yaml"); got != strings.TrimSpace(string(want)) {
+			t.Errorf("status/%s.yaml is not ferry's version:\n%s", st.Plan, got)
+		}
+	}
+}
+
+// ferryCommit asks the Git source, which ignores ferry's own commits,
+// whether it takes commit for one.
+func ferryCommit(t *testing.T, url, commit string) bool {
+	t.Helper()
+	src, err := gitsource.New(gitsource.Config{URL: url, Branch: DefaultBranch, CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := src.Poll(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c, err := src.Commit(gitsource.Revision(commit))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gitsource.IsFerryCommit(c)
+}
+
+// TestStatusWriterRedacts: a credential in the URL never shows in an error.
+func TestStatusWriterRedacts(t *testing.T) {
+	for _, url := range []string{
+		"http://alice:s3cret-token@127.0.0.1:1/plans.git",
+		"http://s3cret-token@127.0.0.1:1/plans.git",
+	} {
+		w := &Writer{URL: url}
+		_, err := w.Write(t.Context(), statusesOf("normal"))
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Write to %s: %v; want an error without the credential", gitsource.RedactURL(url), err)
+		}
+		if _, err := w.Read(t.Context(), "normal"); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Read from %s: %v; want an error without the credential", gitsource.RedactURL(url), err)
+		}
+	}
+}

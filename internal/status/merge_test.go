@@ -1,0 +1,391 @@
+package status
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
+)
+
+// op is one thing the reconciler loop does to a status.
+type op func(*PlanStatus) *PlanStatus
+
+func plan(res *planner.Result, rev string, n int) op {
+	return func(st *PlanStatus) *PlanStatus { return FromResult(st, res, rev, at(n)) }
+}
+
+func publish(n int, steps ...planner.Step) op {
+	return func(st *PlanStatus) *PlanStatus { Published(st, steps, at(n)); return st }
+}
+
+func apply(ev *events.ResultEvent) op {
+	return func(st *PlanStatus) *PlanStatus { ApplyResult(st, ev); return st }
+}
+
+func run(ops ...op) *PlanStatus {
+	var st *PlanStatus
+	for _, o := range ops {
+		st = o(st)
+	}
+	return st
+}
+
+// clusterLeft is the fresh plan after copySecret and keypair are done.
+func clusterLeft(done int, steps ...[]planner.Step) *planner.Result {
+	r := freshResult()
+	r.Phases[0] = phase("cluster", planner.Approved, "", done, steps...)
+	return r
+}
+
+func TestStatusMerge(t *testing.T) {
+	keypairCreated := evt(keypair, events.Succeeded, 2, 12, 2*time.Second, "created keypair capi-key", "")
+	keypairCreated.Created = []events.Resource{{Kind: "Keypair", ID: "capi-key", Name: "capi-key"}}
+
+	workersRunnable := result("workers", "workers", "",
+		phase("cluster", planner.Succeeded, "", 6),
+		phase("control-plane", planner.Succeeded, "", 2),
+		phase("workers", planner.Approved, "", 0, []planner.Step{drain}, []planner.Step{probe}))
+	workersProbeLeft := result("workers", "workers", "",
+		phase("cluster", planner.Succeeded, "", 6),
+		phase("control-plane", planner.Succeeded, "", 2),
+		phase("workers", planner.Approved, "", 1, []planner.Step{probe}))
+
+	cpRunnable := result("control-plane", "control-plane", "",
+		phase("cluster", planner.Succeeded, "", 6),
+		phase("control-plane", planner.Approved, "", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []planner.Step{drain}, []planner.Step{probe}))
+	const movedBack = "spec.approve moved back from control-plane to cluster: ferry stops before its next step and rolls nothing back; approve control-plane again to go on"
+	cpStopped := result("cluster", "", movedBack,
+		phase("cluster", planner.Succeeded, "", 6),
+		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{drain}, []planner.Step{probe}))
+
+	for _, tc := range []struct {
+		name  string
+		ops   []op
+		want  string
+		check func(t *testing.T, st *PlanStatus)
+	}{{
+		name: "fresh plan: phases from the planner, steps pending",
+		ops:  []op{plan(freshResult(), rev1, 0)},
+		want: `approved=
+cluster Approved 2/4: copy-secret/capi-quickstart-cloud-config=Pending ensure-keypair/capi-key=Pending create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+	}, {
+		name: "results in order",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret, keypair),
+			apply(ok(copySecret, 1, 5)),
+			apply(evt(keypair, events.Retrying, 1, 6, time.Second, "", "409 Conflict: keypair is being created")),
+			apply(keypairCreated),
+			plan(clusterLeft(4, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 13),
+			publish(14, mkCluster),
+			apply(ok(mkCluster, 1, 16)),
+			plan(clusterLeft(5, []planner.Step{waitOSC}), rev1, 17),
+			publish(18, waitOSC),
+			apply(ok(waitOSC, 1, 30)),
+			plan(result("cluster", "", "",
+				phase("cluster", planner.Succeeded, "", 6),
+				freshResult().Phases[1], freshResult().Phases[2]), rev1, 40),
+		},
+		want: `approved=cluster created=Keypair/capi-key
+cluster Succeeded 6/0: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Succeeded#2 create/capi-quickstart=Succeeded#1 wait/capi-quickstart=Succeeded#1
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			cl := st.Phase("cluster")
+			if !cl.Started.Equal(at(1)) || !cl.Finished.Equal(at(30)) {
+				t.Errorf("cluster started %v finished %v; want %v and %v (when the last step succeeded)", cl.Started, cl.Finished, at(1), at(30))
+			}
+			kp := cl.Step(keypair.Key)
+			if kp.LastError != "409 Conflict: keypair is being created" || kp.Message != "created keypair capi-key" ||
+				kp.Duration != Duration(2*time.Second) || !kp.Finished.Equal(at(12)) {
+				t.Errorf("keypair step = %+v; want the retry's error kept, the success's message, duration and time", kp)
+			}
+			if !st.UpdatedAt.Equal(at(30)) {
+				t.Errorf("UpdatedAt = %v; want %v: the last planning changed nothing", st.UpdatedAt, at(30))
+			}
+		},
+	}, {
+		name: "mid-phase between groups the phase stays Running",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret, keypair),
+			apply(ok(copySecret, 1, 5)),
+			apply(ok(keypair, 1, 6)),
+			plan(clusterLeft(4, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 7),
+		},
+		want: `approved=cluster
+cluster Running 4/2: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Succeeded#1 create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+	}, {
+		name: "redelivered attempts change nothing",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret),
+			apply(evt(copySecret, events.Retrying, 1, 5, time.Second, "", "connection refused")),
+			apply(ok(copySecret, 2, 10)),
+			apply(ok(copySecret, 2, 10)),
+			apply(evt(copySecret, events.Retrying, 1, 5, time.Second, "", "connection refused")),
+		},
+		want: `approved=cluster
+cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded#2 ensure-keypair/capi-key=Pending create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			if !st.UpdatedAt.Equal(at(10)) {
+				t.Errorf("UpdatedAt = %v; want %v", st.UpdatedAt, at(10))
+			}
+		},
+	}, {
+		name: "terminal failure fails the phase until the step is published again",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret, keypair),
+			apply(ok(copySecret, 1, 5)),
+			apply(evt(keypair, events.Failed, 3, 20, time.Second, "", "authenticate to cloud openstack: 401 Unauthorized")),
+			plan(clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 25),
+		},
+		want: `approved=cluster
+cluster Failed 3/3 (step cluster/ensure-keypair/keypair/capi-key failed: authenticate to cloud openstack: 401 Unauthorized): copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Failed#3 create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			if f := st.Phase("cluster").Finished; !f.Equal(at(20)) {
+				t.Errorf("cluster finished %v; want %v, when the step failed", f, at(20))
+			}
+			Published(st, []planner.Step{keypair}, at(30))
+			if ph := st.Phase("cluster"); ph.State != PhaseRunning || ph.Reason != "" || !ph.Finished.IsZero() || ph.Step(keypair.Key).State != StepRunning {
+				t.Errorf("published again: cluster %s %q finished %v, step %s; want Running, no reason, not finished, step Running",
+					ph.State, ph.Reason, ph.Finished, ph.Step(keypair.Key).State)
+			}
+		},
+	}, {
+		name: "probe check recorded",
+		ops: []op{
+			plan(workersRunnable, rev1, 0),
+			publish(1, drain),
+			apply(ok(drain, 1, 60)),
+			plan(workersProbeLeft, rev1, 61),
+			publish(62, probe),
+			apply(evt(probe, events.Retrying, 1, 65, time.Second, "", "GET https://shop.example.com/healthz: 503")),
+			apply(ok(probe, 2, 70)),
+			apply(evt(probe, events.Retrying, 1, 65, time.Second, "", "GET https://shop.example.com/healthz: 503")),
+		},
+		want: `approved=workers checks=workers/probe/node/capi-quickstart-md-0-wq8fz
+cluster Succeeded 6/0:
+control-plane Succeeded 2/0:
+workers Succeeded 2/0: drain/capi-quickstart-md-0-wq8fz=Succeeded#1 probe/capi-quickstart-md-0-wq8fz=Succeeded#2
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			want := observed.Record{Approved: "workers", Checks: []string{probe.Key}}
+			if got := Record(st); got.Approved != want.Approved || !slices.Equal(got.Checks, want.Checks) {
+				t.Errorf("Record = %+v; want %+v", got, want)
+			}
+		},
+	}, {
+		name: "approve moved back: stopped, approved kept, in-flight step finishes",
+		ops: []op{
+			plan(cpRunnable, rev1, 0),
+			publish(1, mkKCP),
+			plan(cpStopped, rev2, 5),
+		},
+		want: `approved=control-plane stopped
+cluster Succeeded 6/0:
+control-plane Running 0/2: create/capi-quickstart-control-plane=Running wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			if st.Stopped != movedBack {
+				t.Errorf("Stopped = %q; want the planner's reason", st.Stopped)
+			}
+			if r := Record(st); r.Approved != "control-plane" {
+				t.Errorf("Record().Approved = %q; want control-plane: it never moves back", r.Approved)
+			}
+			ApplyResult(st, ok(mkKCP, 1, 8))
+			if ph := st.Phase("control-plane"); ph.State != PhasePending || ph.Reason != "stopped: approval moved backwards" || ph.Done != 1 {
+				t.Errorf("after the in-flight step: control-plane %s %q done %d; want Pending, stopped, 1 done", ph.State, ph.Reason, ph.Done)
+			}
+			st = FromResult(st, cpStopped, rev2, at(9))
+			if ph := st.Phase("control-plane"); ph.State != PhasePending || ph.Reason != "not approved: spec.approve is cluster" {
+				t.Errorf("planned again: control-plane %s %q; want the planner's Pending", ph.State, ph.Reason)
+			}
+		},
+	}, {
+		name: "blocked phase says why",
+		ops: []op{plan(result("control-plane", "", "",
+			phase("cluster", planner.Succeeded, "", 6),
+			phase("control-plane", planner.Blocked, "KubeadmControlPlane capi-quickstart-control-plane: 3 replicas, but the workload cluster has 2 control-plane nodes", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
+			phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []planner.Step{drain}, []planner.Step{probe})), rev1, 0)},
+		want: `approved=
+cluster Succeeded 6/0:
+control-plane Blocked 0/2 (KubeadmControlPlane capi-quickstart-control-plane: 3 replicas, but the workload cluster has 2 control-plane nodes): create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+	}, {
+		name: "a step the planner no longer lists is done, even without its result",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret),
+			plan(clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 30),
+		},
+		want: `approved=cluster
+cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded ensure-keypair/capi-key=Pending create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			if s := st.Phase("cluster").Step(copySecret.Key); s.Message != "effect observed" || !s.Finished.Equal(at(30)) {
+				t.Errorf("copy-secret = %+v; want Succeeded by observation at %v", s, at(30))
+			}
+		},
+	}, {
+		name: "a late result of an older revision does not undo a newer one",
+		ops: []op{
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret),
+			apply(evt(copySecret, events.Retrying, 2, 10, time.Second, "", "timeout")),
+			plan(freshResult(), rev2, 11),
+			publish(12, copySecret),
+			apply(func() *events.ResultEvent { e := ok(copySecret, 1, 15); e.Revision = rev2; return e }()),
+			apply(evt(copySecret, events.Failed, 3, 14, time.Second, "", "timeout")),
+		},
+		want: `approved=cluster
+cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Pending create/capi-quickstart=Pending wait/capi-quickstart=Pending
+control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
+workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+		check: func(t *testing.T, st *PlanStatus) {
+			if s := st.Phase("cluster").Step(copySecret.Key); s.Revision != rev2 {
+				t.Errorf("copy-secret revision %s; want %s", s.Revision, rev2)
+			}
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := run(tc.ops...)
+			if got := summary(st); got != tc.want {
+				t.Errorf("status:\n%s\nwant:\n%s", got, tc.want)
+			}
+			if tc.check != nil {
+				tc.check(t, st)
+			}
+		})
+	}
+}
+
+// TestStatusMergeDeterministic: the same input gives the same status, byte for
+// byte, and planning again with nothing new changes nothing, not even
+// UpdatedAt, so the writer makes no commit.
+func TestStatusMergeDeterministic(t *testing.T) {
+	build := func() *PlanStatus {
+		return run(
+			plan(freshResult(), rev1, 0),
+			publish(1, copySecret, keypair),
+			apply(ok(copySecret, 1, 5)),
+			apply(evt(keypair, events.Failed, 1, 6, time.Second, "", "quota exceeded")),
+		)
+	}
+	a, b := build(), build()
+	ya, err := Encode(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yb, _ := Encode(b)
+	if !bytes.Equal(ya, yb) {
+		t.Fatalf("two runs differ:\n%s\n---\n%s", ya, yb)
+	}
+	again := FromResult(a, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(100))
+	again = FromResult(again, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(200))
+	third := FromResult(again, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(300))
+	y2, _ := Encode(again)
+	y3, _ := Encode(third)
+	if !bytes.Equal(y2, y3) || !third.UpdatedAt.Equal(again.UpdatedAt) {
+		t.Errorf("planning again with nothing new changed the status:\n%s\n---\n%s", y2, y3)
+	}
+	// FromResult does not change prev.
+	if !bytes.Equal(mustEncode(t, a), ya) {
+		t.Errorf("FromResult changed its prev argument")
+	}
+}
+
+func mustEncode(t *testing.T, st *PlanStatus) []byte {
+	t.Helper()
+	b, err := Encode(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStatusSetApproval(t *testing.T) {
+	st := FromResult(nil, freshResult(), rev1, t0)
+	SetApproval(st, Approval{Phase: "control-plane", By: "bob", PR: 15})
+	SetApproval(st, Approval{Phase: "cluster", By: "alice", Commit: rev1})
+	SetApproval(st, Approval{Phase: "cluster", By: "alice", PR: 12})
+	var got []string
+	for _, a := range st.ApprovedBy {
+		got = append(got, a.Phase+"="+a.String())
+	}
+	if want := []string{"cluster=alice (#12)", "control-plane=bob (#15)"}; !slices.Equal(got, want) {
+		t.Errorf("ApprovedBy = %q; want %q", got, want)
+	}
+	if r := Record(nil); r.Approved != "" || r.Checks != nil {
+		t.Errorf("Record(nil) = %+v; want empty", r)
+	}
+}
+
+// TestStatusRecordFeedsPlanner runs the real planner on the example plan: its
+// phases come through as they are, and the status of a plan that acted on
+// control-plane, fed back through Record after spec.approve moved back to
+// cluster, stops the plan.
+func TestStatusRecordFeedsPlanner(t *testing.T) {
+	path := filepath.Join("..", "..", "plans", "capi-quickstart.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := planfile.Decode(path, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.Plan
+	p.Spec.Approve = "control-plane"
+	// Nothing exists: the Secrets the cluster phase copies are missing.
+	res, err := planner.Plan(p, &observed.Snapshot{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := FromResult(nil, res, rev1, t0)
+	cl := st.Phase("cluster")
+	if cl == nil || cl.State != PhaseBlocked || cl.Reason != res.Phase("cluster").Reason || cl.Left == 0 {
+		t.Fatalf("cluster = %+v; want Blocked with the planner's reason and its steps left", cl)
+	}
+	// Acting on control-plane (publishing a step of it) moves Approved.
+	Published(st, []planner.Step{mkKCP}, at(1))
+
+	p.Spec.Approve = "cluster"
+	res, err = planner.Plan(p, &observed.Snapshot{Record: Record(st)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st = FromResult(st, res, rev2, at(2))
+	if !strings.Contains(st.Stopped, "moved back from control-plane to cluster") || res.Next() != nil {
+		t.Errorf("Stopped = %q, next %v; want the plan stopped", st.Stopped, res.Next())
+	}
+}
