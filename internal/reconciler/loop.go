@@ -46,9 +46,9 @@ type Publisher interface {
 // after each cycle, and each result. It is where status commits and pull
 // request comments come from.
 type Recorder interface {
-	// Planned records a plan's state after a cycle; published lists the
-	// steps published in this cycle.
-	Planned(ctx context.Context, cycle Cycle, plan string, res *planner.Result, published []planner.Step)
+	// Planned records a plan's state after a cycle; file is its path in
+	// the repository and published lists the steps published in this cycle.
+	Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []planner.Step)
 	// Invalid records a plan file that failed validation.
 	Invalid(ctx context.Context, cycle Cycle, file string, problems planfile.Errors)
 	// Removed records a plan whose file left the branch: its migration
@@ -239,7 +239,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	for _, f := range files {
 		name := f.Plan.Metadata.Name
 		seen[name] = true
-		if err := l.reconcile(ctx, cycle, f.Plan, log.With("plan", name)); err != nil {
+		if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log.With("plan", name)); err != nil {
 			errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
 		}
 	}
@@ -268,7 +268,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 }
 
 // reconcile observes, plans and publishes one plan.
-func (l *Loop) reconcile(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, log *slog.Logger) error {
+func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan, log *slog.Logger) error {
 	st := l.state(p.Metadata.Name)
 	l.mu.Lock()
 	st.present = true
@@ -296,7 +296,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, p *v1alpha1.Migration
 		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st, log)
 	}
 	if l.Recorder != nil {
-		l.Recorder.Planned(ctx, cycle, p.Metadata.Name, res, published)
+		l.Recorder.Planned(ctx, cycle, file, p.Metadata.Name, res, published)
 	}
 	return err
 }

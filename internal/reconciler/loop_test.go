@@ -75,7 +75,7 @@ type recorder struct {
 	planned          map[string]*planner.Result
 }
 
-func (r *recorder) Planned(_ context.Context, _ Cycle, plan string, res *planner.Result, _ []planner.Step) {
+func (r *recorder) Planned(_ context.Context, _ Cycle, _, plan string, res *planner.Result, _ []planner.Step) {
 	if r.planned == nil {
 		r.planned = map[string]*planner.Result{}
 	}

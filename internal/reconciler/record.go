@@ -1,0 +1,252 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
+)
+
+// StatusStore keeps plan statuses (status/<plan>.yaml on the status branch).
+type StatusStore interface {
+	Write(ctx context.Context, statuses []*status.PlanStatus) (commit string, err error)
+	ReadAll(ctx context.Context) ([]*status.PlanStatus, error)
+}
+
+// Approvals finds who approved a plan's phase: the merger of the pull
+// request whose merge raised spec.approve to it, or the commit's author.
+type Approvals interface {
+	Find(ctx context.Context, revision, file, phase string) (status.Approval, error)
+}
+
+// StatusRecorder is the loop's Recorder: it keeps each plan's status,
+// writes all changed statuses in one commit per cycle, and mirrors them to
+// the approving pull request (one progress comment per plan, edited in
+// place) and to commit statuses, when a forge is configured.
+type StatusRecorder struct {
+	Store     StatusStore
+	Forge     forge.Forge // nil: no pull-request write-back
+	Approvals Approvals   // nil: approvers are not looked up
+	// StatusURL links the full status from a truncated comment.
+	StatusURL string
+	Metrics   *Metrics
+	Log       *slog.Logger
+
+	mu       sync.Mutex
+	statuses map[string]*status.PlanStatus
+	files    map[string]string
+	dirty    map[string]bool
+	results  map[string]*planner.Result
+}
+
+var _ Recorder = (*StatusRecorder)(nil)
+
+func (r *StatusRecorder) init() {
+	if r.statuses == nil {
+		r.statuses, r.files, r.dirty, r.results = map[string]*status.PlanStatus{}, map[string]string{}, map[string]bool{}, map[string]*planner.Result{}
+	}
+	if r.Log == nil {
+		r.Log = slog.Default()
+	}
+}
+
+// Restore loads the recorded statuses and hands the loop what it needs of
+// them (the furthest phase acted on, passed checks).
+func (r *StatusRecorder) Restore(ctx context.Context, l *Loop) error {
+	all, err := r.Store.ReadAll(ctx)
+	if err != nil {
+		return fmt.Errorf("read recorded statuses: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
+	for _, st := range all {
+		r.statuses[st.Plan] = st
+		l.Restore(st.Plan, status.Record(st))
+	}
+	return nil
+}
+
+// Planned merges the planner's view into the plan's status.
+func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []planner.Step) {
+	r.mu.Lock()
+	r.init()
+	prev := r.statuses[plan]
+	st := status.FromResult(prev, res, cycle.Revision, cycle.At)
+	status.Published(st, published, cycle.At)
+	r.statuses[plan], r.files[plan], r.results[plan] = st, file, res
+	r.dirty[plan] = true
+	need := missingApprovals(st, res)
+	r.mu.Unlock()
+
+	if r.Approvals == nil {
+		return
+	}
+	for _, phase := range need {
+		a, err := r.Approvals.Find(ctx, cycle.Revision, file, phase)
+		if err != nil {
+			r.Log.Warn("could not tell who approved a phase", "plan", plan, "phase", phase, "error", err)
+			continue
+		}
+		r.mu.Lock()
+		status.SetApproval(r.statuses[plan], a)
+		r.mu.Unlock()
+	}
+}
+
+// missingApprovals lists the approved phases that have no approver yet.
+func missingApprovals(st *status.PlanStatus, res *planner.Result) []string {
+	if res.Approve == "" {
+		return nil
+	}
+	for _, a := range st.ApprovedBy {
+		if a.Phase == res.Approve {
+			return nil
+		}
+	}
+	return []string{res.Approve}
+}
+
+// Invalid logs a plan file that failed validation; its plan keeps its last
+// status. (Its pull request gets the errors in the preview comment.)
+func (r *StatusRecorder) Invalid(_ context.Context, cycle Cycle, file string, problems planfile.Errors) {
+	r.mu.Lock()
+	r.init()
+	r.mu.Unlock()
+	for _, p := range problems {
+		r.Log.Warn("invalid plan", "revision", short(cycle.Revision), "problem", p.Error())
+	}
+}
+
+// Removed marks a plan stopped because its file left the branch.
+func (r *StatusRecorder) Removed(_ context.Context, cycle Cycle, plan string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
+	if st := r.statuses[plan]; st != nil {
+		st.Stopped = "the plan file was removed from the branch at " + short(cycle.Revision) + ": the migration stopped before its next step; nothing was rolled back"
+		r.dirty[plan] = true
+	}
+}
+
+// Result merges a step result into its plan's status.
+func (r *StatusRecorder) Result(_ context.Context, ev *events.ResultEvent) {
+	if r.Metrics != nil {
+		r.Metrics.ObserveResult(ev)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
+	st := r.statuses[ev.Plan]
+	if st == nil {
+		st = &status.PlanStatus{Plan: ev.Plan, Revision: ev.Revision}
+		r.statuses[ev.Plan] = st
+	}
+	status.ApplyResult(st, ev)
+	r.dirty[ev.Plan] = true
+}
+
+// Flush writes the changed statuses in one commit, then updates comments
+// and commit statuses (the forge client coalesces and retries them without
+// blocking).
+func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
+	r.mu.Lock()
+	r.init()
+	var changed []*status.PlanStatus
+	for plan := range r.dirty {
+		changed = append(changed, r.statuses[plan])
+	}
+	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
+	r.dirty = map[string]bool{}
+	var results []*planner.Result
+	for _, res := range r.results {
+		results = append(results, res)
+	}
+	r.mu.Unlock()
+	if r.Metrics != nil {
+		r.Metrics.ObservePhases(results)
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	commit, err := r.Store.Write(ctx, changed)
+	if err != nil {
+		r.mu.Lock()
+		for _, st := range changed {
+			r.dirty[st.Plan] = true // try again next cycle
+		}
+		r.mu.Unlock()
+		return err
+	}
+	if commit != "" {
+		r.Log.Info("status committed", "commit", short(commit), "plans", len(changed))
+	}
+	if r.Forge != nil {
+		for _, st := range changed {
+			r.mirror(ctx, st)
+		}
+	}
+	return nil
+}
+
+// mirror shows a plan's status on the pull request that approved its
+// current phase, and as commit statuses on that approval's commit.
+func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
+	for _, a := range st.ApprovedBy {
+		if a.Phase != st.Approve {
+			continue
+		}
+		if a.PR > 0 {
+			body := forge.Comment("progress/"+st.Plan, "ferry: "+st.Plan, status.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
+			if err := r.Forge.UpsertComment(ctx, a.PR, "progress/"+st.Plan, body); err != nil {
+				r.Log.Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
+			}
+		}
+		if a.Commit == "" {
+			continue
+		}
+		for _, ph := range st.Phases {
+			state, ok := commitState(ph.State)
+			if !ok {
+				continue
+			}
+			desc := fmt.Sprintf("%s: %s (%d done, %d left)", ph.Name, ph.State, ph.Done, ph.Left)
+			if err := r.Forge.SetStatus(ctx, a.Commit, "ferry/"+st.Plan+"/"+ph.Name, state, desc, r.StatusURL); err != nil {
+				r.Log.Warn("commit status not set", "plan", st.Plan, "phase", ph.Name, "error", err)
+			}
+		}
+	}
+}
+
+// commitState maps a phase state to a commit status; pending phases that
+// are not approved get none.
+func commitState(s status.PhaseState) (string, bool) {
+	switch s {
+	case status.PhaseSucceeded:
+		return forge.StateSuccess, true
+	case status.PhaseFailed, status.PhaseBlocked:
+		return forge.StateFailure, true
+	case status.PhaseApproved, status.PhaseRunning:
+		return forge.StatePending, true
+	}
+	return "", false
+}
+
+// Status returns a copy of a plan's current status (for tests and the
+// status endpoint).
+func (r *StatusRecorder) Status(plan string) *status.PlanStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st, ok := r.statuses[plan]; ok {
+		c := *st
+		return &c
+	}
+	return nil
+}
