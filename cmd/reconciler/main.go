@@ -10,13 +10,13 @@ import (
 	"os"
 )
 
-// commands are the subcommands this build has; later issues add run and
-// status.
+// commands are the subcommands of reconciler.
 var commands = []struct {
 	name, summary string
 	run           func(args []string, stdout, stderr io.Writer) int
 }{
 	{"executor", "run executors as a replica that takes steps from a shared NATS cluster", executorCommand},
+	{"run", "reconcile the plans repository: plan, publish approved steps, run them, write status", runCommand},
 	{"plan", "observe the live clusters and print the steps a plan would run (dry run)", planCommand},
 	{"status", "print each plan's phases, steps and errors from the status branch", statusCommand},
 	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},

@@ -9,7 +9,6 @@ import (
 	"os"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -110,12 +109,7 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 // managementClient connects to the management cluster the way kubectl
 // does: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config.
 func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if kubeconfig != "" {
-		rules.ExplicitPath = kubeconfig
-	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	cfg, err := restConfig(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}

@@ -61,6 +61,10 @@ type Observer struct {
 	Manifests fs.FS
 }
 
+// SetRepo sets the plans repository tree manifests are read from, for the
+// revision being planned.
+func (o *Observer) SetRepo(fsys fs.FS) { o.Manifests = fsys }
+
 // NewWorkloadClient builds a client for a kubeconfig with ferry's scheme.
 func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)

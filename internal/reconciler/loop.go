@@ -37,6 +37,13 @@ type Observer interface {
 	Observe(ctx context.Context, p *v1alpha1.MigrationPlan, record observed.Record) (*observed.Snapshot, error)
 }
 
+// RepoObserver is an Observer that reads files of the plans repository
+// (manifests) and is told the tree of each cycle's revision.
+type RepoObserver interface {
+	Observer
+	SetRepo(fsys fs.FS)
+}
+
 // Publisher publishes steps.
 type Publisher interface {
 	PublishStep(ctx context.Context, ev *events.StepEvent) (duplicate bool, err error)
@@ -77,6 +84,8 @@ type Loop struct {
 	Path string
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// AfterCycle, when set, is told how each cycle went (metrics, readiness).
+	AfterCycle func(err error)
 	// StaleAfter is how long a published step may go without a final
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
@@ -162,8 +171,12 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if err := l.Cycle(ctx); err != nil && ctx.Err() == nil {
+		err := l.Cycle(ctx)
+		if err != nil && ctx.Err() == nil {
 			l.Log.Error("cycle failed; retrying at the next one", "error", err)
+		}
+		if l.AfterCycle != nil && ctx.Err() == nil {
+			l.AfterCycle(err)
 		}
 		select {
 		case <-ctx.Done():
@@ -221,6 +234,9 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		return fmt.Errorf("read revision %s: %w", rev, err)
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
+	if ro, ok := l.Observer.(RepoObserver); ok {
+		ro.SetRepo(fsys)
+	}
 	log := l.Log.With("revision", short(rev))
 	files, err := planfile.LoadFS(fsys, l.Path)
 	var problems planfile.Errors

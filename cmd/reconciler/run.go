@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/reconciler"
+	"github.com/ferry-dev/ferry/internal/status"
+)
+
+// runFlags are the flags of `reconciler run`.
+type runFlags struct {
+	repo, branch, path, statusBranch, dataDir   string
+	interval, commentInterval                   time.Duration
+	gitUser, gitTokenFile, sshKey, knownHosts   string
+	sshInsecure                                 bool
+	webhookAddr, webhookSecretFile, metricsAddr string
+	leaderElect                                 bool
+	leaseNamespace, leaseName, identity         string
+	githubRepo, githubAPIURL, githubTokenFile   string
+	kubeconfig, kubeContext, kinds              string
+	concurrency                                 int
+	inProcess, noCloud                          bool
+	nats                                        natsFlags
+}
+
+func runCommand(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return runReconciler(ctx, args, stdout, stderr)
+}
+
+func (f *runFlags) register(flags *flag.FlagSet) {
+	host, _ := os.Hostname()
+	flags.StringVar(&f.repo, "repo", "", "URL of the plans repository (https://, ssh:// or file://); required")
+	flags.StringVar(&f.branch, "branch", gitsource.DefaultBranch, "tracked branch: spec.approve on it approves phases")
+	flags.StringVar(&f.path, "path", gitsource.DefaultPath, "directory of plan files in the repository")
+	flags.DurationVar(&f.interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
+	flags.StringVar(&f.statusBranch, "status-branch", status.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
+	flags.StringVar(&f.dataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
+	flags.StringVar(&f.gitUser, "git-username", "git", "user name sent with --git-token-file")
+	flags.StringVar(&f.gitTokenFile, "git-token-file", "", "file holding a token for https access to the repository")
+	flags.StringVar(&f.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")
+	flags.StringVar(&f.knownHosts, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")
+	flags.BoolVar(&f.sshInsecure, "ssh-insecure-ignore-host-key", false, "do not check ssh host keys (never in production)")
+	flags.StringVar(&f.webhookAddr, "webhook-addr", "", "address for GitHub push and pull_request webhooks (e.g. :9090); empty: none")
+	flags.StringVar(&f.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook's HMAC secret (required with --webhook-addr)")
+	flags.StringVar(&f.metricsAddr, "metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty: none")
+	flags.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease in the management cluster")
+	flags.StringVar(&f.leaseNamespace, "leader-election-namespace", "ferry-system", "namespace of the leader election Lease")
+	flags.StringVar(&f.leaseName, "leader-election-id", "ferry-reconciler", "name of the leader election Lease")
+	flags.StringVar(&f.identity, "leader-election-identity", host, "this replica's identity in the Lease")
+	flags.StringVar(&f.githubRepo, "github-repo", "", "owner/name of the repository on GitHub, for PR comments and commit statuses; empty: none")
+	flags.StringVar(&f.githubAPIURL, "github-api-url", "", "GitHub Enterprise base URL (empty: api.github.com)")
+	flags.StringVar(&f.githubTokenFile, "github-token-file", "", "file holding the GitHub token (default: $"+forge.TokenEnv+")")
+	flags.DurationVar(&f.commentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
+	flags.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
+	flags.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
+	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate `reconciler executor` replicas take the steps)")
+	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
+	flags.IntVar(&f.concurrency, "concurrency", 4, "steps of each kind run at once in process")
+	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
+	f.nats.register(flags, true)
+}
+
+// runReconciler is `reconciler run` until ctx ends.
+func runReconciler(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	flags := flag.NewFlagSet("run", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	var f runFlags
+	f.register(flags)
+	flags.Usage = func() {
+		fmt.Fprint(stderr, "Usage: reconciler run --repo URL [flags]\n\n"+
+			"Watches the plans repository, plans each plan against the live clusters and\n"+
+			"cloud, publishes the steps of approved phases, runs them (in process by\n"+
+			"default), and writes status to Git and to pull requests.\n\nFlags:\n")
+		flags.PrintDefaults()
+	}
+	if _, err := parseInterspersed(flags, args); err != nil {
+		return 2
+	}
+	if f.repo == "" || (f.webhookAddr != "" && f.webhookSecretFile == "") {
+		fmt.Fprint(stderr, "reconciler run: --repo is required, and --webhook-secret-file with --webhook-addr\n\n")
+		flags.Usage()
+		return 2
+	}
+	f.nats.dataDir = f.dataDir
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := serve(ctx, &f, log); err != nil {
+		fmt.Fprintf(stderr, "reconciler run: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// serve wires the parts and runs until ctx ends.
+func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	mgmt, err := managementClient(f.kubeconfig, f.kubeContext)
+	if err != nil {
+		return err
+	}
+	src, err := gitsource.New(gitsource.Config{
+		URL: f.repo, Branch: f.branch, Path: f.path, CacheDir: filepath.Join(f.dataDir, "git", "plans"), Logger: log,
+		Auth: gitsource.Auth{Username: f.gitUser, TokenFile: f.gitTokenFile, SSHKeyFile: f.sshKey, KnownHostsFile: f.knownHosts, InsecureIgnoreHostKey: f.sshInsecure},
+	})
+	if err != nil {
+		return err
+	}
+	writerAuth, err := statusAuth(f)
+	if err != nil {
+		return err
+	}
+	store := &status.Writer{URL: f.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status")}
+
+	var fg forge.Forge
+	var coalescer *forge.Coalescer
+	if f.githubRepo != "" {
+		owner, name, ok := strings.Cut(f.githubRepo, "/")
+		if !ok {
+			return fmt.Errorf("--github-repo %q: want owner/name", f.githubRepo)
+		}
+		token, err := forge.TokenFromFile(f.githubTokenFile)
+		if err != nil {
+			return err
+		}
+		gh, err := forge.New(owner, name, token, f.githubAPIURL)
+		if err != nil {
+			return err
+		}
+		coalescer = forge.NewCoalescer(gh, forge.CoalescerOptions{Interval: f.commentInterval, Logger: log})
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = coalescer.Close(closeCtx)
+		}()
+		fg = coalescer
+	}
+
+	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	bus, err := events.Connect(connectCtx, f.nats.options("ferry-reconciler"))
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer bus.Close()
+
+	counters := map[string]func() float64{
+		"ferry_git_ls_remotes_total": func() float64 { return float64(src.Stats().LsRemotes) },
+		"ferry_git_fetches_total":    func() float64 { return float64(src.Stats().Fetches) },
+	}
+	if coalescer != nil {
+		counters["ferry_forge_requests_total"] = func() float64 { return float64(coalescer.Stats().Requests) }
+	}
+	metrics := reconciler.NewMetrics(counters)
+	if f.metricsAddr != "" {
+		ln, err := net.Listen("tcp", f.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics address: %w", err)
+		}
+		go func() { _ = metrics.Serve(ctx, ln) }()
+	}
+
+	obs := &observer.Observer{Client: mgmt}
+	if !f.noCloud {
+		obs.Cloud = &observer.OpenStack{Client: mgmt}
+	}
+	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
+	loop := &reconciler.Loop{
+		Source: reconciler.GitSource{Source: src}, Observer: obs, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
+		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle,
+	}
+
+	if f.webhookAddr != "" {
+		secret, err := gitsource.ReadWebhookSecret(f.webhookSecretFile)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", f.webhookAddr)
+		if err != nil {
+			return fmt.Errorf("webhook address: %w", err)
+		}
+		srv := &http.Server{Handler: gitsource.WebhookHandler(secret, loop.Wake), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(ln) }()
+		go func() { <-ctx.Done(); _ = srv.Close() }()
+	}
+
+	if f.inProcess {
+		repo := func(_ context.Context, rev string) (fs.FS, error) { return src.FS(gitsource.Revision(rev)) }
+		execs, err := newExecutors(strings.Split(f.kinds, ","), mgmt, repo, log)
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: f.concurrency, Logger: log}); err != nil {
+				log.Error("executors stopped", "error", err)
+			}
+		}()
+	}
+
+	lead := func(ctx context.Context) {
+		if err := rec.Restore(ctx, loop); err != nil && !errors.Is(err, status.ErrNoStatus) {
+			log.Warn("no recorded status read; starting from the observed state", "error", err)
+		}
+		go func() {
+			if err := events.RunResults(ctx, bus.JS, "ferry-reconciler", loop.OnResult); err != nil {
+				log.Error("results consumer stopped", "error", err)
+			}
+		}()
+		log.Info("reconciling", "repo", gitsource.RedactURL(f.repo), "branch", f.branch, "interval", f.interval)
+		_ = loop.Run(ctx, f.interval)
+	}
+	if !f.leaderElect {
+		lead(ctx)
+		return nil
+	}
+	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
+	if err != nil {
+		return err
+	}
+	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: f.leaseNamespace, Name: f.leaseName, Identity: f.identity, Log: log}, lead)
+}
+
+// statusAuth is how status commits are pushed: the same token as the Git
+// source for https (ssh uses the agent or default keys of go-git).
+func statusAuth(f *runFlags) (transport.AuthMethod, error) {
+	if f.gitTokenFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(f.gitTokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("read --git-token-file: %w", err)
+	}
+	return &githttp.BasicAuth{Username: f.gitUser, Password: strings.TrimSpace(string(data))}, nil
+}
+
+// restConfig loads the management cluster's REST config.
+func restConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+}
