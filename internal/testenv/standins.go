@@ -20,7 +20,7 @@ import (
 //
 //   - an OpenStackCluster that is not paused becomes ready;
 //   - a KubeadmControlPlane or MachineDeployment that is not paused reports
-//     every replica ready, updated and available;
+//     every replica ready, updated and available, at its current generation;
 //   - a KamajiControlPlane becomes ready.
 //
 // They poll every interval (200ms when zero), which is fine for a stand-in
@@ -74,8 +74,10 @@ func standInPass(ctx context.Context, c client.Client) {
 				continue
 			}
 			n := *k.Spec.Replicas
-			if k.Status.Replicas != n || k.Status.ReadyReplicas != n || k.Status.UpdatedReplicas != n || k.Status.UnavailableReplicas != 0 || !k.Status.Ready {
+			if k.Status.Replicas != n || k.Status.ReadyReplicas != n || k.Status.UpdatedReplicas != n || k.Status.UnavailableReplicas != 0 || !k.Status.Ready ||
+				k.Status.ObservedGeneration != k.Generation {
 				k.Status.Replicas, k.Status.ReadyReplicas, k.Status.UpdatedReplicas, k.Status.UnavailableReplicas = n, n, n, 0
+				k.Status.ObservedGeneration = k.Generation
 				k.Status.Ready, k.Status.Initialized = true, true
 				_ = c.Status().Update(ctx, k)
 			}
@@ -89,8 +91,10 @@ func standInPass(ctx context.Context, c client.Client) {
 				continue
 			}
 			n := *d.Spec.Replicas
-			if d.Status.Replicas != n || d.Status.ReadyReplicas != n || d.Status.UpdatedReplicas != n || d.Status.AvailableReplicas != n || d.Status.UnavailableReplicas != 0 {
+			if d.Status.Replicas != n || d.Status.ReadyReplicas != n || d.Status.UpdatedReplicas != n || d.Status.AvailableReplicas != n || d.Status.UnavailableReplicas != 0 ||
+				d.Status.ObservedGeneration != d.Generation {
 				d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.UnavailableReplicas = n, n, n, n, 0
+				d.Status.ObservedGeneration = d.Generation
 				_ = c.Status().Update(ctx, d)
 			}
 		}

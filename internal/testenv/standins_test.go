@@ -35,12 +35,12 @@ func TestControllerStandIns(t *testing.T) {
 	for time.Now().Before(deadline) {
 		_ = k.Client.Get(ctx, client.ObjectKeyFromObject(osc), osc)
 		_ = k.Client.Get(ctx, client.ObjectKeyFromObject(md), md)
-		if osc.Status.Ready && md.Status.ReadyReplicas == 2 {
+		if osc.Status.Ready && md.Status.ReadyReplicas == 2 && md.Status.ObservedGeneration == md.Generation {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if !osc.Status.Ready || md.Status.ReadyReplicas != 2 || md.Status.UpdatedReplicas != 2 {
+	if !osc.Status.Ready || md.Status.ReadyReplicas != 2 || md.Status.UpdatedReplicas != 2 || md.Status.ObservedGeneration != md.Generation {
 		t.Errorf("stand-ins did not move status: osc ready %t, md %+v", osc.Status.Ready, md.Status)
 	}
 	_ = k.Client.Get(ctx, client.ObjectKeyFromObject(pausedOSC), pausedOSC)
