@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,11 +29,43 @@ var _ CloudAPI = (*openstack.Client)(nil)
 
 // OpenStack observes a plan's cloud with the credentials of its identity
 // Secret, or of the Secret it is copied from while it is not filled yet.
+//
+// What it read is kept for MaxAge per plan: the cloud changes slowly, its
+// APIs are expensive, and a reconciler cycles far more often than that. An
+// openstack step's result makes the loop call Forget, so the next cycle sees
+// the step's effect at once.
 type OpenStack struct {
 	// Client reads the Secrets in the management cluster.
 	Client client.Client
 	// Connect opens the cloud; nil uses openstack.Connect.
 	Connect func(ctx context.Context, creds openstack.Credentials) (CloudAPI, error)
+	// MaxAge is how long an observation is reused. Default 1 minute; a
+	// negative value disables the cache.
+	MaxAge time.Duration
+	// Now is the clock; nil uses time.Now.
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]cachedCloud
+}
+
+type cachedCloud struct {
+	cloud *observed.Cloud
+	at    time.Time
+}
+
+// Forget drops plan's cached observation.
+func (o *OpenStack) Forget(plan string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.cache, plan)
+}
+
+func (o *OpenStack) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
 }
 
 var _ CloudObserver = (*OpenStack)(nil)
@@ -41,6 +75,30 @@ var _ CloudObserver = (*OpenStack)(nil)
 // tagged for the plan. A name that does not resolve is recorded with why;
 // an error means the cloud could not be asked.
 func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
+	maxAge := o.MaxAge
+	if maxAge == 0 {
+		maxAge = time.Minute
+	}
+	o.mu.Lock()
+	c, ok := o.cache[p.Metadata.Name]
+	o.mu.Unlock()
+	if ok && maxAge > 0 && o.now().Sub(c.at) < maxAge {
+		return c.cloud, nil
+	}
+	cloud, err := o.observeCloud(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	if o.cache == nil {
+		o.cache = map[string]cachedCloud{}
+	}
+	o.cache[p.Metadata.Name] = cachedCloud{cloud: cloud, at: o.now()}
+	o.mu.Unlock()
+	return cloud, nil
+}
+
+func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
 	creds, err := CloudCredentials(ctx, o.Client, p)
 	if err != nil {
 		return nil, err

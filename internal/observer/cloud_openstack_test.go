@@ -75,11 +75,16 @@ func TestObserveOpenStack(t *testing.T) {
 		t.Errorf("QuotaShortfall = %q, want %q", cloud.QuotaShortfall, want)
 	}
 
-	// A wrong password is reported, with no password in the message.
+	// A wrong password is reported, with no password in the message; the
+	// observation is cached until the plan is forgotten.
 	if err := k.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c1-cloud-config"},
 		Data: map[string][]byte{"clouds.yaml": f.CloudsYAML("wrong-password-value")}}); err != nil {
 		t.Fatal(err)
 	}
+	if again, err := o.ObserveCloud(ctx, p); err != nil || again != cloud {
+		t.Errorf("second observation within MaxAge: %v; want the cached one", err)
+	}
+	o.Forget(p.Metadata.Name)
 	_, err = o.ObserveCloud(ctx, p)
 	if err == nil || !strings.Contains(err.Error(), "credentials refused") || strings.Contains(err.Error(), "wrong-password-value") {
 		t.Errorf("ObserveCloud with a wrong password: %v", err)

@@ -61,6 +61,14 @@ type Observer struct {
 	Manifests fs.FS
 }
 
+// Forget drops what the observer keeps about plan's cloud, so that the
+// next observation asks again (after an openstack step changed it).
+func (o *Observer) Forget(plan string) {
+	if f, ok := o.Cloud.(interface{ Forget(string) }); ok {
+		f.Forget(plan)
+	}
+}
+
 // SetRepo sets the plans repository tree manifests are read from, for the
 // revision being planned.
 func (o *Observer) SetRepo(fsys fs.FS) { o.Manifests = fsys }

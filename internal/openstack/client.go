@@ -94,16 +94,18 @@ func Connect(ctx context.Context, creds Credentials) (*Client, error) {
 		return nil, fmt.Errorf("authenticate to cloud %q at %s: %w", creds.Cloud, opts.IdentityEndpoint, err)
 	}
 	c := &Client{cloud: creds.Cloud}
+	// An endpoint missing from the catalog is as likely a service that does
+	// not answer yet as a misconfigured cloud: these errors are retried.
 	if c.compute, err = gcopenstack.NewComputeV2(provider, eo); err != nil {
-		return nil, failure.Terminal(fmt.Errorf("cloud %q: compute endpoint: %w", creds.Cloud, err))
+		return nil, fmt.Errorf("cloud %q: compute endpoint: %w", creds.Cloud, err)
 	}
 	// 2.52 creates servers with tags, which is how ferry marks what it made.
 	c.compute.Microversion = "2.52"
 	if c.network, err = gcopenstack.NewNetworkV2(provider, eo); err != nil {
-		return nil, failure.Terminal(fmt.Errorf("cloud %q: network endpoint: %w", creds.Cloud, err))
+		return nil, fmt.Errorf("cloud %q: network endpoint: %w", creds.Cloud, err)
 	}
 	if c.image, err = gcopenstack.NewImageV2(provider, eo); err != nil {
-		return nil, failure.Terminal(fmt.Errorf("cloud %q: image endpoint: %w", creds.Cloud, err))
+		return nil, fmt.Errorf("cloud %q: image endpoint: %w", creds.Cloud, err)
 	}
 	return c, nil
 }

@@ -209,6 +209,11 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 		st.failed[ev.StepKey] = true
 	}
 	l.mu.Unlock()
+	if f, ok := l.Observer.(interface{ Forget(plan string) }); ok && ev.Executor == "openstack" && ev.Outcome != events.Retrying {
+		// The step changed the cloud: the next cycle must not plan from a
+		// cached observation of it.
+		f.Forget(ev.Plan)
+	}
 	if l.Recorder != nil {
 		l.Recorder.Result(ctx, ev)
 	}
