@@ -7,12 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
-	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose
@@ -20,25 +14,7 @@ import (
 // real networks, flavor and image, and the steps carry the servers'
 // provider IDs, looked up in Nova by node name.
 func TestPlanOpenStack(t *testing.T) {
-	f := ostest.New(t, "capi-quickstart")
-	var cp, workers []string
-	for name := range f.Servers {
-		if strings.Contains(name, "control-plane") {
-			cp = append(cp, name)
-		} else {
-			workers = append(workers, name)
-		}
-	}
-	mgmt := testenv.StartKube(t)
-	workload := testenv.StartKube(t)
-	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
-		Name: "capi-quickstart", Namespace: "default",
-		ControlPlaneNodes: cp, WorkerNodes: workers, KubeletVersion: "v1.31.4",
-	})
-	mustCreate(t, mgmt, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-cloud-config"},
-		Data:       map[string][]byte{"clouds.yaml": f.Creds.CloudsYAML},
-	})
+	f, mgmt, _, cp := adoptableCluster(t)
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")

@@ -14,12 +14,9 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/object"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -31,27 +28,10 @@ import (
 // OpenStack. Approving cluster runs that phase; raising approve to workers
 // runs the rest; the status lands on the status branch.
 func TestRunOpenStack(t *testing.T) {
-	f := ostest.New(t, "capi-quickstart")
-	var cp, workers []string
-	for name := range f.Servers {
-		if strings.Contains(name, "control-plane") {
-			cp = append(cp, name)
-		} else {
-			workers = append(workers, name)
-		}
-	}
-	mgmt := testenv.StartKube(t)
-	workload := testenv.StartKube(t)
-	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
-		Name: "capi-quickstart", Namespace: "default", ControlPlaneNodes: cp, WorkerNodes: workers, KubeletVersion: "v1.31.4",
-	})
+	f, mgmt, _, _ := adoptableCluster(t)
 	testenv.StartControllerStandIns(t, mgmt, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	if err := mgmt.Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-cloud-config"},
-		Data: map[string][]byte{"clouds.yaml": f.Creds.CloudsYAML}}); err != nil {
-		t.Fatal(err)
-	}
 
 	seed := t.TempDir()
 	plan := func(approve string) string {
