@@ -159,9 +159,16 @@ func (r *StatusRecorder) Result(_ context.Context, ev *events.ResultEvent) {
 func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	r.mu.Lock()
 	r.init()
+	// Copies: results keep changing the live statuses while these are
+	// written and mirrored outside the lock.
 	var changed []*status.PlanStatus
 	for plan := range r.dirty {
-		changed = append(changed, r.statuses[plan])
+		c, err := clone(r.statuses[plan])
+		if err != nil {
+			r.mu.Unlock()
+			return fmt.Errorf("copy status of %s: %w", plan, err)
+		}
+		changed = append(changed, c)
 	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
 	r.dirty = map[string]bool{}
@@ -240,13 +247,23 @@ func commitState(s status.PhaseState) (string, bool) {
 }
 
 // Status returns a copy of a plan's current status (for tests and the
-// status endpoint).
+// status endpoint), or nil.
 func (r *StatusRecorder) Status(plan string) *status.PlanStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st, ok := r.statuses[plan]; ok {
-		c := *st
-		return &c
+		if c, err := clone(st); err == nil {
+			return c
+		}
 	}
 	return nil
+}
+
+// clone deep-copies a status through its file format.
+func clone(st *status.PlanStatus) (*status.PlanStatus, error) {
+	data, err := status.Encode(st)
+	if err != nil {
+		return nil, err
+	}
+	return status.Decode(data)
 }
