@@ -28,7 +28,7 @@ import (
 
 // kubeKubeconfig reads the workload cluster's kubeconfig.
 func (e *KubeExecutor) kubeKubeconfig(ctx context.Context, s *kubeStep) (data []byte, where string, err error) {
-	return readKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
+	return observer.ReadKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
 }
 
 // kubeEndpoint reads the control-plane endpoint from the kubeconfig: the

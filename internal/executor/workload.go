@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -167,26 +165,7 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 // kubeconfig reads the workload cluster's kubeconfig from the management
 // cluster.
 func (e *WorkloadExecutor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
-	return readKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
-}
-
-// readKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
-// where it was read (for errors, which never quote it). A missing Secret is
-// retryable: CAPI writes it, and ferry's own cluster phase restores it.
-func readKubeconfig(ctx context.Context, c client.Client, namespace, cluster string) ([]byte, string, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
-	where := "Secret " + key.String()
-	var sec corev1.Secret
-	err := c.Get(ctx, key, &sec)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
-	case err != nil:
-		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
-	case len(sec.Data["value"]) == 0:
-		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
-	}
-	return sec.Data["value"], where, nil
+	return observer.ReadKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
 }
 
 // errUnusableKubeconfig is what a kubeconfig that does not parse becomes:

@@ -3,21 +3,19 @@ package executor
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observer"
 )
 
 // readManifest reads and decodes a manifest from the plans repository at
@@ -37,48 +35,11 @@ func (e *WorkloadExecutor) readManifest(ctx context.Context, s *workloadStep) ([
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("manifest %s at %s: %w", path, s.ev.Revision, err))
 	}
-	objs, err := decodeManifestObjects(data)
+	objs, err := observer.DecodeManifest(data)
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("manifest %s at %s: %w", path, s.ev.Revision, err))
 	}
 	return objs, nil
-}
-
-// decodeManifestObjects splits a multi-document YAML (or JSON) file into
-// objects, expanding kind: List, and checks each names itself.
-func decodeManifestObjects(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for doc := 1; ; doc++ {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if u.IsList() {
-			list, err := u.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("document %d: %w", doc, err)
-			}
-			for i := range list.Items {
-				out = append(out, &list.Items[i])
-			}
-			continue
-		}
-		out = append(out, u)
-	}
-	for i, u := range out {
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("object %d (kind %q, name %q) lacks apiVersion, kind or metadata.name", i+1, u.GetKind(), u.GetName())
-		}
-	}
-	return out, nil
 }
 
 // checkNoSecrets refuses a manifest with a Secret: the plans repository is

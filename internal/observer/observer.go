@@ -73,6 +73,25 @@ func (o *Observer) Forget(plan string) {
 // revision being planned.
 func (o *Observer) SetRepo(fsys fs.FS) { o.Manifests = fsys }
 
+// ReadKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
+// where it was read (for errors, which never quote it). A missing Secret is
+// retryable: CAPI writes it, and ferry's own cluster phase restores it.
+func ReadKubeconfig(ctx context.Context, c client.Client, namespace, cluster string) ([]byte, string, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
+	where := "Secret " + key.String()
+	var sec corev1.Secret
+	err := c.Get(ctx, key, &sec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
+	case err != nil:
+		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
+	case len(sec.Data["value"]) == 0:
+		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
+	}
+	return sec.Data["value"], where, nil
+}
+
 // NewWorkloadClient builds a client for a kubeconfig with ferry's scheme.
 func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)

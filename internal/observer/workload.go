@@ -26,25 +26,19 @@ var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node
 // workload reads the workload cluster through the kubeconfig in the
 // <cluster>-kubeconfig Secret. Failing to reach it is recorded, not returned.
 func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) {
-	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
-	var sec corev1.Secret
-	found, err := o.get(ctx, ns, name+"-kubeconfig", &sec)
-	switch {
-	case err != nil:
+	kubeconfig, where, err := ReadKubeconfig(ctx, o.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
+	if err != nil {
 		s.WorkloadError = err.Error()
-		return
-	case !found || len(sec.Data["value"]) == 0:
-		s.WorkloadError = fmt.Sprintf("Secret %s/%s-kubeconfig with key value not found", ns, name)
 		return
 	}
 	newClient := o.Workload
 	if newClient == nil {
 		newClient = NewWorkloadClient
 	}
-	c, err := newClient(sec.Data["value"])
+	c, err := newClient(kubeconfig)
 	if err != nil {
 		// The error may quote the kubeconfig; say only where it came from.
-		s.WorkloadError = fmt.Sprintf("kubeconfig in Secret %s/%s-kubeconfig is not usable", ns, name)
+		s.WorkloadError = fmt.Sprintf("kubeconfig in %s is not usable", where)
 		return
 	}
 	w, err := readWorkload(ctx, c, p, o.Manifests)
@@ -178,7 +172,7 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 	if err != nil {
 		return observed.Manifest{}, fmt.Errorf("read manifest %s: %w", path, err)
 	}
-	objs, err := decodeManifest(data)
+	objs, err := DecodeManifest(data)
 	if err != nil {
 		return observed.Manifest{}, fmt.Errorf("manifest %s: %w", path, err)
 	}
@@ -207,23 +201,42 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 	return state, nil
 }
 
-func decodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
+// DecodeManifest splits a multi-document YAML (or JSON) file into
+// objects, expanding kind: List, so that the executor applies and the
+// observer looks for the same objects.
+func DecodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	var out []*unstructured.Unstructured
-	for {
+	for doc := 1; ; doc++ {
 		u := &unstructured.Unstructured{}
 		err := dec.Decode(&u.Object)
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("document %d: %w", doc, err)
 		}
 		if len(u.Object) == 0 {
 			continue
 		}
+		if u.IsList() {
+			list, err := u.ToList()
+			if err != nil {
+				return nil, fmt.Errorf("document %d: %w", doc, err)
+			}
+			for i := range list.Items {
+				out = append(out, &list.Items[i])
+			}
+			continue
+		}
 		out = append(out, u)
 	}
+	for i, u := range out {
+		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("object %d (kind %q, name %q) lacks apiVersion, kind or metadata.name", i+1, u.GetKind(), u.GetName())
+		}
+	}
+	return out, nil
 }
 
 func available(u *unstructured.Unstructured) bool {

@@ -197,7 +197,7 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	switch ev.Outcome {
 	case events.Succeeded:
 		delete(st.inFlight, ev.StepID)
-		if isCheck(ev.StepKey) && !containsString(st.record.Checks, ev.StepKey) {
+		if isCheck(ev.StepKey) && !slices.Contains(st.record.Checks, ev.StepKey) {
 			st.record.Checks = append(st.record.Checks, ev.StepKey)
 			sort.Strings(st.record.Checks)
 		}
@@ -224,8 +224,6 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 // isCheck reports whether a step key is a one-shot check whose passing
 // leaves nothing to observe (the planner asks the record for it).
 func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
-
-func containsString(list []string, s string) bool { return slices.Contains(list, s) }
 
 // Cycle runs one pass over every plan at the branch's head.
 func (l *Loop) Cycle(ctx context.Context) error {
