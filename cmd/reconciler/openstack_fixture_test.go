@@ -40,3 +40,25 @@ func adoptableCluster(t *testing.T) (f *ostest.Fixture, mgmt, workload *testenv.
 	})
 	return f, mgmt, workload, cp
 }
+
+// adoptPlan is a seed 000 adopt plan on the fixture's cloud, approved up
+// to approve; extra is appended to spec (e.g. a manifests section).
+func adoptPlan(f *ostest.Fixture, approve, extra string) string {
+	return `apiVersion: ferry.dev/v1alpha1
+kind: MigrationPlan
+metadata:
+  name: capi-quickstart
+spec:
+  cluster: {name: capi-quickstart, namespace: default}
+  strategy: adopt
+  target:
+    identity: {cloudName: openstack}
+    externalNetwork: {name: ` + f.ExternalNetwork + `}
+    network: {name: ` + f.Network + `}
+    sshKey: {name: capi-key-` + f.Suffix + `, publicKey: "` + f.PublicKey + `"}
+    controlPlane: {provider: KubeadmControlPlane, flavor: ` + f.Flavor + `, image: ` + f.Image + `}
+    workers:
+      - {name: md-0, flavor: ` + f.Flavor + `, image: ` + f.Image + `, replicas: 2}
+` + extra + `  approve: ` + approve + `
+`
+}

@@ -21,23 +21,7 @@ func TestPlanOpenStack(t *testing.T) {
 	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := `apiVersion: ferry.dev/v1alpha1
-kind: MigrationPlan
-metadata:
-  name: capi-quickstart
-spec:
-  cluster: {name: capi-quickstart, namespace: default}
-  strategy: adopt
-  target:
-    identity: {cloudName: openstack}
-    externalNetwork: {name: ` + f.ExternalNetwork + `}
-    network: {name: ` + f.Network + `}
-    sshKey: {name: capi-key-` + f.Suffix + `, publicKey: "` + f.PublicKey + `"}
-    controlPlane: {provider: KubeadmControlPlane, flavor: ` + f.Flavor + `, image: ` + f.Image + `}
-    workers:
-      - {name: md-0, flavor: ` + f.Flavor + `, image: ` + f.Image + `, replicas: 2}
-  approve: control-plane
-`
+	plan := adoptPlan(f, "control-plane", "")
 	planFile := filepath.Join(dir, "capi-quickstart.yaml")
 	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)

@@ -35,25 +35,7 @@ func TestRunOpenStack(t *testing.T) {
 
 	seed := t.TempDir()
 	plan := func(approve string) string {
-		return `apiVersion: ferry.dev/v1alpha1
-kind: MigrationPlan
-metadata:
-  name: capi-quickstart
-spec:
-  cluster: {name: capi-quickstart, namespace: default}
-  strategy: adopt
-  target:
-    identity: {cloudName: openstack}
-    externalNetwork: {name: ` + f.ExternalNetwork + `}
-    network: {name: ` + f.Network + `}
-    sshKey: {name: capi-key-` + f.Suffix + `, publicKey: "` + f.PublicKey + `"}
-    controlPlane: {provider: KubeadmControlPlane, flavor: ` + f.Flavor + `, image: ` + f.Image + `}
-    workers:
-      - {name: md-0, flavor: ` + f.Flavor + `, image: ` + f.Image + `, replicas: 2}
-  manifests:
-    cloudControllerManager: {path: manifests/ccm.yaml}
-  approve: ` + approve + `
-`
+		return adoptPlan(f, approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
 	write := func(dir, name, content string) {
 		t.Helper()
