@@ -11,16 +11,18 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 )
 
 // newCoalescer puts a Coalescer with millisecond timings in front of a client
 // of f, and closes it at the end of the test.
-func newCoalescer(t *testing.T, f *fakeGitHub, interval time.Duration, log *slog.Logger) *Coalescer {
+func newCoalescer(t *testing.T, f *fakegithub.Server, interval time.Duration, log *slog.Logger) *Coalescer {
 	t.Helper()
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	c := NewCoalescer(f.client(t), CoalescerOptions{
+	c := NewCoalescer(client(t, f), CoalescerOptions{
 		Interval:      interval,
 		BackOff:       5 * time.Millisecond,
 		MaxBackOff:    50 * time.Millisecond,
@@ -53,7 +55,7 @@ func flush(t *testing.T, c *Coalescer) {
 
 func TestCoalescerKeepsLatestComment(t *testing.T) {
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 4, State: "open", Head: "h", Base: "main"})
+	f.AddPR(fakegithub.PR{Number: 4, State: "open", Head: "h", Base: "main"})
 	c := newCoalescer(t, f, 200*time.Millisecond, nil)
 	ctx := context.Background()
 	const key = "plan/prod"
@@ -68,31 +70,31 @@ func TestCoalescerKeepsLatestComment(t *testing.T) {
 		t.Errorf("50 updates took %v: the caller waited on GitHub", d)
 	}
 	flush(t, c)
-	writes := len(f.calls(http.MethodPost)) + len(f.calls(http.MethodPatch))
+	writes := len(f.Calls(http.MethodPost)) + len(f.Calls(http.MethodPatch))
 	if writes > 2 {
 		t.Errorf("%d writes for 50 updates within one interval, want at most 2", writes)
 	}
-	cs := f.commentsOn(4)
+	cs := f.Comments(4)
 	if len(cs) != 1 || !strings.Contains(cs[0].Body, "step 50 of 50") {
 		t.Fatalf("comments %+v, want one showing the last update", cs)
 	}
 
 	// The same body again, and a status twice: one status call, nothing else.
-	before := len(f.calls(""))
+	before := len(f.Calls(""))
 	c.UpsertComment(ctx, 4, key, Comment(key, "Progress", "step 50 of 50"))
 	c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", "")
 	c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", "")
 	flush(t, c)
 	time.Sleep(300 * time.Millisecond) // past the interval: nothing may be sent late
-	if n := len(f.calls("")) - before; n != 1 {
+	if n := len(f.Calls("")) - before; n != 1 {
 		t.Errorf("repeated updates cost %d requests, want 1 (the first status)", n)
 	}
 	s := c.Stats()
 	if s.Skipped != 2 || s.Superseded < 48 || s.Pending != 0 || s.StatusesSet != 1 {
 		t.Errorf("stats %+v", s)
 	}
-	if s.Requests != int64(len(f.calls(""))) {
-		t.Errorf("Stats.Requests = %d, the server saw %d", s.Requests, len(f.calls("")))
+	if s.Requests != int64(len(f.Calls(""))) {
+		t.Errorf("Stats.Requests = %d, the server saw %d", s.Requests, len(f.Calls("")))
 	}
 }
 
@@ -120,7 +122,7 @@ func TestCoalescerRetriesRateLimits(t *testing.T) {
 			t.Parallel()
 			f := newFakeGitHub(t)
 			c := newCoalescer(t, f, 10*time.Millisecond, nil)
-			f.fail(http.MethodPost, "/statuses/s1", tc.status, tc.header(), tc.body)
+			f.Fail(http.MethodPost, "/statuses/s1", tc.status, tc.header(), tc.body)
 			start := time.Now()
 			if err := c.SetStatus(context.Background(), "s1", "ferry", StatePending, "running", ""); err != nil {
 				t.Fatal(err)
@@ -129,8 +131,8 @@ func TestCoalescerRetriesRateLimits(t *testing.T) {
 			if d := time.Since(start); d < 900*time.Millisecond && tc.status == http.StatusTooManyRequests {
 				t.Errorf("retried after %v, before Retry-After", d)
 			}
-			if st := f.statusList(); len(st) != 1 || len(f.calls(http.MethodPost)) != 2 {
-				t.Errorf("statuses %+v after %d calls, want one after 2", st, len(f.calls(http.MethodPost)))
+			if st := f.Statuses(); len(st) != 1 || len(f.Calls(http.MethodPost)) != 2 {
+				t.Errorf("statuses %+v after %d calls, want one after 2", st, len(f.Calls(http.MethodPost)))
 			}
 			if s := c.Stats(); s.RateLimited != 1 || s.Retries != 1 || s.Dropped != 0 {
 				t.Errorf("stats %+v", s)
@@ -141,18 +143,18 @@ func TestCoalescerRetriesRateLimits(t *testing.T) {
 
 func TestCoalescerRetriesServerErrors(t *testing.T) {
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 8, State: "open", Head: "h", Base: "main"})
+	f.AddPR(fakegithub.PR{Number: 8, State: "open", Head: "h", Base: "main"})
 	c := newCoalescer(t, f, 5*time.Millisecond, nil)
-	f.fail(http.MethodPost, "/issues/8/comments", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
-	f.fail(http.MethodPost, "/issues/8/comments", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
+	f.Fail(http.MethodPost, "/issues/8/comments", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
+	f.Fail(http.MethodPost, "/issues/8/comments", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
 	if err := c.UpsertComment(context.Background(), 8, "k", "body"); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, c)
-	if cs := f.commentsOn(8); len(cs) != 1 {
+	if cs := f.Comments(8); len(cs) != 1 {
 		t.Fatalf("comments %+v", cs)
 	}
-	if n := len(f.calls(http.MethodPost)); n != 3 {
+	if n := len(f.Calls(http.MethodPost)); n != 3 {
 		t.Errorf("%d create calls, want 3", n)
 	}
 	if s := c.Stats(); s.ServerErrors != 2 || s.Retries != 2 || s.CommentsCreated != 1 {
@@ -170,13 +172,13 @@ func TestCoalescerDropsClientErrors(t *testing.T) {
 	}
 	flush(t, c)
 	time.Sleep(50 * time.Millisecond)
-	if n := len(f.calls("")); n != 1 {
+	if n := len(f.Calls("")); n != 1 {
 		t.Errorf("%d requests, want the one that answered 404", n)
 	}
 	// The same update again is not retried either; a new one is tried.
 	c.UpsertComment(ctx, 404, "k", "body")
 	flush(t, c)
-	if n := len(f.calls("")); n != 1 {
+	if n := len(f.Calls("")); n != 1 {
 		t.Errorf("the dropped update was sent again")
 	}
 	c.UpsertComment(ctx, 404, "k", "other body")
@@ -194,13 +196,11 @@ func TestCoalescerDropsClientErrors(t *testing.T) {
 func TestCoalescerNeverBlocksTheCaller(t *testing.T) {
 	f := newFakeGitHub(t)
 	gate := make(chan struct{})
-	f.mu.Lock()
-	f.gate = gate
-	f.mu.Unlock()
+	f.Gate(gate)
 	var once sync.Once
 	release := func() { once.Do(func() { close(gate) }) }
 	t.Cleanup(release)
-	c := NewCoalescer(f.client(t), CoalescerOptions{Interval: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	c := NewCoalescer(client(t, f), CoalescerOptions{Interval: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	start := time.Now()
 	for i := range 100 {
@@ -225,7 +225,7 @@ func TestCoalescerNeverBlocksTheCaller(t *testing.T) {
 // Close sends what is pending without waiting out the interval.
 func TestCoalescerCloseDrains(t *testing.T) {
 	f := newFakeGitHub(t)
-	c := NewCoalescer(f.client(t), CoalescerOptions{Interval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
+	c := NewCoalescer(client(t, f), CoalescerOptions{Interval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
 	c.SetStatus(ctx, "s", "ferry", StatePending, "started", "")
 	c.SetStatus(ctx, "s", "ferry", StateSuccess, "done", "")
@@ -234,7 +234,7 @@ func TestCoalescerCloseDrains(t *testing.T) {
 	if err := c.Close(closeCtx); err != nil {
 		t.Fatal(err)
 	}
-	if st := f.statusList(); len(st) == 0 || st[len(st)-1].State != StateSuccess {
+	if st := f.Statuses(); len(st) == 0 || st[len(st)-1].State != StateSuccess {
 		t.Errorf("statuses %+v, want the last one success", st)
 	}
 }
@@ -245,13 +245,13 @@ func TestCoalescerNeverLogsTheToken(t *testing.T) {
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := newCoalescer(t, f, time.Millisecond, log)
-	f.fail(http.MethodPost, "/statuses/s", http.StatusInternalServerError, nil, `{"message":"boom"}`)
-	f.fail(http.MethodPost, "/statuses/s", http.StatusUnauthorized, nil, `{"message":"Bad credentials"}`)
+	f.Fail(http.MethodPost, "/statuses/s", http.StatusInternalServerError, nil, `{"message":"boom"}`)
+	f.Fail(http.MethodPost, "/statuses/s", http.StatusUnauthorized, nil, `{"message":"Bad credentials"}`)
 	c.SetStatus(context.Background(), "s", "ferry", StatePending, "", "")
 	flush(t, c)
 	mu.Lock()
 	defer mu.Unlock()
-	if out := buf.String(); !strings.Contains(out, "update dropped") || strings.Contains(out, f.token) {
+	if out := buf.String(); !strings.Contains(out, "update dropped") || strings.Contains(out, f.Token) {
 		t.Errorf("log:\n%s", out)
 	}
 }

@@ -12,20 +12,21 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 )
 
 func TestUpsertCommentCreatesEditsAndSkips(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 7, State: "open", Head: "aaa", Base: "main"})
-	other := f.addComment(7, "alice", "LGTM, but what will ferry do?")
-	g := f.client(t)
+	f.AddPR(fakegithub.PR{Number: 7, State: "open", Head: "aaa", Base: "main"})
+	other := f.AddComment(7, "alice", "LGTM, but what will ferry do?")
+	g := client(t, f)
 	const key = "plan/capi-quickstart"
 
 	if err := g.UpsertComment(ctx, 7, key, Comment(key, "Preview", "step 1")); err != nil {
 		t.Fatal(err)
 	}
-	cs := f.commentsOn(7)
+	cs := f.Comments(7)
 	if len(cs) != 2 || cs[1].Login != bot || !strings.HasPrefix(cs[1].Body, Marker(key)) {
 		t.Fatalf("after the first upsert: %+v", cs)
 	}
@@ -34,7 +35,7 @@ func TestUpsertCommentCreatesEditsAndSkips(t *testing.T) {
 	if err := g.UpsertComment(ctx, 7, key, Comment(key, "Preview", "step 1\nstep 2")); err != nil {
 		t.Fatal(err)
 	}
-	cs = f.commentsOn(7)
+	cs = f.Comments(7)
 	if len(cs) != 2 || cs[1].ID != id || !strings.Contains(cs[1].Body, "step 2") {
 		t.Fatalf("the second upsert did not edit comment %d in place: %+v", id, cs)
 	}
@@ -42,17 +43,17 @@ func TestUpsertCommentCreatesEditsAndSkips(t *testing.T) {
 		t.Errorf("someone else's comment was changed: %+v", cs[0])
 	}
 
-	before := len(f.calls(""))
+	before := len(f.Calls(""))
 	if err := g.UpsertComment(ctx, 7, key, Comment(key, "Preview", "step 1\nstep 2")); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls("")) - before; n != 0 {
+	if n := len(f.Calls("")) - before; n != 0 {
 		t.Errorf("an unchanged body cost %d requests, want 0", n)
 	}
-	if got := len(f.calls(http.MethodPost)); got != 1 {
+	if got := len(f.Calls(http.MethodPost)); got != 1 {
 		t.Errorf("%d comments created, want 1", got)
 	}
-	if got := len(f.calls(http.MethodPatch)); got != 1 {
+	if got := len(f.Calls(http.MethodPatch)); got != 1 {
 		t.Errorf("%d comment edits, want 1", got)
 	}
 	s := g.Stats()
@@ -66,34 +67,34 @@ func TestUpsertCommentCreatesEditsAndSkips(t *testing.T) {
 func TestUpsertCommentFindsExistingByMarker(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 3, State: "open", Head: "aaa", Base: "main"})
+	f.AddPR(fakegithub.PR{Number: 3, State: "open", Head: "aaa", Base: "main"})
 	const key = "plan/prod"
-	quoted := f.addComment(3, "bob", "> ferry said:\n> "+Marker(key)+"\nwhy?")
+	quoted := f.AddComment(3, "bob", "> ferry said:\n> "+Marker(key)+"\nwhy?")
 	for i := range 140 {
-		f.addComment(3, "alice", fmt.Sprintf("comment %d", i))
+		f.AddComment(3, "alice", fmt.Sprintf("comment %d", i))
 	}
 	body := Comment(key, "Progress", "running")
-	mine := f.addComment(3, bot, body)
-	f.addComment(3, "bob", Marker("plan/other")+"\nnot this key")
+	mine := f.AddComment(3, bot, body)
+	f.AddComment(3, "bob", Marker("plan/other")+"\nnot this key")
 
-	g := f.client(t)
+	g := client(t, f)
 	if err := g.UpsertComment(ctx, 3, key, body); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls(http.MethodPatch)) + len(f.calls(http.MethodPost)); n != 0 {
+	if n := len(f.Calls(http.MethodPatch)) + len(f.Calls(http.MethodPost)); n != 0 {
 		t.Errorf("an unchanged body found on page 2 caused %d writes", n)
 	}
-	if n := len(f.calls(http.MethodGet)); n != 2 {
+	if n := len(f.Calls(http.MethodGet)); n != 2 {
 		t.Errorf("%d list requests, want 2 pages", n)
 	}
 	if err := g.UpsertComment(ctx, 3, key, Comment(key, "Progress", "done")); err != nil {
 		t.Fatal(err)
 	}
-	edits := f.calls(http.MethodPatch)
+	edits := f.Calls(http.MethodPatch)
 	if len(edits) != 1 || !strings.HasSuffix(edits[0].Path, fmt.Sprintf("/issues/comments/%d", mine)) {
 		t.Fatalf("edits %+v, want one of comment %d", edits, mine)
 	}
-	for _, c := range f.commentsOn(3) {
+	for _, c := range f.Comments(3) {
 		if c.ID == quoted && !strings.HasSuffix(c.Body, "why?") {
 			t.Errorf("a quote of the marker was edited: %q", c.Body)
 		}
@@ -103,16 +104,16 @@ func TestUpsertCommentFindsExistingByMarker(t *testing.T) {
 func TestUpsertCommentRecreatesDeletedComment(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 5, State: "open", Head: "aaa", Base: "main"})
-	g := f.client(t)
+	f.AddPR(fakegithub.PR{Number: 5, State: "open", Head: "aaa", Base: "main"})
+	g := client(t, f)
 	if err := g.UpsertComment(ctx, 5, "k", "first"); err != nil {
 		t.Fatal(err)
 	}
-	f.deleteComment(f.commentsOn(5)[0].ID)
+	f.DeleteComment(f.Comments(5)[0].ID)
 	if err := g.UpsertComment(ctx, 5, "k", "second"); err != nil {
 		t.Fatal(err)
 	}
-	cs := f.commentsOn(5)
+	cs := f.Comments(5)
 	if len(cs) != 1 || cs[0].Body != Marker("k")+"\nsecond" {
 		t.Errorf("comments %+v", cs)
 	}
@@ -121,8 +122,8 @@ func TestUpsertCommentRecreatesDeletedComment(t *testing.T) {
 func TestUpsertCommentTruncatesLongBody(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 9, State: "open", Head: "aaa", Base: "main"})
-	g := f.client(t)
+	f.AddPR(fakegithub.PR{Number: 9, State: "open", Head: "aaa", Base: "main"})
+	g := client(t, f)
 	const key = "plan/big"
 	var b strings.Builder
 	for b.Len() < 70000 {
@@ -135,7 +136,7 @@ func TestUpsertCommentTruncatesLongBody(t *testing.T) {
 	if err := g.UpsertComment(ctx, 9, key, body); err != nil {
 		t.Fatal(err)
 	}
-	got := f.commentsOn(9)[0].Body
+	got := f.Comments(9)[0].Body
 	if len(got) >= MaxCommentLength {
 		t.Errorf("posted %d characters, want under %d", len(got), MaxCommentLength)
 	}
@@ -149,21 +150,21 @@ func TestUpsertCommentTruncatesLongBody(t *testing.T) {
 	if err := g.UpsertComment(ctx, 9, key, body); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls(http.MethodPatch)); n != 0 {
+	if n := len(f.Calls(http.MethodPatch)); n != 0 {
 		t.Errorf("%d edits for an unchanged long body", n)
 	}
 }
 
 func TestUpsertCommentRejectsBadKey(t *testing.T) {
 	f := newFakeGitHub(t)
-	g := f.client(t)
+	g := client(t, f)
 	for _, key := range []string{"", "a-->b", "a b", "a\nb", "x--y"} {
 		err := g.UpsertComment(context.Background(), 1, key, "body")
 		if !failure.IsTerminal(err) {
 			t.Errorf("key %q: err = %v, want terminal", key, err)
 		}
 	}
-	if n := len(f.calls("")); n != 0 {
+	if n := len(f.Calls("")); n != 0 {
 		t.Errorf("bad keys cost %d requests", n)
 	}
 }
@@ -171,18 +172,18 @@ func TestUpsertCommentRejectsBadKey(t *testing.T) {
 func TestSetStatus(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	g := f.client(t)
+	g := client(t, f)
 	long := strings.Repeat("é", 200)
 	if err := g.SetStatus(ctx, "abc123", "ferry/plan/prod", StatePending, long, "https://ferry.example.com/plans/prod"); err != nil {
 		t.Fatal(err)
 	}
-	calls := f.calls(http.MethodPost)
+	calls := f.Calls(http.MethodPost)
 	if len(calls) != 1 || calls[0].Path != "/api/v3/repos/ferry-dev/plans/statuses/abc123" {
 		t.Fatalf("requests %+v", calls)
 	}
-	want := fakeStatus{SHA: "abc123", State: "pending", Context: "ferry/plan/prod",
+	want := fakegithub.Status{SHA: "abc123", State: "pending", Context: "ferry/plan/prod",
 		Description: strings.Repeat("é", 139) + "…", TargetURL: "https://ferry.example.com/plans/prod"}
-	if got := f.statusList()[0]; got != want {
+	if got := f.Statuses()[0]; got != want {
 		t.Errorf("status\n got %+v\nwant %+v", got, want)
 	}
 	if !strings.Contains(calls[0].Body, `"state":"pending"`) || !strings.Contains(calls[0].Body, `"context":"ferry/plan/prod"`) {
@@ -195,7 +196,7 @@ func TestSetStatus(t *testing.T) {
 	if err := g.SetStatus(ctx, "", "ferry", StateSuccess, "", ""); !failure.IsTerminal(err) {
 		t.Errorf("empty sha: err = %v, want terminal", err)
 	}
-	if n := len(f.calls("")); n != 1 {
+	if n := len(f.Calls("")); n != 1 {
 		t.Errorf("invalid statuses were sent: %d requests", n)
 	}
 	if s := g.Stats(); s.StatusesSet != 1 || s.Requests != 1 || s.RateRemaining != 4999 {
@@ -206,11 +207,11 @@ func TestSetStatus(t *testing.T) {
 func TestPullRequestsForCommit(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 12, State: "closed", Title: "Approve control-plane", Head: "head12", Base: "main",
+	f.AddPR(fakegithub.PR{Number: 12, State: "closed", Title: "Approve control-plane", Head: "head12", Base: "main",
 		MergedAt: "2024-05-01T10:00:00Z", MergedBy: "carol", MergeCommitSHA: "merge12"})
-	f.addPR(fakePR{Number: 13, State: "open", Title: "Approve workers", Head: "head13", Base: "main"})
-	f.commitPulls["merge12"] = []int{12, 13}
-	g := f.client(t)
+	f.AddPR(fakegithub.PR{Number: 13, State: "open", Title: "Approve workers", Head: "head13", Base: "main"})
+	f.LinkCommit("merge12", 12, 13)
+	g := client(t, f)
 
 	prs, err := g.PullRequestsForCommit(ctx, "merge12")
 	if err != nil {
@@ -229,13 +230,13 @@ func TestPullRequestsForCommit(t *testing.T) {
 		t.Errorf("approver = %+v, %v", pr, ok)
 	}
 	// merged_by is not in the list payload: it took the pull request itself.
-	if n := len(f.calls(http.MethodGet)); n != 2 {
+	if n := len(f.Calls(http.MethodGet)); n != 2 {
 		t.Errorf("%d requests, want the list and one pull request", n)
 	}
 	if _, err := g.PullRequestsForCommit(ctx, "merge12"); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls(http.MethodGet)); n != 3 {
+	if n := len(f.Calls(http.MethodGet)); n != 3 {
 		t.Errorf("asking again cost %d requests, want 1 (merged pull requests do not change)", n-2)
 	}
 	prs, err = g.PullRequestsForCommit(ctx, "unknown")
@@ -247,16 +248,16 @@ func TestPullRequestsForCommit(t *testing.T) {
 func TestOpenPullRequests(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	var many []fakeFile
+	var many []fakegithub.File
 	for i := range 130 {
-		many = append(many, fakeFile{Filename: fmt.Sprintf("docs/%03d.md", i), Status: "added"})
+		many = append(many, fakegithub.File{Filename: fmt.Sprintf("docs/%03d.md", i), Status: "added"})
 	}
-	f.addPR(fakePR{Number: 20, State: "open", Title: "Approve cluster", Head: "h20", Base: "main"},
-		fakeFile{Filename: "plans/a.yaml", Status: "modified"},
-		fakeFile{Filename: "plans/b.yaml", Status: "renamed", PreviousFilename: "plans/old-b.yaml"})
-	f.addPR(fakePR{Number: 21, State: "open", Title: "Docs", Head: "h21", Base: "main"}, many...)
-	f.addPR(fakePR{Number: 19, State: "closed", Title: "Old", Head: "h19", Base: "main", MergedAt: "2024-04-01T00:00:00Z", MergedBy: "dave"})
-	g := f.client(t)
+	f.AddPR(fakegithub.PR{Number: 20, State: "open", Title: "Approve cluster", Head: "h20", Base: "main"},
+		fakegithub.File{Filename: "plans/a.yaml", Status: "modified"},
+		fakegithub.File{Filename: "plans/b.yaml", Status: "renamed", PreviousFilename: "plans/old-b.yaml"})
+	f.AddPR(fakegithub.PR{Number: 21, State: "open", Title: "Docs", Head: "h21", Base: "main"}, many...)
+	f.AddPR(fakegithub.PR{Number: 19, State: "closed", Title: "Old", Head: "h19", Base: "main", MergedAt: "2024-04-01T00:00:00Z", MergedBy: "dave"})
+	g := client(t, f)
 
 	prs, err := g.OpenPullRequests(ctx)
 	if err != nil {
@@ -271,7 +272,7 @@ func TestOpenPullRequests(t *testing.T) {
 	if len(prs[1].Files) != 130 || prs[1].Files[129] != "docs/129.md" {
 		t.Errorf("#21 has %d files, want 130 over two pages", len(prs[1].Files))
 	}
-	if n := len(f.calls(http.MethodGet)); n != 4 {
+	if n := len(f.Calls(http.MethodGet)); n != 4 {
 		t.Errorf("%d requests, want 4 (list, files of #20, two pages of #21)", n)
 	}
 
@@ -279,13 +280,10 @@ func TestOpenPullRequests(t *testing.T) {
 	if _, err := g.OpenPullRequests(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.calls(http.MethodGet)); n != 5 {
+	if n := len(f.Calls(http.MethodGet)); n != 5 {
 		t.Errorf("a poll with nothing new cost %d requests, want 1", n-4)
 	}
-	f.mu.Lock()
-	f.pulls[20].Head = "h20b"
-	f.files[20] = []fakeFile{{Filename: "plans/c.yaml", Status: "added"}}
-	f.mu.Unlock()
+	f.Push(20, "h20b", fakegithub.File{Filename: "plans/c.yaml", Status: "added"})
 	prs, err = g.OpenPullRequests(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -297,9 +295,9 @@ func TestOpenPullRequests(t *testing.T) {
 
 func TestEnterpriseBaseURL(t *testing.T) {
 	f := newFakeGitHub(t)
-	f.addPR(fakePR{Number: 1, State: "open", Head: "h", Base: "main"})
-	g := f.client(t)
-	if got, want := g.BaseURL(), f.srv.URL+"/api/v3/"; got != want {
+	f.AddPR(fakegithub.PR{Number: 1, State: "open", Head: "h", Base: "main"})
+	g := client(t, f)
+	if got, want := g.BaseURL(), f.URL+"/api/v3/"; got != want {
 		t.Errorf("BaseURL = %s, want %s", got, want)
 	}
 	ctx := context.Background()
@@ -312,7 +310,7 @@ func TestEnterpriseBaseURL(t *testing.T) {
 	if err := g.SetStatus(ctx, "h", "ferry", StateSuccess, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range f.calls("") {
+	for _, r := range f.Calls("") {
 		if !strings.HasPrefix(r.Path, "/api/v3/repos/ferry-dev/plans/") {
 			t.Errorf("%s %s is not under /api/v3/", r.Method, r.Path)
 		}
@@ -333,9 +331,9 @@ func TestEnterpriseBaseURL(t *testing.T) {
 func TestErrorsAreTyped(t *testing.T) {
 	ctx := context.Background()
 	f := newFakeGitHub(t)
-	g := f.client(t)
+	g := client(t, f)
 
-	f.fail(http.MethodPost, "/statuses/s1", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
+	f.Fail(http.MethodPost, "/statuses/s1", http.StatusInternalServerError, nil, `{"message":"Server Error"}`)
 	err := g.SetStatus(ctx, "s1", "c", StateSuccess, "", "")
 	if err == nil || failure.IsTerminal(err) {
 		t.Errorf("500: err = %v, want retryable", err)
@@ -344,26 +342,26 @@ func TestErrorsAreTyped(t *testing.T) {
 		t.Errorf("500 taken for a rate limit")
 	}
 
-	f.fail(http.MethodPost, "/statuses/s1", http.StatusBadGateway, map[string]string{"Content-Type": "text/html"}, `<html>502 Bad Gateway</html>`)
+	f.Fail(http.MethodPost, "/statuses/s1", http.StatusBadGateway, map[string]string{"Content-Type": "text/html"}, `<html>502 Bad Gateway</html>`)
 	if err := g.SetStatus(ctx, "s1", "c", StateSuccess, "", ""); err == nil || failure.IsTerminal(err) {
 		t.Errorf("502 with an HTML body: err = %v, want retryable", err)
 	}
 
-	f.fail(http.MethodPost, "/statuses/s1", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"},
+	f.Fail(http.MethodPost, "/statuses/s1", http.StatusTooManyRequests, map[string]string{"Retry-After": "30"},
 		`{"message":"You have exceeded a secondary rate limit."}`)
 	err = g.SetStatus(ctx, "s1", "c", StateSuccess, "", "")
 	if d, limited := RetryAfter(err); !limited || d < 29e9 || d > 30e9 || failure.IsTerminal(err) {
 		t.Errorf("429: RetryAfter = %v, %v; terminal %v", d, limited, failure.IsTerminal(err))
 	}
 
-	f.fail(http.MethodPost, "/statuses/s1", http.StatusForbidden, nil,
+	f.Fail(http.MethodPost, "/statuses/s1", http.StatusForbidden, nil,
 		`{"message":"Resource not accessible by integration","documentation_url":"https://docs.github.com/rest"}`)
 	err = g.SetStatus(ctx, "s1", "c", StateSuccess, "", "")
 	if !failure.IsTerminal(err) || !strings.Contains(err.Error(), "set status c on s1 in ferry-dev/plans") {
 		t.Errorf("403 without a rate limit: err = %v, want terminal and named", err)
 	}
 
-	bad, _ := New(f.owner, f.repo, "wrong-token", f.srv.URL)
+	bad, _ := New(f.Owner, f.Repo, "wrong-token", f.URL)
 	err = bad.SetStatus(ctx, "s1", "c", StateSuccess, "", "")
 	if !failure.IsTerminal(err) || strings.Contains(err.Error(), "wrong-token") {
 		t.Errorf("401: err = %v, want terminal without the token", err)

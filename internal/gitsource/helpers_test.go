@@ -1,6 +1,7 @@
 package gitsource_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,4 +180,18 @@ func poll(t *testing.T, src *gitsource.Source) (gitsource.Revision, bool) {
 		t.Fatalf("poll: %v", err)
 	}
 	return rev, changed
+}
+
+// pushPull pushes HEAD to refs/pull/n/head, as GitHub publishes a pull
+// request's head on the base repository.
+func (c *clone) pushPull(n int) {
+	c.t.Helper()
+	head, err := c.repo.Head()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	spec := config.RefSpec(fmt.Sprintf("+%s:refs/pull/%d/head", head.Name(), n))
+	if err := c.repo.PushContext(c.t.Context(), &git.PushOptions{RefSpecs: []config.RefSpec{spec}}); err != nil {
+		c.t.Fatalf("push pull request %d: %v", n, err)
+	}
 }

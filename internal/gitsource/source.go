@@ -99,6 +99,10 @@ type Source struct {
 	pollMu sync.Mutex
 	// last is the revision the previous Poll returned; guarded by pollMu.
 	last Revision
+	// pulls are the pull-request heads the last ls-remote listed; guarded
+	// by pullsMu (PullHeads reads them between Polls).
+	pullsMu sync.Mutex
+	pulls   map[int]Revision
 
 	// mu guards repo: go-git's file storage is not safe for a read during
 	// a fetch, nor for concurrent reads (it loads pack indexes lazily).
@@ -326,12 +330,23 @@ func (s *Source) remoteHead(ctx context.Context, auth transport.AuthMethod, ca [
 	if err != nil {
 		return "", err
 	}
+	var head Revision
+	pulls := map[int]Revision{}
 	for _, r := range refs {
 		if r.Name() == s.branch {
-			return Revision(r.Hash().String()), nil
+			head = Revision(r.Hash().String())
+		}
+		if n, ok := pullNumber(r.Name()); ok && r.Type() == plumbing.HashReference {
+			pulls[n] = Revision(r.Hash().String())
 		}
 	}
-	return "", fmt.Errorf("%s: %w", s.branch.Short(), ErrBranchNotFound)
+	s.pullsMu.Lock()
+	s.pulls = pulls
+	s.pullsMu.Unlock()
+	if head == "" {
+		return "", fmt.Errorf("%s: %w", s.branch.Short(), ErrBranchNotFound)
+	}
+	return head, nil
 }
 
 // fetch brings the branch, with its whole history, into the cache under
