@@ -187,10 +187,16 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if !f.noCloud {
 		obs.Cloud = &observer.OpenStack{Client: mgmt}
 	}
+	// Previews read pull requests' trees: their own observer, same cloud.
+	previewObs := &observer.Observer{Client: mgmt, Cloud: obs.Cloud}
 	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
 	loop := &reconciler.Loop{
 		Source: reconciler.GitSource{Source: src}, Observer: obs, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
 		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle,
+	}
+	if fg != nil {
+		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,
+			Branch: f.branch, Path: src.PlansDir(), Log: log}
 	}
 
 	if f.webhookAddr != "" {

@@ -16,7 +16,10 @@ type GitSource struct {
 	Source *gitsource.Source
 }
 
-var _ Source = GitSource{}
+var (
+	_ Source     = GitSource{}
+	_ PullSource = GitSource{}
+)
 
 // Poll fetches the branch head if it moved and returns the newest
 // non-ferry commit on its first-parent line.
@@ -42,4 +45,19 @@ func (g GitSource) Poll(ctx context.Context) (string, bool, error) {
 // FS is the repository's tree at revision.
 func (g GitSource) FS(revision string) (fs.FS, error) {
 	return g.Source.FS(gitsource.Revision(revision))
+}
+
+// PullHeads returns the pull requests' heads the last Poll listed.
+func (g GitSource) PullHeads() map[int]string {
+	heads := g.Source.PullHeads()
+	out := make(map[int]string, len(heads))
+	for n, h := range heads {
+		out[n] = string(h)
+	}
+	return out
+}
+
+// FetchPull fetches the head of pull request n into the cache.
+func (g GitSource) FetchPull(ctx context.Context, n int, head string) error {
+	return g.Source.FetchPull(ctx, n, gitsource.Revision(head))
 }

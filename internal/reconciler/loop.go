@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -56,8 +57,10 @@ type Recorder interface {
 	// Planned records a plan's state after a cycle; file is its path in
 	// the repository and published lists the steps published in this cycle.
 	Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []planner.Step)
-	// Invalid records a plan file that failed validation.
-	Invalid(ctx context.Context, cycle Cycle, file string, problems planfile.Errors)
+	// Invalid records a plan file that failed validation; plan is the
+	// plan the file held at an earlier revision, or "" for a file that was
+	// never valid. Nothing of that plan runs until the file is fixed.
+	Invalid(ctx context.Context, cycle Cycle, file, plan string, problems planfile.Errors)
 	// Removed records a plan whose file left the branch: its migration
 	// stops before its next step, and nothing is rolled back.
 	Removed(ctx context.Context, cycle Cycle, plan string)
@@ -86,6 +89,9 @@ type Loop struct {
 	Now func() time.Time
 	// AfterCycle, when set, is told how each cycle went (metrics, readiness).
 	AfterCycle func(err error)
+	// Previews, when set, keeps the preview comments of open pull requests
+	// up to date after each cycle.
+	Previews *Previews
 	// StaleAfter is how long a published step may go without a final
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
@@ -113,6 +119,8 @@ type planState struct {
 	record observed.Record
 	// present is false once the plan's file left the branch.
 	present bool
+	// file is the plan's path in the repository when last valid.
+	file string
 }
 
 // Restore seeds the loop's memory from recorded statuses (after a restart),
@@ -246,14 +254,19 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	if err != nil && !errors.As(err, &problems) {
 		return fmt.Errorf("load plans at %s: %w", short(rev), err)
 	}
-	if l.Recorder != nil {
-		for file, errs := range byFile(problems) {
-			log.Warn("invalid plan file; the other plans go on", "file", file, "problems", len(errs))
-			l.Recorder.Invalid(ctx, cycle, file, errs)
+	seen := map[string]bool{}
+	invalid := byFile(problems)
+	for _, file := range slices.Sorted(maps.Keys(invalid)) {
+		// A plan whose file broke is not removed: it waits for the fix.
+		plan := l.planOf(file)
+		if plan != "" {
+			seen[plan] = true
+		}
+		log.Warn("invalid plan file: its plan waits for a fix; the other plans go on", "file", file, "plan", plan, "problems", len(invalid[file]))
+		if l.Recorder != nil {
+			l.Recorder.Invalid(ctx, cycle, file, plan, invalid[file])
 		}
 	}
-
-	seen := map[string]bool{}
 	var errs []error
 	for _, f := range files {
 		name := f.Plan.Metadata.Name
@@ -283,16 +296,44 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("record status: %w", err))
 		}
 	}
+	if l.Previews != nil {
+		if err := l.Previews.Update(ctx, l.record); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// planOf returns the plan whose file was file when last valid, or "".
+func (l *Loop) planOf(file string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for name, st := range l.plans {
+		if st.present && st.file == file {
+			return name
+		}
+	}
+	return ""
+}
+
+// record returns a copy of what the loop remembers of a plan for the
+// planner.
+func (l *Loop) record(plan string) observed.Record {
+	st := l.state(plan)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r := st.record
+	r.Checks = slices.Clone(st.record.Checks)
+	return r
 }
 
 // reconcile observes, plans and publishes one plan.
 func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan, log *slog.Logger) error {
 	st := l.state(p.Metadata.Name)
 	l.mu.Lock()
-	st.present = true
+	st.present, st.file = true, file
 	record := st.record
-	record.Checks = append([]string(nil), st.record.Checks...)
+	record.Checks = slices.Clone(st.record.Checks)
 	for id, at := range st.inFlight {
 		if cycle.At.Sub(at) > l.StaleAfter {
 			log.Warn("no result for a published step; planning again from the observed state", "step_id", id, "published", at)

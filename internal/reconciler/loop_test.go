@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -81,8 +82,8 @@ func (r *recorder) Planned(_ context.Context, _ Cycle, _, plan string, res *plan
 	}
 	r.planned[plan] = res
 }
-func (r *recorder) Invalid(_ context.Context, _ Cycle, file string, _ planfile.Errors) {
-	r.invalid = append(r.invalid, file)
+func (r *recorder) Invalid(_ context.Context, _ Cycle, file, plan string, _ planfile.Errors) {
+	r.invalid = append(r.invalid, file+"="+plan)
 }
 func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) {
 	r.removed = append(r.removed, plan)
@@ -121,7 +122,7 @@ func TestLoopDecisions(t *testing.T) {
 	if err := l.Cycle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if len(rec.invalid) != 1 || rec.invalid[0] != "plans/broken.yaml" {
+	if len(rec.invalid) != 1 || rec.invalid[0] != "plans/broken.yaml=" {
 		t.Errorf("invalid files = %v", rec.invalid)
 	}
 	if len(pub.steps) == 0 || pub.steps[0].Step.Phase != "cluster" {
@@ -180,6 +181,14 @@ func TestLoopDecisions(t *testing.T) {
 	_ = l.Cycle(ctx)
 	if got := obs.records[len(obs.records)-1].Checks; len(got) != 1 || got[0] != "cutover/probe/node/n1" {
 		t.Errorf("record.Checks = %v", got)
+	}
+
+	// The plan's file breaks: its plan waits (not removed), nothing runs.
+	src.set("rev2b", map[string]string{"plans/capi-quickstart.yaml": strings.Replace(example(t, "cluster"), "strategy: adopt", "strategy: adoptt", 1)})
+	before = len(pub.steps)
+	_ = l.Cycle(ctx)
+	if got := rec.invalid[len(rec.invalid)-1]; got != "plans/capi-quickstart.yaml=capi-quickstart" || len(rec.removed) != 0 || len(pub.steps) != before {
+		t.Errorf("after the file broke: invalid %v, removed %v, %d steps published", rec.invalid, rec.removed, len(pub.steps)-before)
 	}
 
 	// The plan's file leaves the branch: reported once, nothing published.

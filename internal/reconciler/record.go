@@ -114,15 +114,26 @@ func missingApprovals(st *status.PlanStatus, res *planner.Result) []string {
 	return []string{res.Approve}
 }
 
-// Invalid logs a plan file that failed validation; its plan keeps its last
-// status. (Its pull request gets the errors in the preview comment.)
-func (r *StatusRecorder) Invalid(_ context.Context, cycle Cycle, file string, problems planfile.Errors) {
+// Invalid records the problems of a plan file that failed validation on
+// the plan it held (a file never valid has no plan, hence no status; its
+// pull request's preview showed the errors).
+func (r *StatusRecorder) Invalid(_ context.Context, cycle Cycle, file, plan string, problems planfile.Errors) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.init()
-	r.mu.Unlock()
 	for _, p := range problems {
-		r.Log.Warn("invalid plan", "revision", short(cycle.Revision), "problem", p.Error())
+		r.Log.Warn("invalid plan", "revision", short(cycle.Revision), "file", file, "plan", plan, "problem", p.Error())
 	}
+	st := r.statuses[plan]
+	if plan == "" || st == nil {
+		return
+	}
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.Error()
+	}
+	status.MarkInvalid(st, cycle.Revision, lines, cycle.At)
+	r.dirty[plan] = true
 }
 
 // Removed marks a plan stopped because its file left the branch.

@@ -394,3 +394,14 @@ func sameContent(a, b *PlanStatus) bool {
 	jy, err2 := json.Marshal(&y)
 	return err1 == nil && err2 == nil && string(jx) == string(jy)
 }
+
+// MarkInvalid records that the plan's file failed validation at revision:
+// problems are its "file:line: field: message" lines. The phases keep
+// what they were; FromResult clears Invalid once the file is valid again.
+func MarkInvalid(st *PlanStatus, revision string, problems []string, now time.Time) {
+	if st.Revision == revision && slices.Equal(st.Invalid, problems) {
+		return
+	}
+	st.Revision, st.Invalid = revision, slices.Clone(problems)
+	st.UpdatedAt = now.UTC().Truncate(time.Second)
+}

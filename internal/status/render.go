@@ -62,6 +62,12 @@ func Table(w io.Writer, st *PlanStatus) error {
 	if st.Stopped != "" {
 		fmt.Fprintf(w, "\nStopped: %s\n", oneLine(st.Stopped))
 	}
+	if len(st.Invalid) > 0 {
+		fmt.Fprintf(w, "\nInvalid plan file (nothing runs until a commit fixes it):\n")
+		for _, p := range st.Invalid {
+			fmt.Fprintf(w, "  %s\n", oneLine(p))
+		}
+	}
 	return nil
 }
 
@@ -82,6 +88,13 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 	fmt.Fprintf(&head, "### ferry: plan `%s`\n\n%s\n\n", mdCode(st.Plan), mdText(header(st), mdReasonMax))
 	if st.Stopped != "" {
 		fmt.Fprintf(&head, "> **Stopped:** %s\n\n", mdText(st.Stopped, mdReasonMax))
+	}
+	if len(st.Invalid) > 0 {
+		head.WriteString("> **Invalid plan file:** nothing runs until a commit fixes it.\n>\n")
+		for _, p := range st.Invalid {
+			fmt.Fprintf(&head, "> - %s\n", mdText(p, mdReasonMax))
+		}
+		head.WriteString("\n")
 	}
 	head.WriteString("| Phase | State | Done/left | Current step | Attempts | Last error | Approved by |\n")
 	head.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")

@@ -117,6 +117,11 @@ func renderCases() map[string]*PlanStatus {
 		apply(ok(mkKCP, 1, 403)),
 		plan(stopped, rev2, 404),
 	)...))
+	cases["invalid"] = approved(run(clusterDone()...))
+	MarkInvalid(cases["invalid"], rev2, []string{
+		"plans/capi-quickstart.yaml:14: spec.target.controlPlane.flavor: required",
+		"plans/capi-quickstart.yaml:21: spec.approve: \"control-plain\" is not a phase of strategy adopt (cluster, control-plane, workers, rollout)",
+	}, at(500))
 	return cases
 }
 

@@ -84,6 +84,11 @@ type PlanStatus struct {
 	Checks []string `json:"checks,omitempty"`
 	// Stopped says why no step may run (approval moved backwards).
 	Stopped string `json:"stopped,omitempty"`
+	// Invalid lists the problems of the plan's file at Revision, one
+	// "file:line: field: message" each, when it failed validation. Nothing
+	// of the plan runs until a commit fixes the file; the next valid
+	// revision clears it.
+	Invalid []string `json:"invalid,omitempty"`
 	// UpdatedAt is when the status last changed.
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
