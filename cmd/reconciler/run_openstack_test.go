@@ -7,7 +7,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,23 +46,7 @@ func TestRunOpenStack(t *testing.T) {
 		}
 	}
 	write(seed, "plans/capi-quickstart.yaml", plan("cluster"))
-	write(seed, "manifests/ccm.yaml", `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: openstack-cloud-controller-manager
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: {k8s-app: openstack-cloud-controller-manager}
-  template:
-    metadata:
-      labels: {k8s-app: openstack-cloud-controller-manager}
-    spec:
-      nodeSelector: {node-role.kubernetes.io/control-plane: ""}
-      containers:
-        - name: openstack-cloud-controller-manager
-          image: registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0
-`)
+	write(seed, "manifests/ccm.yaml", ccmManifest)
 	g := testenv.StartGit(t, seed)
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -141,36 +124,4 @@ spec:
 	if err := mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil || len(mds.Items) != 1 || mds.Items[0].Spec.Paused {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
 	}
-}
-
-func phasesAre(st *status.PlanStatus, want map[string]status.PhaseState) bool {
-	got := map[string]status.PhaseState{}
-	for _, p := range st.Phases {
-		got[p.Name] = p.State
-	}
-	for name, state := range want {
-		if got[name] != state {
-			return false
-		}
-	}
-	return true
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(s, "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// TestRunPullRequests drives `reconciler run` through GitHub's flow with
+// real backends (API servers, Git server, embedded NATS) and the GitHub
+// stand-in: a signed webhook is the only thing that wakes it (the poll
+// interval is an hour). Opening a pull request gets a preview comment with
+// the steps and a broken file's errors; a push edits it in place; the merge
+// runs the approved phase, credits the merger, edits one progress comment
+// and sets commit statuses, while the broken file stops nothing; a commit
+// that breaks the plan is recorded in its status. Without OpenStack, the
+// cloud steps stay in flight (TestRunOpenStack runs the migration to its
+// end).
+func TestRunPullRequests(t *testing.T) {
+	mgmt := testenv.StartKube(t)
+	workload := testenv.StartKube(t)
+	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
+		Name: "capi-quickstart", Namespace: "default",
+		ControlPlaneNodes: []string{"capi-quickstart-control-plane-7xk2p"},
+		WorkerNodes:       []string{"capi-quickstart-md-0-wq8fz"},
+		KubeletVersion:    "v1.31.4",
+	})
+	mustCreate(t, mgmt, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}})
+	mustCreate(t, mgmt, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
+		Data: map[string][]byte{
+			"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      password: " + fakePassword + "\n"),
+			"cacert":      []byte("-----BEGIN CERTIFICATE-----\nplaceholder\n-----END CERTIFICATE-----\n"),
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+
+	example, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(approve string) string {
+		return strings.Replace(string(example), `approve: ""`, "approve: "+approve, 1)
+	}
+	seed := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(seed, "plans"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed, "plans", "capi-quickstart.yaml"), example, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(seed, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed, "manifests", "openstack-cloud-controller-manager.yaml"), []byte(ccmManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := testenv.StartGit(t, seed)
+	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
+	t.Cleanup(gh.Close)
+
+	dir := t.TempDir()
+	files := map[string]string{
+		"kubeconfig": string(mgmt.Kubeconfig(t)),
+		"token":      gh.Token + "\n",
+		"secret":     "webhook-secret\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook := freeAddr(t)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() {
+		done <- runReconciler(runCtx, []string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"),
+			"--data-dir", t.TempDir(), "--interval", "1h", "--metrics-addr", "", "--no-cloud", "--kinds", "kube,workload",
+			"--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
+			"--github-repo", "ferry-dev/plans", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"),
+			"--comment-interval", "50ms"}, &bytes.Buffer{}, &lockedWriter{mu: &mu, w: &logs})
+	}()
+	defer func() {
+		stop()
+		if code := <-done; code != 0 {
+			t.Errorf("reconciler run exited %d", code)
+		}
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for ctx.Err() == nil {
+			if cond() {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf("timed out waiting for %s\nreconciler log:\n%s", what, tail(logs.String(), 60))
+	}
+	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
+	readStatus := func() *status.PlanStatus {
+		st, err := reader.Read(ctx, "capi-quickstart")
+		if err != nil {
+			return nil
+		}
+		return st
+	}
+	waitFor("the first status commit", func() bool { return readStatus() != nil })
+
+	// Unsigned and mis-signed webhooks are refused.
+	webhookURL := "http://" + hook + "/"
+	if code, err := fakegithub.Deliver(ctx, webhookURL, []byte("wrong-secret"), "push", map[string]any{}); err != nil || code != http.StatusUnauthorized {
+		t.Errorf("mis-signed webhook: %d, %v; want 401", code, err)
+	}
+	resp, err := http.Post(webhookURL, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned webhook: %d; want 401", resp.StatusCode)
+	}
+
+	repo := testenv.NewPlansRepo(t, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = webhookURL, []byte("webhook-secret")
+	comment := func(pr int, key string) (fakegithub.Comment, int) {
+		var found fakegithub.Comment
+		n := 0
+		for _, c := range gh.Comments(pr) {
+			if strings.HasPrefix(c.Body, forge.Marker(key)) {
+				found, n = c, n+1
+			}
+		}
+		return found, n
+	}
+
+	// Opening a pull request: a preview with the steps and the errors.
+	broken := "apiVersion: ferry.dev/v1alpha1\nkind: MigrationPlan\nmetadata:\n  name: broken\nspec:\n  strategy: adoptt\n"
+	head := repo.OpenPR(1, "Approve cluster", "alice", map[string]string{
+		"plans/capi-quickstart.yaml": plan("cluster"),
+		"plans/broken.yaml":          broken,
+	})
+	waitFor("the preview comment", func() bool {
+		c, _ := comment(1, "preview")
+		return strings.Contains(c.Body, head[:12])
+	})
+	preview, _ := comment(1, "preview")
+	for _, want := range []string{
+		"`plans/capi-quickstart.yaml`: plan `capi-quickstart`", "Approved up to: cluster", "Steps of phase cluster:",
+		"copy-secret Secret default/capi-quickstart-cloud-config", "Next: ", "`plans/broken.yaml`: invalid",
+	} {
+		if !strings.Contains(preview.Body, want) {
+			t.Errorf("preview lacks %q:\n%s", want, preview.Body)
+		}
+	}
+	if !regexp.MustCompile(`plans/broken\.yaml:6: spec\.strategy: `).MatchString(preview.Body) {
+		t.Errorf("preview does not name the broken file's line and field:\n%s", preview.Body)
+	}
+
+	// A push to the pull request edits the same comment.
+	head = repo.PushPR(1, "Review: note who runs it", "alice", map[string]string{
+		"plans/capi-quickstart.yaml": "# Run by the platform team.\n" + plan("cluster"),
+	})
+	waitFor("the preview of the second push", func() bool {
+		c, _ := comment(1, "preview")
+		return strings.Contains(c.Body, head[:12])
+	})
+	if _, n := comment(1, "preview"); n != 1 {
+		t.Errorf("%d preview comments on #1; want 1, edited in place", n)
+	}
+
+	// The merge approves cluster: it runs, credited to the merger, with
+	// the broken file on the branch.
+	merge := repo.MergePR(1, "bob")
+	waitFor("a copy-secret step to succeed", func() bool {
+		st := readStatus()
+		if st == nil || st.Revision != merge {
+			return false
+		}
+		for _, s := range st.Phase("cluster").Steps {
+			if s.Action == "copy-secret" && s.State == status.StepSucceeded {
+				return true
+			}
+		}
+		return false
+	})
+	st := readStatus()
+	if len(st.ApprovedBy) != 1 || st.ApprovedBy[0] != (status.Approval{Phase: "cluster", By: "bob", PR: 1, Commit: merge}) {
+		t.Errorf("approvedBy = %+v; want cluster by bob in #1 at %s", st.ApprovedBy, merge)
+	}
+	waitFor("the progress comment", func() bool {
+		c, _ := comment(1, "progress/capi-quickstart")
+		return strings.Contains(c.Body, "bob (#1)") && strings.Contains(c.Body, "copy-secret") && strings.Contains(c.Body, "Succeeded")
+	})
+	if _, n := comment(1, "progress/capi-quickstart"); n != 1 {
+		t.Errorf("%d progress comments; want 1, edited in place", n)
+	}
+	waitFor("a commit status for phase cluster on the merge commit", func() bool {
+		for _, s := range gh.Statuses() {
+			if s.SHA == merge && s.Context == "ferry/capi-quickstart/cluster" && s.State == forge.StatePending {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A commit breaks the plan: recorded in its status, with the line.
+	bad := repo.Commit("Typo", "carol", map[string]string{"plans/capi-quickstart.yaml": strings.Replace(plan("cluster"), "strategy: adopt", "strategy: adopd", 1)})
+	waitFor("the invalid plan in the status", func() bool {
+		st := readStatus()
+		return st != nil && st.Revision == bad && len(st.Invalid) == 1 && strings.HasPrefix(st.Invalid[0], "plans/capi-quickstart.yaml:")
+	})
+
+	var all strings.Builder
+	for _, c := range gh.Comments(1) {
+		all.WriteString(c.Body)
+	}
+	for _, s := range gh.Statuses() {
+		all.WriteString(s.Description)
+	}
+	mu.Lock()
+	all.WriteString(logs.String())
+	mu.Unlock()
+	if strings.Contains(all.String(), fakePassword) || strings.Contains(all.String(), gh.Token) {
+		t.Error("a secret reached a comment, a status or the log")
+	}
+}
+
+// ccmManifest stands for the OpenStack cloud controller manager manifest a
+// plan applies.
+const ccmManifest = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: openstack-cloud-controller-manager
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels: {k8s-app: openstack-cloud-controller-manager}
+  template:
+    metadata:
+      labels: {k8s-app: openstack-cloud-controller-manager}
+    spec:
+      nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+      containers:
+        - name: openstack-cloud-controller-manager
+          image: registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0
+`
+
+// freeAddr returns a loopback address with a port that was free.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return fmt.Sprintf("127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
+}
+
+func phasesAre(st *status.PlanStatus, want map[string]status.PhaseState) bool {
+	got := map[string]status.PhaseState{}
+	for _, p := range st.Phases {
+		got[p.Name] = p.State
+	}
+	for name, state := range want {
+		if got[name] != state {
+			return false
+		}
+	}
+	return true
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
