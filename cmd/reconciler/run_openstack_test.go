@@ -7,59 +7,65 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// TestRunOpenStack is a seed 000 migration driven from Git: `reconciler run`
-// (executors in process, embedded NATS) watches a real Git server; the
-// management and workload clusters are real API servers, with stand-ins
-// for the CAPI and CAPO controllers; the nodes' servers are in the local
-// OpenStack. Approving cluster runs that phase; raising approve to workers
-// runs the rest; the status lands on the status branch.
+// TestRunOpenStack is a seed 000 migration driven through pull requests:
+// `reconciler run` (executors in process, embedded NATS) watches a real Git
+// server and writes to the GitHub stand-in; the management and workload
+// clusters are real API servers, with stand-ins for the CAPI and CAPO
+// controllers; the nodes' servers are in the local OpenStack. Pull request
+// 1 approves cluster (preview, merge, phase runs); pull request 2 approves
+// the rest; the status lands on the status branch and in one progress
+// comment per pull request.
 func TestRunOpenStack(t *testing.T) {
 	f, mgmt, _, _ := adoptableCluster(t)
 	testenv.StartControllerStandIns(t, mgmt, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	seed := t.TempDir()
 	plan := func(approve string) string {
 		return adoptPlan(f, approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	write := func(dir, name, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+	seed := t.TempDir()
+	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": ccmManifest} {
+		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	write(seed, "plans/capi-quickstart.yaml", plan("cluster"))
-	write(seed, "manifests/ccm.yaml", ccmManifest)
 	g := testenv.StartGit(t, seed)
-
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
-		t.Fatal(err)
+	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
+	t.Cleanup(gh.Close)
+	dir := t.TempDir()
+	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(t)), "token": gh.Token, "secret": "s3cret"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
+	hook := freeAddr(t)
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan int)
 	go func() {
-		done <- runReconciler(runCtx, []string{"--repo", g.URL, "--kubeconfig", kubeconfig, "--data-dir", t.TempDir(),
-			"--interval", "2s", "--metrics-addr", ""}, &bytes.Buffer{}, &lockedWriter{mu: &mu, w: &logs})
+		done <- runReconciler(runCtx, []string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
+			"--interval", "2s", "--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
+			"--github-repo", "ferry-dev/plans", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"),
+			"--comment-interval", "200ms"}, &bytes.Buffer{}, &lockedWriter{mu: &mu, w: &logs})
 	}()
 	defer func() {
 		stop()
@@ -67,6 +73,12 @@ func TestRunOpenStack(t *testing.T) {
 			t.Errorf("reconciler run exited %d", code)
 		}
 	}()
+	fatal := func(format string, args ...any) {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		t.Fatalf(format+"\nreconciler log:\n%s", append(args, tail(logs.String(), 60))...)
+	}
 
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
 	waitPhases := func(want map[string]status.PhaseState) *status.PlanStatus {
@@ -80,48 +92,71 @@ func TestRunOpenStack(t *testing.T) {
 			}
 			time.Sleep(time.Second)
 		}
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("phases did not reach %v; last status %+v\nreconciler log:\n%s", want, st, tail(logs.String(), 60))
+		fatal("phases did not reach %v; last status %+v", want, st)
 		return nil
 	}
+	waitComment := func(pr int, key, want string) string {
+		t.Helper()
+		for ctx.Err() == nil {
+			for _, c := range gh.Comments(pr) {
+				if strings.HasPrefix(c.Body, forge.Marker(key)) && strings.Contains(c.Body, want) {
+					return c.Body
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		fatal("no %s comment on #%d with %q; comments: %+v", key, pr, want, gh.Comments(pr))
+		return ""
+	}
+
+	repo := testenv.NewPlansRepo(t, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte("s3cret")
+	repo.OpenPR(1, "Approve cluster", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("cluster")})
+	preview := waitComment(1, "preview", "Steps of phase cluster:")
+	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) {
+		t.Errorf("preview of #1 lacks the keypair step:\n%s", preview)
+	}
+	merge1 := repo.MergePR(1, "bob")
 	st := waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhasePending})
-	if len(st.ApprovedBy) == 0 || st.ApprovedBy[0].Phase != "cluster" || st.ApprovedBy[0].By != "Ferry Test Seed" && st.ApprovedBy[0].By == "" {
+	if len(st.ApprovedBy) == 0 || st.ApprovedBy[0] != (status.Approval{Phase: "cluster", By: "bob", PR: 1, Commit: merge1}) {
 		t.Errorf("approvedBy = %+v", st.ApprovedBy)
 	}
 	var cl clusterv1.Cluster
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capi-quickstart"}, &cl); err != nil || cl.Spec.Paused {
 		t.Fatalf("Cluster after phase cluster: paused=%t, %v", cl.Spec.Paused, err)
 	}
+	waitComment(1, "progress/capi-quickstart", "| cluster | Succeeded |")
 
 	// The next pull request raises approve to workers: the rest runs.
-	work := t.TempDir()
-	repo, err := git.PlainCloneContext(ctx, work, false, &git.CloneOptions{URL: g.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	write(work, "plans/capi-quickstart.yaml", plan("workers"))
-	wt, _ := repo.Worktree()
-	if _, err := wt.Add("plans/capi-quickstart.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := wt.Commit("Approve control-plane and workers", &git.CommitOptions{
-		Author: &object.Signature{Name: "Alice Approver", Email: "alice@ferry.invalid", When: time.Now()}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := repo.PushContext(ctx, &git.PushOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	repo.OpenPR(2, "Approve control-plane and workers", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("workers")})
+	waitComment(2, "preview", "Steps of phase control-plane:")
+	merge2 := repo.MergePR(2, "carol")
 	st = waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhaseSucceeded})
 	found := false
 	for _, a := range st.ApprovedBy {
-		found = found || (a.Phase == "workers" && a.By == "Alice Approver")
+		found = found || a == (status.Approval{Phase: "workers", By: "carol", PR: 2, Commit: merge2})
 	}
 	if !found {
-		t.Errorf("approvedBy = %+v; want workers approved by Alice Approver", st.ApprovedBy)
+		t.Errorf("approvedBy = %+v; want workers approved by carol in #2", st.ApprovedBy)
 	}
 	var mds clusterv1.MachineDeploymentList
 	if err := mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil || len(mds.Items) != 1 || mds.Items[0].Spec.Paused {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
+	}
+	waitComment(2, "progress/capi-quickstart", "| workers | Succeeded |")
+	for ctx.Err() == nil {
+		success := 0
+		for _, s := range gh.Statuses() {
+			if s.SHA == merge2 && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/capi-quickstart/") {
+				success++
+			}
+		}
+		if success >= 3 {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		fatal("no success statuses for the three phases on %s: %+v", merge2, gh.Statuses())
 	}
 }
