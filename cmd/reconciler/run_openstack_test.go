@@ -3,12 +3,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,36 +48,8 @@ func TestRunOpenStack(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
-	dir := t.TempDir()
-	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(t)), "token": gh.Token, "secret": "s3cret"} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hook := freeAddr(t)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan int)
-	go func() {
-		done <- runReconciler(runCtx, []string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
-			"--interval", "2s", "--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
-			"--github-repo", "ferry-dev/plans", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"),
-			"--comment-interval", "200ms"}, &bytes.Buffer{}, &lockedWriter{mu: &mu, w: &logs})
-	}()
-	defer func() {
-		stop()
-		if code := <-done; code != 0 {
-			t.Errorf("reconciler run exited %d", code)
-		}
-	}()
-	fatal := func(format string, args ...any) {
-		t.Helper()
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf(format+"\nreconciler log:\n%s", append(args, tail(logs.String(), 60))...)
-	}
-
+	r := startRun(t, ctx, g, gh, mgmt, "--interval", "2s", "--comment-interval", "200ms")
+	fatal := r.fatalf
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
 	waitPhases := func(want map[string]status.PhaseState) *status.PlanStatus {
 		t.Helper()
@@ -110,7 +80,7 @@ func TestRunOpenStack(t *testing.T) {
 	}
 
 	repo := testenv.NewPlansRepo(t, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte("s3cret")
+	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
 	repo.OpenPR(1, "Approve cluster", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("cluster")})
 	preview := waitComment(1, "preview", "Steps of phase cluster:")
 	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) {

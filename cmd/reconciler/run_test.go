@@ -77,47 +77,8 @@ func TestRunPullRequests(t *testing.T) {
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
 
-	dir := t.TempDir()
-	files := map[string]string{
-		"kubeconfig": string(mgmt.Kubeconfig(t)),
-		"token":      gh.Token + "\n",
-		"secret":     "webhook-secret\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hook := freeAddr(t)
-	var logs bytes.Buffer
-	var mu sync.Mutex
-	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan int)
-	go func() {
-		done <- runReconciler(runCtx, []string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"),
-			"--data-dir", t.TempDir(), "--interval", "1h", "--metrics-addr", "", "--no-cloud", "--kinds", "kube,workload",
-			"--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
-			"--github-repo", "ferry-dev/plans", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"),
-			"--comment-interval", "50ms"}, &bytes.Buffer{}, &lockedWriter{mu: &mu, w: &logs})
-	}()
-	defer func() {
-		stop()
-		if code := <-done; code != 0 {
-			t.Errorf("reconciler run exited %d", code)
-		}
-	}()
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		for ctx.Err() == nil {
-			if cond() {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("timed out waiting for %s\nreconciler log:\n%s", what, tail(logs.String(), 60))
-	}
+	r := startRun(t, ctx, g, gh, mgmt, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
+	waitFor := r.waitFor
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
 	readStatus := func() *status.PlanStatus {
 		st, err := reader.Read(ctx, "capi-quickstart")
@@ -129,7 +90,7 @@ func TestRunPullRequests(t *testing.T) {
 	waitFor("the first status commit", func() bool { return readStatus() != nil })
 
 	// Unsigned and mis-signed webhooks are refused.
-	webhookURL := "http://" + hook + "/"
+	webhookURL := r.webhookURL
 	if code, err := fakegithub.Deliver(ctx, webhookURL, []byte("wrong-secret"), "push", map[string]any{}); err != nil || code != http.StatusUnauthorized {
 		t.Errorf("mis-signed webhook: %d, %v; want 401", code, err)
 	}
@@ -143,7 +104,7 @@ func TestRunPullRequests(t *testing.T) {
 	}
 
 	repo := testenv.NewPlansRepo(t, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = webhookURL, []byte("webhook-secret")
+	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
 	comment := func(pr int, key string) (fakegithub.Comment, int) {
 		var found fakegithub.Comment
 		n := 0
@@ -232,6 +193,25 @@ func TestRunPullRequests(t *testing.T) {
 		return st != nil && st.Revision == bad && len(st.Invalid) == 1 && strings.HasPrefix(st.Invalid[0], "plans/capi-quickstart.yaml:")
 	})
 
+	// Nothing moved: a poll asks GitHub nothing.
+	listCalls := func() int {
+		n := 0
+		for _, c := range gh.Calls(http.MethodGet) {
+			if strings.HasSuffix(c.Path, "/pulls") {
+				n++
+			}
+		}
+		return n
+	}
+	before := listCalls()
+	if code, err := fakegithub.Deliver(ctx, r.webhookURL, r.webhookSecret, "push", map[string]any{}); err != nil || code != http.StatusAccepted {
+		t.Fatalf("webhook: %d, %v", code, err)
+	}
+	time.Sleep(2 * time.Second)
+	if n := listCalls() - before; n != 0 {
+		t.Errorf("an idle poll listed pull requests %d times; want 0", n)
+	}
+
 	var all strings.Builder
 	for _, c := range gh.Comments(1) {
 		all.WriteString(c.Body)
@@ -239,9 +219,7 @@ func TestRunPullRequests(t *testing.T) {
 	for _, s := range gh.Statuses() {
 		all.WriteString(s.Description)
 	}
-	mu.Lock()
-	all.WriteString(logs.String())
-	mu.Unlock()
+	all.WriteString(r.log())
 	if strings.Contains(all.String(), fakePassword) || strings.Contains(all.String(), gh.Token) {
 		t.Error("a secret reached a comment, a status or the log")
 	}
@@ -266,6 +244,70 @@ spec:
         - name: openstack-cloud-controller-manager
           image: registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0
 `
+
+// running is a `reconciler run` started by startRun.
+type running struct {
+	t             *testing.T
+	ctx           context.Context
+	webhookURL    string
+	webhookSecret []byte
+	mu            sync.Mutex
+	logs          bytes.Buffer
+}
+
+// startRun runs `reconciler run` until the test ends (then it must exit
+// 0): on g's repository, with in-process executors and the embedded NATS,
+// the management cluster mgmt, a webhook endpoint, and gh as GitHub; extra
+// flags come last.
+func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.Server, mgmt *testenv.Kube, extra ...string) *running {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(t)), "token": gh.Token + "\n", "secret": "webhook-secret\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hook := freeAddr(t)
+	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret")}
+	args := append([]string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
+		"--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
+		"--github-repo", gh.Owner + "/" + gh.Repo, "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}, extra...)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan int)
+	go func() { done <- runReconciler(runCtx, args, &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs}) }()
+	t.Cleanup(func() {
+		stop()
+		if code := <-done; code != 0 {
+			t.Errorf("reconciler run exited %d", code)
+		}
+	})
+	return r
+}
+
+// log returns what the reconciler logged so far.
+func (r *running) log() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logs.String()
+}
+
+// fatalf fails the test with the end of the reconciler's log.
+func (r *running) fatalf(format string, args ...any) {
+	r.t.Helper()
+	r.t.Fatalf(format+"\nreconciler log:\n%s", append(args, tail(r.log(), 60))...)
+}
+
+// waitFor polls cond until it holds, or fails the test when ctx ends.
+func (r *running) waitFor(what string, cond func() bool) {
+	r.t.Helper()
+	for r.ctx.Err() == nil {
+		if cond() {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.fatalf("timed out waiting for %s", what)
+}
 
 // freeAddr returns a loopback address with a port that was free.
 func freeAddr(t *testing.T) string {

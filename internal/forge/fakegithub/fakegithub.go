@@ -438,17 +438,27 @@ func (f *Server) listComments(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
-	n, _ := strconv.Atoi(r.PathValue("number"))
+// commentBody reads a comment's body as GitHub checks it, answering 422
+// when it is missing or too long.
+func commentBody(w http.ResponseWriter, r *http.Request) (string, bool) {
 	var in struct {
 		Body *string `json:"body"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Body == nil {
 		unprocessable(w, "body", "body is missing")
-		return
+		return "", false
 	}
 	if len([]rune(*in.Body)) > maxCommentLength {
 		unprocessable(w, "body", "Body is too long (maximum is 65536 characters)")
+		return "", false
+	}
+	return *in.Body, true
+}
+
+func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
+	n, _ := strconv.Atoi(r.PathValue("number"))
+	body, ok := commentBody(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -458,7 +468,7 @@ func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.nextID++
-	c := &Comment{ID: f.nextID, Body: *in.Body, Login: Bot}
+	c := &Comment{ID: f.nextID, Body: body, Login: Bot}
 	f.comments[n] = append(f.comments[n], c)
 	w.Header().Set("Location", f.commentJSON(n, c)["url"].(string))
 	writeJSON(w, http.StatusCreated, f.commentJSON(n, c))
@@ -466,15 +476,8 @@ func (f *Server) createComment(w http.ResponseWriter, r *http.Request) {
 
 func (f *Server) editComment(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.ParseInt(r.PathValue("id"), 10, 64)
-	var in struct {
-		Body *string `json:"body"`
-	}
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil || in.Body == nil {
-		unprocessable(w, "body", "body is missing")
-		return
-	}
-	if len([]rune(*in.Body)) > maxCommentLength {
-		unprocessable(w, "body", "Body is too long (maximum is 65536 characters)")
+	body, ok := commentBody(w, r)
+	if !ok {
 		return
 	}
 	f.mu.Lock()
@@ -482,7 +485,7 @@ func (f *Server) editComment(w http.ResponseWriter, r *http.Request) {
 	for n, cs := range f.comments {
 		for _, c := range cs {
 			if c.ID == id {
-				c.Body = *in.Body
+				c.Body = body
 				writeJSON(w, http.StatusOK, f.commentJSON(n, c))
 				return
 			}
