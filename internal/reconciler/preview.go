@@ -75,8 +75,14 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	}
 	open := map[int]bool{}
 	var errs []error
+	lagging := false
 	for _, pr := range prs {
 		open[pr.Number] = true
+		if h, ok := heads[pr.Number]; ok && h != pr.HeadSHA {
+			// The API has not caught up with the push the ls-remote saw:
+			// preview what it says now, and look again next cycle.
+			lagging = true
+		}
 		if pr.BaseRef != p.Branch || p.shown[pr.Number] == pr.HeadSHA {
 			continue
 		}
@@ -103,6 +109,9 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...) // heads stay old: the next cycle tries again
+	}
+	if lagging {
+		return nil
 	}
 	if heads == nil {
 		heads = map[int]string{}

@@ -1,0 +1,156 @@
+package reconciler
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/observed"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// pulls is a PullSource in memory: a tree per head.
+type pulls struct {
+	heads   map[int]string
+	trees   map[string]fstest.MapFS
+	fetched []string
+}
+
+func (p *pulls) PullHeads() map[int]string { return p.heads }
+func (p *pulls) FetchPull(_ context.Context, n int, head string) error {
+	if _, ok := p.trees[head]; !ok {
+		return fmt.Errorf("pull request #%d: head %s not found", n, head)
+	}
+	p.fetched = append(p.fetched, head)
+	return nil
+}
+func (p *pulls) FS(rev string) (fs.FS, error) { return p.trees[rev], nil }
+
+// forgeLog is a Forge that lists fixed pull requests and records comments.
+type forgeLog struct {
+	prs      []forge.PullRequest
+	lists    int
+	comments map[int]string
+}
+
+func (f *forgeLog) PullRequestsForCommit(context.Context, string) ([]forge.PullRequest, error) {
+	return nil, nil
+}
+func (f *forgeLog) OpenPullRequests(context.Context) ([]forge.PullRequest, error) {
+	f.lists++
+	return f.prs, nil
+}
+func (f *forgeLog) UpsertComment(_ context.Context, pr int, key, body string) error {
+	if key != PreviewKey {
+		return fmt.Errorf("key %q", key)
+	}
+	f.comments[pr] = body
+	return nil
+}
+func (f *forgeLog) SetStatus(context.Context, string, string, string, string, string) error {
+	return nil
+}
+
+func tree(files map[string]string) fstest.MapFS {
+	m := fstest.MapFS{}
+	for name, data := range files {
+		m[name] = &fstest.MapFile{Data: []byte(data)}
+	}
+	return m
+}
+
+// TestPreviews: the preview text (golden), which pull requests get one,
+// and that an unchanged set of heads costs no forge call.
+func TestPreviews(t *testing.T) {
+	ctx := context.Background()
+	good := example(t, "cluster")
+	src := &pulls{
+		heads: map[int]string{1: "head1", 2: "head2", 3: "head3", 4: "head4"},
+		trees: map[string]fstest.MapFS{
+			"head1": tree(map[string]string{
+				"plans/capi-quickstart.yaml": good,
+				"plans/broken.yaml":          "apiVersion: ferry.dev/v1alpha1\nkind: MigrationPlan\nmetadata:\n  name: broken\n  labels: {}\n",
+			}),
+			"head2": tree(map[string]string{"README.md": "docs"}),
+			"head3": tree(map[string]string{"plans/capi-quickstart.yaml": good}),
+			"head4": tree(map[string]string{}),
+		},
+	}
+	fg := &forgeLog{comments: map[int]string{}, prs: []forge.PullRequest{
+		{Number: 1, HeadSHA: "head1", BaseRef: "main", Files: []string{"plans/broken.yaml", "plans/capi-quickstart.yaml", "plans/retired.yaml"}},
+		{Number: 2, HeadSHA: "head2", BaseRef: "main", Files: []string{"README.md"}},
+		{Number: 3, HeadSHA: "head3", BaseRef: "release", Files: []string{"plans/capi-quickstart.yaml"}},
+		{Number: 4, HeadSHA: "head4", BaseRef: "main", Files: []string{"plans/notes.txt"}},
+	}}
+	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	noRecord := func(string) observed.Record { return observed.Record{} }
+
+	if err := p.Update(ctx, noRecord); err != nil {
+		t.Fatal(err)
+	}
+	if len(fg.comments) != 1 || fg.comments[1] == "" {
+		t.Fatalf("previews on %d pull requests; want one, on #1 (#2 and #4 change no plan, #3 is into another branch)", len(fg.comments))
+	}
+	golden := filepath.Join("testdata", "preview.md")
+	if *update {
+		if err := os.WriteFile(golden, []byte(fg.comments[1]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fg.comments[1] != string(want) {
+		t.Errorf("preview differs from %s (go test ./internal/reconciler -run TestPreviews -update rewrites it):\n%s", golden, fg.comments[1])
+	}
+
+	// Same heads: no forge call at all. A push to #1: only #1 again.
+	if err := p.Update(ctx, noRecord); err != nil || fg.lists != 1 {
+		t.Fatalf("an idle update listed pull requests (%d lists, %v)", fg.lists, err)
+	}
+	src.heads = map[int]string{1: "head1b", 2: "head2", 3: "head3", 4: "head4"}
+	src.trees["head1b"] = tree(map[string]string{"plans/capi-quickstart.yaml": good})
+	fg.prs[0].HeadSHA, fg.prs[0].Files = "head1b", []string{"plans/capi-quickstart.yaml"}
+	src.fetched = nil
+	if err := p.Update(ctx, noRecord); err != nil {
+		t.Fatal(err)
+	}
+	if len(src.fetched) != 1 || src.fetched[0] != "head1b" || strings.Contains(fg.comments[1], "broken") || !strings.Contains(fg.comments[1], "head1b") {
+		t.Errorf("after a push to #1: fetched %v, comment:\n%s", src.fetched, fg.comments[1])
+	}
+
+	// The API lags behind the ls-remote: the next update looks again.
+	src.heads = map[int]string{1: "head1c"}
+	if err := p.Update(ctx, noRecord); err != nil {
+		t.Fatal(err)
+	}
+	lists := fg.lists
+	_ = p.Update(ctx, noRecord)
+	if fg.lists != lists+1 {
+		t.Error("an update that saw the API lag behind Git was not repeated")
+	}
+
+	// A head that cannot be fetched fails the update; the next one retries.
+	src.heads = map[int]string{1: "gone"}
+	fg.prs = []forge.PullRequest{{Number: 1, HeadSHA: "gone", BaseRef: "main", Files: []string{"plans/capi-quickstart.yaml"}}}
+	if err := p.Update(ctx, noRecord); err == nil || !strings.Contains(err.Error(), "#1") {
+		t.Fatalf("update with an unfetchable head: %v", err)
+	}
+	lists = fg.lists
+	_ = p.Update(ctx, noRecord)
+	if fg.lists != lists+1 {
+		t.Error("a failed update was not retried at the next one")
+	}
+}
