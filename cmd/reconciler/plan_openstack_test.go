@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 )
 
 // TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose
@@ -14,14 +16,15 @@ import (
 // real networks, flavor and image, and the steps carry the servers'
 // provider IDs, looked up in Nova by node name.
 func TestPlanOpenStack(t *testing.T) {
-	f, mgmt, _, cp := adoptableCluster(t)
+	f := ostest.NewAdoptable(t, "capi-quickstart")
+	mgmt, cp := f.Mgmt, f.ControlPlane
 
 	dir := t.TempDir()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	plan := adoptPlan(f, "control-plane", "")
+	plan := f.Plan("control-plane", "")
 	planFile := filepath.Join(dir, "capi-quickstart.yaml")
 	if err := os.WriteFile(planFile, []byte(plan), 0o644); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -28,16 +29,17 @@ import (
 // the rest; the status lands on the status branch and in one progress
 // comment per pull request.
 func TestRunOpenStack(t *testing.T) {
-	f, mgmt, _, _ := adoptableCluster(t)
+	f := ostest.NewAdoptable(t, "capi-quickstart")
+	mgmt := f.Mgmt
 	testenv.StartControllerStandIns(t, mgmt, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	plan := func(approve string) string {
-		return adoptPlan(f, approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
+		return f.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
 	seed := t.TempDir()
-	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": ccmManifest} {
+	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest} {
 		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -70,7 +70,7 @@ func TestRunPullRequests(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(seed, "manifests"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(seed, "manifests", "openstack-cloud-controller-manager.yaml"), []byte(ccmManifest), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(seed, "manifests", "openstack-cloud-controller-manager.yaml"), []byte(testenv.CCMManifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	g := testenv.StartGit(t, seed)
@@ -224,26 +224,6 @@ func TestRunPullRequests(t *testing.T) {
 		t.Error("a secret reached a comment, a status or the log")
 	}
 }
-
-// ccmManifest stands for the OpenStack cloud controller manager manifest a
-// plan applies.
-const ccmManifest = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: openstack-cloud-controller-manager
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: {k8s-app: openstack-cloud-controller-manager}
-  template:
-    metadata:
-      labels: {k8s-app: openstack-cloud-controller-manager}
-    spec:
-      nodeSelector: {node-role.kubernetes.io/control-plane: ""}
-      containers:
-        - name: openstack-cloud-controller-manager
-          image: registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0
-`
 
 // running is a `reconciler run` started by startRun.
 type running struct {

@@ -3,7 +3,6 @@ package testenv
 import (
 	"context"
 	"net/http/httptest"
-	"testing"
 
 	"github.com/ferry-dev/ferry/internal/gitserver"
 )
@@ -23,7 +22,7 @@ type Git struct {
 
 // StartGit serves a bare repository named "plans" over http:// on a random
 // port, seeded with the files under seed (none when seed is empty).
-func StartGit(t testing.TB, seed string) *Git {
+func StartGit(t T, seed string) *Git {
 	t.Helper()
 	srv, err := gitserver.New(t.TempDir())
 	if err != nil {

@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
+
 	"time"
 
 	"github.com/go-logr/logr"
@@ -37,7 +37,7 @@ var quietControllerRuntime sync.Once
 // StartKube starts etcd and kube-apiserver (built by `make tools`) with every
 // CRD ferry works with, and stops them when the test ends. It takes a few
 // seconds; start it once per test that needs it.
-func StartKube(t testing.TB) *Kube {
+func StartKube(t T) *Kube {
 	t.Helper()
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
@@ -93,7 +93,7 @@ func StartKube(t testing.TB) *Kube {
 
 // Kubeconfig renders the API server's admin credentials as a kubeconfig,
 // as a CAPI <cluster>-kubeconfig Secret or a --kubeconfig file holds it.
-func (k *Kube) Kubeconfig(t testing.TB) []byte {
+func (k *Kube) Kubeconfig(t T) []byte {
 	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{

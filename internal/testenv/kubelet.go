@@ -2,7 +2,7 @@ package testenv
 
 import (
 	"context"
-	"testing"
+
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,12 +27,12 @@ import (
 // pods as healthy). It runs no containers and reports no node status.
 type Kubelet struct {
 	clientset kubernetes.Interface
-	t         testing.TB
+	t         T
 }
 
 // StartKubelet starts the stand-in against k, and stops it when the test
 // ends (before k's API server stops, as cleanups run last-in first-out).
-func StartKubelet(t testing.TB, k *Kube) *Kubelet {
+func StartKubelet(t T, k *Kube) *Kubelet {
 	t.Helper()
 	cs, err := kubernetes.NewForConfig(k.Config)
 	if err != nil {
@@ -93,7 +93,7 @@ func (kl *Kubelet) finishTermination(pod *corev1.Pod) {
 
 // MarkRunning reports a pod Running and Ready, as a kubelet does once its
 // containers started and passed their readiness probes.
-func (kl *Kubelet) MarkRunning(t testing.TB, namespace, name string) {
+func (kl *Kubelet) MarkRunning(t T, namespace, name string) {
 	t.Helper()
 	ctx := context.Background()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

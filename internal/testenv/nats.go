@@ -1,8 +1,6 @@
 package testenv
 
 import (
-	"testing"
-
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,7 +19,7 @@ type NATS struct {
 
 // StartNATS starts the same embedded server that ferry runs by default, on a
 // random port with its file store in a temporary directory.
-func StartNATS(t testing.TB) *NATS {
+func StartNATS(t T) *NATS {
 	t.Helper()
 	ns, err := events.StartEmbedded(events.EmbeddedOptions{StoreDir: t.TempDir()})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"testing"
+
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -32,7 +32,7 @@ type PlansRepo struct {
 	WebhookURL    string
 	WebhookSecret []byte
 
-	t    testing.TB
+	t    T
 	dir  string
 	repo *git.Repository
 	wt   *git.Worktree
@@ -49,7 +49,7 @@ type pullRequest struct {
 
 // NewPlansRepo clones g's repository to act on it; gh records the pull
 // requests (nil: no forge, pull requests cannot be opened).
-func NewPlansRepo(t testing.TB, g *Git, gh *fakegithub.Server) *PlansRepo {
+func NewPlansRepo(t T, g *Git, gh *fakegithub.Server) *PlansRepo {
 	t.Helper()
 	dir := t.TempDir()
 	repo, err := git.PlainCloneContext(context.Background(), dir, false, &git.CloneOptions{URL: g.URL})

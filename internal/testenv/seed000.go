@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,7 +28,7 @@ type OrphanedCluster struct {
 // Secret (in BackupNamespace when set); in workload the Nodes, Ready, and
 // the kubeadm-config ConfigMap. Secret contents are placeholders: nothing
 // in these tests signs with them.
-func Orphan(t testing.TB, mgmt, workload *Kube, oc OrphanedCluster) {
+func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 	t.Helper()
 	ctx := context.Background()
 	create := func(c client.Client, obj client.Object) {
@@ -87,3 +86,23 @@ func Orphan(t testing.TB, mgmt, workload *Kube, oc OrphanedCluster) {
 		Data:       map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: " + oc.KubeletVersion + "\n"},
 	})
 }
+
+// CCMManifest stands for the OpenStack cloud controller manager manifest
+// a plan applies (spec.manifests.cloudControllerManager).
+const CCMManifest = `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: openstack-cloud-controller-manager
+  namespace: kube-system
+spec:
+  selector:
+    matchLabels: {k8s-app: openstack-cloud-controller-manager}
+  template:
+    metadata:
+      labels: {k8s-app: openstack-cloud-controller-manager}
+    spec:
+      nodeSelector: {node-role.kubernetes.io/control-plane: ""}
+      containers:
+        - name: openstack-cloud-controller-manager
+          image: registry.k8s.io/provider-os/openstack-cloud-controller-manager:v1.31.0
+`

@@ -2,7 +2,8 @@ package testenv
 
 import (
 	"context"
-	"testing"
+	"fmt"
+
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,8 +25,9 @@ import (
 //   - a KamajiControlPlane becomes ready.
 //
 // They poll every interval (200ms when zero), which is fine for a stand-in
-// and wrong for a controller.
-func StartControllerStandIns(t testing.TB, k *Kube, interval time.Duration) {
+// and wrong for a controller. Each change they make is logged through
+// t.Logf, marked as a stand-in's.
+func StartControllerStandIns(t T, k *Kube, interval time.Duration) {
 	t.Helper()
 	if interval == 0 {
 		interval = 200 * time.Millisecond
@@ -37,7 +39,7 @@ func StartControllerStandIns(t testing.TB, k *Kube, interval time.Duration) {
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
 		for {
-			standInPass(ctx, k.Client)
+			standInPass(ctx, k.Client, t.Logf)
 			select {
 			case <-ctx.Done():
 				return
@@ -55,14 +57,19 @@ func paused(obj client.Object) bool {
 
 // standInPass moves every object's status once. Errors are ignored: the
 // next pass tries again, as a controller's requeue would.
-func standInPass(ctx context.Context, c client.Client) {
+func standInPass(ctx context.Context, c client.Client, logf func(format string, args ...any)) {
+	moved := func(who, kind string, obj client.Object, what string) {
+		logf("stand-in %s controller (not the real one): %s %s/%s %s", who, kind, obj.GetNamespace(), obj.GetName(), what)
+	}
 	var oscs infrav1.OpenStackClusterList
 	if c.List(ctx, &oscs) == nil {
 		for i := range oscs.Items {
 			o := &oscs.Items[i]
 			if !o.Status.Ready && !paused(o) {
 				o.Status.Ready = true
-				_ = c.Status().Update(ctx, o)
+				if c.Status().Update(ctx, o) == nil {
+					moved("CAPO", "OpenStackCluster", o, "is ready")
+				}
 			}
 		}
 	}
@@ -79,7 +86,9 @@ func standInPass(ctx context.Context, c client.Client) {
 				k.Status.Replicas, k.Status.ReadyReplicas, k.Status.UpdatedReplicas, k.Status.UnavailableReplicas = n, n, n, 0
 				k.Status.ObservedGeneration = k.Generation
 				k.Status.Ready, k.Status.Initialized = true, true
-				_ = c.Status().Update(ctx, k)
+				if c.Status().Update(ctx, k) == nil {
+					moved("CAPI", "KubeadmControlPlane", k, fmt.Sprintf("reports %d of %d replicas ready", n, n))
+				}
 			}
 		}
 	}
@@ -95,7 +104,9 @@ func standInPass(ctx context.Context, c client.Client) {
 				d.Status.ObservedGeneration != d.Generation {
 				d.Status.Replicas, d.Status.ReadyReplicas, d.Status.UpdatedReplicas, d.Status.AvailableReplicas, d.Status.UnavailableReplicas = n, n, n, n, 0
 				d.Status.ObservedGeneration = d.Generation
-				_ = c.Status().Update(ctx, d)
+				if c.Status().Update(ctx, d) == nil {
+					moved("CAPI", "MachineDeployment", d, fmt.Sprintf("reports %d of %d replicas available", n, n))
+				}
 			}
 		}
 	}
@@ -108,7 +119,9 @@ func standInPass(ctx context.Context, c client.Client) {
 				continue
 			}
 			_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
-			_ = c.Status().Update(ctx, u)
+			if c.Status().Update(ctx, u) == nil {
+				moved("Kamaji", "KamajiControlPlane", u, "is ready")
+			}
 		}
 	}
 }

@@ -13,8 +13,6 @@
 // skipped because a backend is missing.
 package testenv
 
-import "testing"
-
 // Env is a running set of all backends.
 type Env struct {
 	Kube *Kube
@@ -32,7 +30,7 @@ type Options struct {
 // Start starts every backend for t. Tests that need one backend start only
 // that one (StartKube, StartNATS, StartGit): the API server takes seconds,
 // the others milliseconds.
-func Start(t testing.TB, opts Options) *Env {
+func Start(t T, opts Options) *Env {
 	t.Helper()
 	return &Env{
 		Kube: StartKube(t),

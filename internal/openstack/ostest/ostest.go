@@ -21,7 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"testing"
+
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -42,6 +42,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // Fixture is a project of the local cloud, populated for one test.
@@ -77,7 +78,7 @@ type Admin struct {
 var NodeSuffixes = []string{"control-plane-0", "md-0-a", "md-0-b"}
 
 // CloudsFile returns the admin clouds.yaml that hack/openstack-up.sh wrote.
-func CloudsFile(t testing.TB) string {
+func CloudsFile(t testenv.T) string {
 	t.Helper()
 	if f := os.Getenv("FERRY_OPENSTACK_CLOUDS"); f != "" {
 		return f
@@ -93,7 +94,7 @@ func CloudsFile(t testing.TB) string {
 
 // NewAdmin authenticates as the local cloud's admin. It fails the test
 // with what to run when the services are not up.
-func NewAdmin(t testing.TB) *Admin {
+func NewAdmin(t testenv.T) *Admin {
 	t.Helper()
 	path := CloudsFile(t)
 	if _, err := os.Stat(path); err != nil {
@@ -127,7 +128,7 @@ func NewAdmin(t testing.TB) *Admin {
 // New builds a fixture for clusterName: a project and user, networks, a
 // router, a flavor, an image and one ACTIVE server per NodeSuffixes entry,
 // named <clusterName>-<suffix>. It removes them when the test ends.
-func New(t testing.TB, clusterName string) *Fixture {
+func New(t testenv.T, clusterName string) *Fixture {
 	t.Helper()
 	a := NewAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -274,7 +275,7 @@ func (f *Fixture) CloudsYAML(password string) []byte {
 }
 
 // UserCompute returns a compute client authenticated as the project's user.
-func (f *Fixture) UserCompute(t testing.TB) *gophercloud.ServiceClient {
+func (f *Fixture) UserCompute(t testenv.T) *gophercloud.ServiceClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -297,7 +298,7 @@ func (f *Fixture) UserCompute(t testing.TB) *gophercloud.ServiceClient {
 func (f *Fixture) Admin() *Admin { return f.admin }
 
 // PublicKey returns a fresh OpenSSH ed25519 public key.
-func PublicKey(t testing.TB) string {
+func PublicKey(t testenv.T) string {
 	t.Helper()
 	pub, _, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -310,7 +311,7 @@ func PublicKey(t testing.TB) string {
 	return strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key))) + " ferry-test"
 }
 
-func roleID(ctx context.Context, t testing.TB, a *Admin, name string) string {
+func roleID(ctx context.Context, t testenv.T, a *Admin, name string) string {
 	t.Helper()
 	pages, err := roles.List(a.Identity, roles.ListOpts{Name: name}).AllPages(ctx)
 	if err != nil {
@@ -323,7 +324,7 @@ func roleID(ctx context.Context, t testing.TB, a *Admin, name string) string {
 	return all[0].ID
 }
 
-func randomHex(t testing.TB, n int) string {
+func randomHex(t testenv.T, n int) string {
 	t.Helper()
 	b := make([]byte, n)
 	if _, err := rand.Read(b); err != nil {
