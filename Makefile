@@ -26,6 +26,10 @@ help: ## Show this list of targets.
 build: ## Build bin/reconciler.
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/reconciler ./cmd/reconciler
 
+.PHONY: demo
+demo: tools build ## Migrate a seed 000 cluster end to end on this machine (starts local OpenStack when needed).
+	hack/demo.sh
+
 .PHONY: test
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).
 	go test $(TEST_FLAGS) ./...

@@ -21,20 +21,22 @@ const truncateReserve = 512
 func Marker(key string) string { return "<!-- ferry:" + key + " -->" }
 
 // Comment frames a comment body that the reconciler rendered: the marker for
-// key, a header with title, body, and a footer that says ferry keeps the
-// comment current. The result depends on its arguments only, for golden
-// tests. title is kept to one line.
+// key, a header with title (none when title is empty: body brings its own),
+// body, and a footer that says ferry keeps the comment current. The result
+// depends on its arguments only, for golden tests. title is kept to one
+// line.
 func Comment(key, title, body string) string {
 	var b strings.Builder
 	b.WriteString(Marker(key))
-	b.WriteString("\n### ")
-	b.WriteString(strings.Join(strings.Fields(title), " "))
-	b.WriteString("\n\n")
+	b.WriteString("\n")
+	if title = strings.Join(strings.Fields(title), " "); title != "" {
+		b.WriteString("### " + title + "\n\n")
+	}
 	if body = strings.TrimRight(body, "\n"); body != "" {
 		b.WriteString(body)
 		b.WriteString("\n\n")
 	}
-	b.WriteString("<sub>ferry edits this comment in place as the plan moves on; changes made to it by hand are overwritten.</sub>\n")
+	b.WriteString("<sub>ferry keeps this comment up to date, editing it in place; changes made to it by hand are overwritten.</sub>\n")
 	return b.String()
 }
 

@@ -88,6 +88,9 @@ func TestFrameBodyAddsMarkerOnce(t *testing.T) {
 	if got := frameBody("k", framed); got != framed {
 		t.Errorf("a framed body was framed again: %q", got)
 	}
+	if got := Comment("k", " ", "### Own header\n"); !strings.HasPrefix(got, "<!-- ferry:k -->\n### Own header\n\n<sub>") {
+		t.Errorf("a comment without a title: %q", got)
+	}
 }
 
 func TestCheckKey(t *testing.T) {

@@ -222,7 +222,7 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 			continue
 		}
 		if a.PR > 0 {
-			body := forge.Comment("progress/"+st.Plan, "ferry: "+st.Plan, status.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
+			body := forge.Comment("progress/"+st.Plan, "", status.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
 			if err := r.Forge.UpsertComment(ctx, a.PR, "progress/"+st.Plan, body); err != nil {
 				r.Log.Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
 			}

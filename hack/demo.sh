@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# hack/demo.sh: `make demo`. Starts the local OpenStack services when they
+# are not running (and stops them again at the end), builds the demo, and
+# runs it against bin/reconciler (see hack/demo/main.go for what it does).
+# Arguments are passed to the demo (e.g. --timeout 10m).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+started=0
+stop_openstack() {
+	if ((started)); then
+		echo "==> stopping the local OpenStack the demo started (hack/openstack-down.sh)"
+		hack/openstack-down.sh >/dev/null
+	fi
+}
+trap stop_openstack EXIT
+if ! curl -fsS -o /dev/null --max-time 3 http://127.0.0.1:5050/v3 2>/dev/null; then
+	echo "==> starting the local OpenStack services (hack/openstack-up.sh; the first time installs Debian packages, about 7 minutes)"
+	started=1
+	hack/openstack-up.sh
+else
+	echo "==> the local OpenStack services are running"
+fi
+go build -o bin/demo ./hack/demo
+bin/demo --reconciler bin/reconciler "$@"

@@ -1,0 +1,441 @@
+// Command demo is `make demo`: it shows ferry migrate a seed 000 cluster onto
+// OpenStack end to end, with everything on this machine, and acts as the
+// team would on GitHub.
+//
+// It starts a management and a workload API server (the test environment's
+// kube-apiserver and etcd) with a cluster prepared the way seed 000's
+// scripts find it, a project with servers named like the nodes in the local
+// OpenStack (hack/openstack-up.sh must be running: `make demo` starts it),
+// a Git server with the plans repository, a stand-in for GitHub's API and
+// stand-ins for the CAPI and CAPO controllers. It then runs `reconciler run`
+// (the real binary, unchanged) against all of them, and for each phase
+// opens a pull request, prints ferry's preview comment, merges, waits for
+// the phase and prints the progress comment. It ends with `reconciler
+// status` and the status commits, and exits 0 only when the migration
+// finished. Everything it started stops when it ends, also on Ctrl-C.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+func main() {
+	reconciler := flag.String("reconciler", "bin/reconciler", "the reconciler binary to run (make build)")
+	logFile := flag.String("log", "bin/demo-reconciler.log", "file that receives the reconciler's log")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	flag.Parse()
+
+	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(interrupted, *timeout)
+	defer cancel()
+	out := newDisplay(os.Stdout)
+	r := &runner{ctx: ctx, out: out}
+	err := r.do(func() error { return demo(ctx, r, out, *reconciler, *logFile) })
+	out.say("==> cleaning up: stopping the reconciler, the servers and the stand-ins, deleting the OpenStack fixture")
+	r.cleanup()
+	switch {
+	case err == nil:
+		out.say("==> done in %s: the cluster was migrated", time.Since(out.start).Round(time.Second))
+	case interrupted.Err() != nil:
+		out.say("==> interrupted; everything the demo started is stopped")
+		os.Exit(130)
+	default:
+		out.say("demo failed: %v", err)
+		os.Exit(1)
+	}
+}
+
+// phases are the adopt strategy's phases, one pull request each.
+var phases = []string{"cluster", "control-plane", "workers"}
+
+func demo(ctx context.Context, r *runner, out *display, reconciler, logFile string) error {
+	bin, err := filepath.Abs(reconciler)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return fmt.Errorf("%v: build it first (make build)", err)
+	}
+
+	out.say("==> building the cluster to adopt: a project, networks and servers in the local OpenStack, and two API servers")
+	a := ostest.NewAdoptable(r, "capi-quickstart")
+	out.say("    servers (and nodes): %s", strings.Join(append(slices.Clone(a.ControlPlane), a.Workers...), ", "))
+	out.say("==> starting stand-ins for the CAPI and CAPO controllers (they only move status, as the real ones would)")
+	testenv.StartControllerStandIns(r, a.Mgmt, 0)
+
+	plan := func(approve string) string {
+		return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
+	}
+	seed := r.TempDir()
+	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest} {
+		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
+	g := testenv.StartGit(r, seed)
+	gh := fakegithub.New("acme", "migrations", "demo-token")
+	r.Cleanup(gh.Close)
+
+	hook, metrics := freePort(), freePort()
+	dir := r.TempDir()
+	files := map[string]string{"kubeconfig": string(a.Mgmt.Kubeconfig(r)), "github-token": gh.Token, "webhook-secret": "demo-webhook-secret"}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return err
+		}
+	}
+	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
+		"--interval", "10s", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "webhook-secret"),
+		"--metrics-addr", metrics, "--github-repo", "acme/migrations", "--github-api-url", gh.URL,
+		"--github-token-file", filepath.Join(dir, "github-token"), "--comment-interval", "1s"}
+	out.say("==> starting the reconciler: %s %s", reconciler, strings.Join(args, " "))
+	out.say("    its log: %s; its metrics: http://%s/metrics", logFile, metrics)
+	if err := startReconciler(r, bin, args, logFile); err != nil {
+		return err
+	}
+	err = out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
+		resp, err := http.Get("http://" + metrics + "/readyz")
+		if err != nil {
+			return false, "not listening yet"
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+	if err != nil {
+		return err
+	}
+
+	repo := testenv.NewPlansRepo(r, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
+	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}
+	for i, phase := range phases {
+		n := i + 1
+		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
+		head := repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{"plans/capi-quickstart.yaml": plan(phase)})
+		preview, err := waitComment(ctx, out, gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
+		if err != nil {
+			return err
+		}
+		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
+		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
+		repo.MergePR(n, "bob")
+		if err := waitPhase(ctx, out, reader, phase); err != nil {
+			return err
+		}
+		progress, err := waitComment(ctx, out, gh, n, "progress/capi-quickstart", "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
+		if err != nil {
+			return err
+		}
+		out.block(fmt.Sprintf("progress comment on #%d", n), progress)
+	}
+
+	out.say("\n==> reconciler status --repo %s", g.URL)
+	cmd := exec.CommandContext(ctx, bin, "status", "--repo", g.URL)
+	text, err := cmd.CombinedOutput()
+	out.say("%s", strings.TrimRight(string(text), "\n"))
+	if err != nil {
+		return fmt.Errorf("reconciler status: %v", err)
+	}
+	out.say("\n==> the status commits on branch %s", status.DefaultBranch)
+	if err := statusLog(ctx, out, g.URL); err != nil {
+		return err
+	}
+	st, err := reader.Read(ctx, "capi-quickstart")
+	if err != nil {
+		return err
+	}
+	for _, ph := range st.Phases {
+		if ph.State != status.PhaseSucceeded {
+			return fmt.Errorf("phase %s ended %s", ph.Name, ph.State)
+		}
+	}
+	return nil
+}
+
+// reconcilerPreviewKey is the key of ferry's preview comment.
+const reconcilerPreviewKey = "preview"
+
+// startReconciler runs the reconciler binary until the demo ends; SIGTERM
+// first, so that it shuts down as in production.
+func startReconciler(r *runner, bin string, args []string, logFile string) error {
+	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+		return err
+	}
+	log, err := os.Create(logFile)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C goes to the demo, which stops it
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start the reconciler: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	r.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		log.Close()
+	})
+	return nil
+}
+
+// waitComment waits for ferry's comment with key on pull request n that
+// contains want, and returns it.
+func waitComment(ctx context.Context, out *display, gh *fakegithub.Server, n int, key, what, want string) (string, error) {
+	var body string
+	err := out.wait(ctx, what, func() (bool, string) {
+		for _, c := range gh.Comments(n) {
+			if strings.HasPrefix(c.Body, forge.Marker(key)) {
+				body = c.Body
+				return strings.Contains(c.Body, want), "ferry has commented; waiting for the update"
+			}
+		}
+		return false, "no comment yet"
+	})
+	return body, err
+}
+
+// waitPhase waits until the status branch says phase succeeded, showing the
+// step that runs.
+func waitPhase(ctx context.Context, out *display, reader *status.Writer, phase string) error {
+	return out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
+		st, err := reader.Read(ctx, "capi-quickstart")
+		if err != nil {
+			return false, "no status yet"
+		}
+		ph := st.Phase(phase)
+		if ph == nil {
+			return false, "phase not in the status yet"
+		}
+		detail := fmt.Sprintf("%s, %d done, %d left", ph.State, ph.Done, ph.Left)
+		for _, s := range ph.Steps {
+			if s.State == status.StepRunning || s.State == status.StepRetrying {
+				detail += "; running " + s.Executor + ": " + s.Action + " " + s.Target
+				break
+			}
+		}
+		return ph.State == status.PhaseSucceeded, detail
+	})
+}
+
+// statusLog prints the commits of the status branch, newest first.
+func statusLog(ctx context.Context, out *display, url string) error {
+	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
+		URL: url, ReferenceName: plumbing.NewBranchReferenceName(status.DefaultBranch), SingleBranch: true,
+	})
+	if err != nil {
+		return fmt.Errorf("clone the status branch: %w", err)
+	}
+	head, err := repo.Head()
+	if err != nil {
+		return err
+	}
+	commits, err := repo.Log(&git.LogOptions{From: head.Hash()})
+	if err != nil {
+		return err
+	}
+	return commits.ForEach(func(c *object.Commit) error {
+		subject, _, _ := strings.Cut(c.Message, "\n")
+		out.say("    %s %s  %s", c.Hash.String()[:10], c.Author.When.Format("15:04:05"), subject)
+		return nil
+	})
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runner is the demo's testenv.T: cleanups run in reverse order at the
+// end, Fatal stops the demo with the message, Logf lines are shown.
+type runner struct {
+	ctx      context.Context
+	out      *display
+	mu       sync.Mutex
+	cleanups []func()
+	dirs     []string
+	failed   error
+}
+
+var _ testenv.T = (*runner)(nil)
+
+// do runs fn in a goroutine of its own, so that Fatal can end it with
+// runtime.Goexit, as the testing package does.
+func (r *runner) do(fn func() error) error {
+	done := make(chan error, 1)
+	go func() {
+		ok := false
+		defer func() {
+			if !ok {
+				r.mu.Lock()
+				defer r.mu.Unlock()
+				done <- r.failed
+			}
+		}()
+		err := fn()
+		ok = true
+		done <- err
+	}()
+	return <-done
+}
+
+func (r *runner) Helper() {}
+
+func (r *runner) Cleanup(f func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, f)
+}
+
+func (r *runner) cleanup() {
+	r.mu.Lock()
+	fns := r.cleanups
+	r.cleanups = nil
+	r.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
+	for _, d := range r.dirs {
+		_ = os.RemoveAll(d)
+	}
+}
+
+func (r *runner) TempDir() string {
+	d, err := os.MkdirTemp("", "ferry-demo-")
+	if err != nil {
+		r.Fatalf("temporary directory: %v", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.dirs = append(r.dirs, d)
+	return d
+}
+
+func (r *runner) Logf(format string, args ...any) { r.out.say("    "+format, args...) }
+
+func (r *runner) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.failed == nil {
+		r.failed = fmt.Errorf(format, args...)
+	}
+}
+
+func (r *runner) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+
+func (r *runner) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+// display prints the demo's lines and, while it waits, one status line
+// that says what for (redrawn in place on a terminal, printed when it
+// changes otherwise).
+type display struct {
+	mu    sync.Mutex
+	w     io.Writer
+	tty   bool
+	live  bool // a status line is on screen
+	start time.Time
+}
+
+func newDisplay(f *os.File) *display {
+	fi, err := f.Stat()
+	return &display{w: f, tty: err == nil && fi.Mode()&os.ModeCharDevice != 0, start: time.Now()}
+}
+
+func (d *display) say(format string, args ...any) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.clearLocked()
+	fmt.Fprintf(d.w, format+"\n", args...)
+}
+
+// block prints a comment's body under a title.
+func (d *display) block(title, body string) {
+	d.say("──── %s %s\n%s\n%s", title, strings.Repeat("─", max(0, 66-len(title))), strings.TrimRight(body, "\n"), strings.Repeat("─", 72))
+}
+
+func (d *display) clearLocked() {
+	if d.live {
+		fmt.Fprint(d.w, "\r\033[K")
+		d.live = false
+	}
+}
+
+// wait polls check every half second until it reports done, showing what
+// the demo waits for and check's detail.
+func (d *display) wait(ctx context.Context, what string, check func() (bool, string)) error {
+	began := time.Now()
+	last := ""
+	for {
+		ok, detail := check()
+		if ok {
+			d.mu.Lock()
+			d.clearLocked()
+			d.mu.Unlock()
+			d.say("    ✓ %s (%s)", what, time.Since(began).Round(100*time.Millisecond))
+			return nil
+		}
+		line := fmt.Sprintf("    … waiting for %s (%ds): %s", what, int(time.Since(began).Seconds()), detail)
+		d.mu.Lock()
+		switch {
+		case d.tty:
+			d.clearLocked()
+			fmt.Fprint(d.w, line)
+			d.live = true
+		case detail != last:
+			fmt.Fprintln(d.w, line)
+		}
+		last = detail
+		d.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w (last: %s)", what, context.Cause(ctx), detail)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
