@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -76,7 +77,10 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	concurrency := flags.Int("concurrency", 4, "steps of each kind run at once")
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, then ~/.kube/config)")
 	kubeContext := flags.String("context", "", "kubeconfig context to use")
-	repoDir := flags.String("repo-dir", "", "a checkout of the plans repository, where manifest paths are read (workload executor)")
+	repoDir := flags.String("repo-dir", "", "a checkout of the plans repository, where manifest paths are read at every revision (instead of --repo)")
+	dataDir := flags.String("data-dir", "ferry-data", "directory for the Git cache of --repo")
+	var git gitFlags
+	git.register(flags, "URL of the plans repository, where the workload executor reads manifests at each step's revision")
 	var nats natsFlags
 	nats.register(flags, false)
 	flags.Usage = func() {
@@ -108,8 +112,15 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		return 1
 	}
 	var repo func(context.Context, string) (fs.FS, error)
-	if *repoDir != "" {
-		// Until the Git source lands, every revision reads the checkout.
+	switch {
+	case git.repo != "":
+		src, err := git.source("", filepath.Join(*dataDir, "git", "plans"), log)
+		if err != nil {
+			fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
+			return 2
+		}
+		repo = repoAt(src)
+	case *repoDir != "":
 		repo = func(context.Context, string) (fs.FS, error) { return os.DirFS(*repoDir), nil }
 	}
 	execs, err := newExecutors(strings.Split(*kinds, ","), c, repo, log)

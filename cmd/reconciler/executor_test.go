@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -37,7 +38,8 @@ func TestExecutorUsage(t *testing.T) {
 
 // TestExecutorReplica runs `reconciler executor` as a replica against an
 // external NATS server and a real management cluster, and has it cordon a
-// node of the workload cluster.
+// node of the workload cluster and apply a manifest that it reads from the
+// plans repository at the step's revision.
 func TestExecutorReplica(t *testing.T) {
 	mgmt := testenv.StartKube(t)
 	workload := testenv.StartKube(t)
@@ -45,6 +47,15 @@ func TestExecutorReplica(t *testing.T) {
 		Name: "c1", Namespace: "default", ControlPlaneNodes: []string{"c1-cp-0"}, WorkerNodes: []string{"c1-md-0-a"}, KubeletVersion: "v1.31.4",
 	})
 	nats := testenv.StartNATS(t)
+	seed := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(seed, "manifests"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(seed, "manifests", "ccm.yaml"), []byte(testenv.CCMManifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g := testenv.StartGit(t, seed)
+	rev := testenv.NewPlansRepo(t, g, nil).Commit("Add a README", "dev", map[string]string{"README.md": "Plans.\n"})
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kubeconfig, mgmt.Kubeconfig(t), 0o600); err != nil {
 		t.Fatal(err)
@@ -56,7 +67,8 @@ func TestExecutorReplica(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kubeconfig", kubeconfig}, &bytes.Buffer{}, &stderr)
+		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kubeconfig", kubeconfig, "--repo", g.URL, "--data-dir", t.TempDir()},
+			&bytes.Buffer{}, &stderr)
 	}()
 	defer func() {
 		cancel()
@@ -82,9 +94,27 @@ func TestExecutorReplica(t *testing.T) {
 	var node corev1.Node
 	for time.Now().Before(deadline) {
 		if err := workload.Client.Get(ctx, client.ObjectKey{Name: "c1-md-0-a"}, &node); err == nil && node.Spec.Unschedulable {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !node.Spec.Unschedulable {
+		t.Fatalf("node not cordoned by the executor replica; its log:\n%s", stderr.String())
+	}
+
+	// A manifest at a revision pushed after the replica started.
+	p.Spec.Manifests = &v1alpha1.Manifests{CloudControllerManager: &v1alpha1.CloudControllerManager{Path: "manifests/ccm.yaml"}}
+	apply := events.NewStepEvent(p, rev, planner.Step{Key: "control-plane/apply/manifest/manifests/ccm.yaml", Phase: "control-plane",
+		Executor: "workload", Action: "apply", Target: planner.Target{Kind: "Manifest", Name: "manifests/ccm.yaml"}}, time.Now())
+	if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, apply); err != nil {
+		t.Fatal(err)
+	}
+	var ds appsv1.DaemonSet
+	for time.Now().Before(deadline) {
+		if err := workload.Client.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "openstack-cloud-controller-manager"}, &ds); err == nil {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("node not cordoned by the executor replica; its log:\n%s", stderr.String())
+	t.Fatalf("manifest not applied by the executor replica; its log:\n%s", stderr.String())
 }

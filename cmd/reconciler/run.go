@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -17,8 +16,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -33,10 +30,9 @@ import (
 
 // runFlags are the flags of `reconciler run`.
 type runFlags struct {
-	repo, branch, path, statusBranch, dataDir   string
+	git                                         gitFlags
+	path, statusBranch, dataDir                 string
 	interval, commentInterval                   time.Duration
-	gitUser, gitTokenFile, sshKey, knownHosts   string
-	sshInsecure                                 bool
 	webhookAddr, webhookSecretFile, metricsAddr string
 	leaderElect                                 bool
 	leaseNamespace, leaseName, identity         string
@@ -55,17 +51,11 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 
 func (f *runFlags) register(flags *flag.FlagSet) {
 	host, _ := os.Hostname()
-	flags.StringVar(&f.repo, "repo", "", "URL of the plans repository (https://, ssh:// or file://); required")
-	flags.StringVar(&f.branch, "branch", gitsource.DefaultBranch, "tracked branch: spec.approve on it approves phases")
+	f.git.register(flags, "URL of the plans repository (https://, ssh:// or file://); required")
 	flags.StringVar(&f.path, "path", gitsource.DefaultPath, "directory of plan files in the repository")
 	flags.DurationVar(&f.interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
 	flags.StringVar(&f.statusBranch, "status-branch", status.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
 	flags.StringVar(&f.dataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
-	flags.StringVar(&f.gitUser, "git-username", "git", "user name sent with --git-token-file")
-	flags.StringVar(&f.gitTokenFile, "git-token-file", "", "file holding a token for https access to the repository")
-	flags.StringVar(&f.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")
-	flags.StringVar(&f.knownHosts, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")
-	flags.BoolVar(&f.sshInsecure, "ssh-insecure-ignore-host-key", false, "do not check ssh host keys (never in production)")
 	flags.StringVar(&f.webhookAddr, "webhook-addr", "", "address for GitHub push and pull_request webhooks (e.g. :9090); empty: none")
 	flags.StringVar(&f.webhookSecretFile, "webhook-secret-file", "", "file holding the webhook's HMAC secret (required with --webhook-addr)")
 	flags.StringVar(&f.metricsAddr, "metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty: none")
@@ -102,7 +92,7 @@ func runReconciler(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if _, err := parseInterspersed(flags, args); err != nil {
 		return 2
 	}
-	if f.repo == "" || (f.webhookAddr != "" && f.webhookSecretFile == "") {
+	if f.git.repo == "" || (f.webhookAddr != "" && f.webhookSecretFile == "") {
 		fmt.Fprint(stderr, "reconciler run: --repo is required, and --webhook-secret-file with --webhook-addr\n\n")
 		flags.Usage()
 		return 2
@@ -122,18 +112,15 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	src, err := gitsource.New(gitsource.Config{
-		URL: f.repo, Branch: f.branch, Path: f.path, CacheDir: filepath.Join(f.dataDir, "git", "plans"), Logger: log,
-		Auth: gitsource.Auth{Username: f.gitUser, TokenFile: f.gitTokenFile, SSHKeyFile: f.sshKey, KnownHostsFile: f.knownHosts, InsecureIgnoreHostKey: f.sshInsecure},
-	})
+	src, err := f.git.source(f.path, filepath.Join(f.dataDir, "git", "plans"), log)
 	if err != nil {
 		return err
 	}
-	writerAuth, err := statusAuth(f)
+	writerAuth, err := f.git.pushAuth()
 	if err != nil {
 		return err
 	}
-	store := &status.Writer{URL: f.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status")}
+	store := &status.Writer{URL: f.git.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status")}
 
 	var fg forge.Forge
 	var coalescer *forge.Coalescer
@@ -196,7 +183,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	if fg != nil {
 		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,
-			Branch: f.branch, Path: src.PlansDir(), Log: log}
+			Branch: f.git.branch, Path: src.PlansDir(), Log: log}
 	}
 
 	if f.webhookAddr != "" {
@@ -214,8 +201,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 
 	if f.inProcess {
-		repo := func(_ context.Context, rev string) (fs.FS, error) { return src.FS(gitsource.Revision(rev)) }
-		execs, err := newExecutors(strings.Split(f.kinds, ","), mgmt, repo, log)
+		execs, err := newExecutors(strings.Split(f.kinds, ","), mgmt, repoAt(src), log)
 		if err != nil {
 			return err
 		}
@@ -235,7 +221,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 				log.Error("results consumer stopped", "error", err)
 			}
 		}()
-		log.Info("reconciling", "repo", gitsource.RedactURL(f.repo), "branch", f.branch, "interval", f.interval)
+		log.Info("reconciling", "repo", gitsource.RedactURL(f.git.repo), "branch", f.git.branch, "interval", f.interval)
 		_ = loop.Run(ctx, f.interval)
 	}
 	if !f.leaderElect {
@@ -247,19 +233,6 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		return err
 	}
 	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: f.leaseNamespace, Name: f.leaseName, Identity: f.identity, Log: log}, lead)
-}
-
-// statusAuth is how status commits are pushed: the same token as the Git
-// source for https (ssh uses the agent or default keys of go-git).
-func statusAuth(f *runFlags) (transport.AuthMethod, error) {
-	if f.gitTokenFile == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(f.gitTokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("read --git-token-file: %w", err)
-	}
-	return &githttp.BasicAuth{Username: f.gitUser, Password: strings.TrimSpace(string(data))}, nil
 }
 
 // restConfig loads the management cluster's REST config.

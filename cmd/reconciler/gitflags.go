@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/ferry-dev/ferry/internal/gitsource"
+)
+
+// gitFlags say which plans repository to read and how to authenticate:
+// the same flags for `run` and `executor`.
+type gitFlags struct {
+	repo, branch, user, tokenFile, sshKey, knownHosts string
+	insecure                                          bool
+}
+
+func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
+	flags.StringVar(&g.repo, "repo", "", repoUsage)
+	flags.StringVar(&g.branch, "branch", gitsource.DefaultBranch, "tracked branch: spec.approve on it approves phases")
+	flags.StringVar(&g.user, "git-username", "git", "user name sent with --git-token-file")
+	flags.StringVar(&g.tokenFile, "git-token-file", "", "file holding a token for https access to the repository")
+	flags.StringVar(&g.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")
+	flags.StringVar(&g.knownHosts, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")
+	flags.BoolVar(&g.insecure, "ssh-insecure-ignore-host-key", false, "do not check ssh host keys (never in production)")
+}
+
+// source opens the repository with its cache in cacheDir.
+func (g *gitFlags) source(path, cacheDir string, log *slog.Logger) (*gitsource.Source, error) {
+	return gitsource.New(gitsource.Config{
+		URL: g.repo, Branch: g.branch, Path: path, CacheDir: cacheDir, Logger: log,
+		Auth: gitsource.Auth{Username: g.user, TokenFile: g.tokenFile, SSHKeyFile: g.sshKey, KnownHostsFile: g.knownHosts, InsecureIgnoreHostKey: g.insecure},
+	})
+}
+
+// pushAuth is how status commits are pushed: the same token as the Git
+// source for https (ssh uses the agent or default keys of go-git).
+func (g *gitFlags) pushAuth() (transport.AuthMethod, error) {
+	if g.tokenFile == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(g.tokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("read --git-token-file: %w", err)
+	}
+	return &githttp.BasicAuth{Username: g.user, Password: strings.TrimSpace(string(data))}, nil
+}
+
+// repoAt reads the plans repository at a step's revision for the executors
+// (manifests), fetching the branch when the revision is newer than the
+// cache: steps are published from the tracked branch's commits.
+func repoAt(src *gitsource.Source) func(context.Context, string) (fs.FS, error) {
+	return func(ctx context.Context, rev string) (fs.FS, error) {
+		fsys, err := src.FS(gitsource.Revision(rev))
+		if !errors.Is(err, gitsource.ErrUnknownRevision) {
+			return fsys, err
+		}
+		if _, _, err := src.Poll(ctx); err != nil {
+			return nil, err
+		}
+		return src.FS(gitsource.Revision(rev))
+	}
+}
