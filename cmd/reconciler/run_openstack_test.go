@@ -50,7 +50,7 @@ func TestRunOpenStack(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
-	r := startRun(t, ctx, g, gh, mgmt, "--interval", "2s", "--comment-interval", "200ms")
+	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
 	fatal := r.fatalf
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
 	waitPhases := func(want map[string]status.PhaseState) *status.PlanStatus {

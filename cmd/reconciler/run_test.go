@@ -37,7 +37,7 @@ func TestRunPullRequests(t *testing.T) {
 	mgmt := testenv.StartKube(t)
 	workload := testenv.StartKube(t)
 	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
-		Name: "capi-quickstart", Namespace: "default",
+		Name: "capi-quickstart", Namespace: "default", BackupNamespace: "capi-backup",
 		ControlPlaneNodes: []string{"capi-quickstart-control-plane-7xk2p"},
 		WorkerNodes:       []string{"capi-quickstart-md-0-wq8fz"},
 		KubeletVersion:    "v1.31.4",
@@ -77,7 +77,7 @@ func TestRunPullRequests(t *testing.T) {
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
 
-	r := startRun(t, ctx, g, gh, mgmt, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
+	r := startRun(t, ctx, g, gh, mgmt, []string{"capi-backup"}, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
 	waitFor := r.waitFor
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
 	readStatus := func() *status.PlanStatus {
@@ -238,11 +238,18 @@ type running struct {
 // startRun runs `reconciler run` until the test ends (then it must exit
 // 0): on g's repository, with in-process executors and the embedded NATS,
 // the management cluster mgmt, a webhook endpoint, and gh as GitHub; extra
-// flags come last.
-func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.Server, mgmt *testenv.Kube, extra ...string) *running {
+// flags come last. It runs as deploy/'s service account, with deploy/'s
+// RBAC applied to mgmt and its plan-namespace RBAC to namespaces (besides
+// default): a migration that needs more than that fails.
+func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.Server, mgmt *testenv.Kube, namespaces []string, extra ...string) *running {
 	t.Helper()
+	testenv.ApplyKustomization(t, mgmt, "../../deploy")
+	for _, ns := range namespaces {
+		testenv.ApplyKustomizationIn(t, mgmt, "../../deploy/plan-namespace", ns)
+	}
 	dir := t.TempDir()
-	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(t)), "token": gh.Token + "\n", "secret": "webhook-secret\n"} {
+	asServiceAccount := mgmt.KubeconfigAs(t, "system:serviceaccount:ferry-system:ferry-reconciler")
+	for name, content := range map[string]string{"kubeconfig": string(asServiceAccount), "token": gh.Token + "\n", "secret": "webhook-secret\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"time"
@@ -95,6 +96,14 @@ func StartKube(t T) *Kube {
 // as a CAPI <cluster>-kubeconfig Secret or a --kubeconfig file holds it.
 func (k *Kube) Kubeconfig(t T) []byte {
 	t.Helper()
+	return k.KubeconfigAs(t, "")
+}
+
+// KubeconfigAs is Kubeconfig impersonating user (e.g.
+// "system:serviceaccount:ferry-system:ferry-reconciler"), so that what the
+// kubeconfig may do is what RBAC grants user; "" impersonates nobody.
+func (k *Kube) KubeconfigAs(t T, user string) []byte {
+	t.Helper()
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{
 		Server:                   k.Config.Host,
@@ -104,6 +113,11 @@ func (k *Kube) Kubeconfig(t T) []byte {
 		ClientCertificateData: k.Config.CertData,
 		ClientKeyData:         k.Config.KeyData,
 		Token:                 k.Config.BearerToken,
+		Impersonate:           user,
+	}
+	if strings.HasPrefix(user, "system:serviceaccount:") {
+		ns, _, _ := strings.Cut(strings.TrimPrefix(user, "system:serviceaccount:"), ":")
+		cfg.AuthInfos["admin"].ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}
 	}
 	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
 	cfg.CurrentContext = "envtest"
