@@ -129,4 +129,3 @@ func help(t *testing.T, command string) string {
 	}
 	return string(out)
 }
-
