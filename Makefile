@@ -26,6 +26,14 @@ help: ## Show this list of targets.
 build: ## Build bin/reconciler.
 	go build -ldflags "-X main.version=$(VERSION)" -o bin/reconciler ./cmd/reconciler
 
+# The container image `make image` builds; deploy/ refers to it.
+IMAGE ?= ghcr.io/ferry-dev/reconciler:dev
+
+.PHONY: image
+image: ## Build the container image into bin/reconciler-image.tar without a Docker daemon (tag: IMAGE).
+	CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/linux/reconciler ./cmd/reconciler
+	go run ./hack/image --binary bin/linux/reconciler --tag $(IMAGE) --version $(VERSION) --out bin/reconciler-image.tar
+
 .PHONY: demo
 demo: tools build ## Migrate a seed 000 cluster end to end on this machine (starts local OpenStack when needed).
 	hack/demo.sh
