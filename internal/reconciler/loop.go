@@ -61,6 +61,10 @@ type Recorder interface {
 	// plan the file held at an earlier revision, or "" for a file that was
 	// never valid. Nothing of that plan runs until the file is fixed.
 	Invalid(ctx context.Context, cycle Cycle, file, plan string, problems planfile.Errors)
+	// Unobserved records a plan whose live state could not be read this
+	// cycle (an API server down, RBAC missing): nothing of it runs until
+	// a cycle reads it.
+	Unobserved(ctx context.Context, cycle Cycle, file, plan string, err error)
 	// Removed records a plan whose file left the branch: its migration
 	// stops before its next step, and nothing is rolled back.
 	Removed(ctx context.Context, cycle Cycle, plan string)
@@ -345,6 +349,9 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 
 	snap, err := l.Observer.Observe(ctx, p, record)
 	if err != nil {
+		if l.Recorder != nil {
+			l.Recorder.Unobserved(ctx, cycle, file, p.Metadata.Name, err)
+		}
 		return err
 	}
 	res, err := planner.Plan(p, snap)

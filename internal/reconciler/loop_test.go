@@ -85,6 +85,7 @@ func (r *recorder) Planned(_ context.Context, _ Cycle, _, plan string, res *plan
 func (r *recorder) Invalid(_ context.Context, _ Cycle, file, plan string, _ planfile.Errors) {
 	r.invalid = append(r.invalid, file+"="+plan)
 }
+func (r *recorder) Unobserved(context.Context, Cycle, string, string, error) {}
 func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) {
 	r.removed = append(r.removed, plan)
 }

@@ -136,6 +136,22 @@ func (r *StatusRecorder) Invalid(_ context.Context, cycle Cycle, file, plan stri
 	r.dirty[plan] = true
 }
 
+// Unobserved records on a plan's status why its live state could not be
+// read; the next cycle that reads it clears it.
+func (r *StatusRecorder) Unobserved(_ context.Context, cycle Cycle, _, plan string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.init()
+	st := r.statuses[plan]
+	if st == nil {
+		st = &status.PlanStatus{Plan: plan}
+		r.statuses[plan] = st
+	}
+	if status.MarkUnobserved(st, cycle.Revision, err.Error(), cycle.At) {
+		r.dirty[plan] = true
+	}
+}
+
 // Removed marks a plan stopped because its file left the branch.
 func (r *StatusRecorder) Removed(_ context.Context, cycle Cycle, plan string) {
 	r.mu.Lock()

@@ -405,3 +405,15 @@ func MarkInvalid(st *PlanStatus, revision string, problems []string, now time.Ti
 	st.Revision, st.Invalid = revision, slices.Clone(problems)
 	st.UpdatedAt = now.UTC().Truncate(time.Second)
 }
+
+// MarkUnobserved records that the plan's live state could not be read at
+// revision, and why. It reports whether the status changed; FromResult
+// clears it once a cycle reads the state again.
+func MarkUnobserved(st *PlanStatus, revision, why string, now time.Time) bool {
+	if st.Revision == revision && st.Unobserved == why {
+		return false
+	}
+	st.Revision, st.Unobserved = revision, why
+	st.UpdatedAt = now.UTC().Truncate(time.Second)
+	return true
+}

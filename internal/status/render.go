@@ -62,6 +62,9 @@ func Table(w io.Writer, st *PlanStatus) error {
 	if st.Stopped != "" {
 		fmt.Fprintf(w, "\nStopped: %s\n", oneLine(st.Stopped))
 	}
+	if st.Unobserved != "" {
+		fmt.Fprintf(w, "\nNot observed (nothing runs until the live state can be read): %s\n", oneLine(st.Unobserved))
+	}
 	if len(st.Invalid) > 0 {
 		fmt.Fprintf(w, "\nInvalid plan file (nothing runs until a commit fixes it):\n")
 		for _, p := range st.Invalid {
@@ -88,6 +91,9 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 	fmt.Fprintf(&head, "### ferry: plan `%s`\n\n%s\n\n", mdCode(st.Plan), mdText(header(st), mdReasonMax))
 	if st.Stopped != "" {
 		fmt.Fprintf(&head, "> **Stopped:** %s\n\n", mdText(st.Stopped, mdReasonMax))
+	}
+	if st.Unobserved != "" {
+		fmt.Fprintf(&head, "> **Not observed:** nothing runs until the live state can be read: %s\n\n", mdText(st.Unobserved, mdReasonMax))
 	}
 	if len(st.Invalid) > 0 {
 		head.WriteString("> **Invalid plan file:** nothing runs until a commit fixes it.\n>\n")

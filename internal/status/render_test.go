@@ -122,6 +122,8 @@ func renderCases() map[string]*PlanStatus {
 		"plans/capi-quickstart.yaml:14: spec.target.controlPlane.flavor: required",
 		"plans/capi-quickstart.yaml:21: spec.approve: \"control-plain\" is not a phase of strategy adopt (cluster, control-plane, workers, rollout)",
 	}, at(500))
+	cases["unobserved"] = approved(run(clusterDone()...))
+	MarkUnobserved(cases["unobserved"], rev2, `observe cluster default/capi-quickstart: get Secret capi-backup/capi-quickstart-kubeconfig: secrets "capi-quickstart-kubeconfig" is forbidden: User "system:serviceaccount:ferry-system:ferry-reconciler" cannot get resource "secrets" in the namespace "capi-backup"`, at(500))
 	return cases
 }
 

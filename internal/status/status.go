@@ -89,6 +89,9 @@ type PlanStatus struct {
 	// of the plan runs until a commit fixes the file; the next valid
 	// revision clears it.
 	Invalid []string `json:"invalid,omitempty"`
+	// Unobserved says why the live state (clusters, cloud) could not be
+	// read at Revision; nothing of the plan runs until a cycle reads it.
+	Unobserved string `json:"unobserved,omitempty"`
 	// UpdatedAt is when the status last changed.
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 }
