@@ -25,7 +25,7 @@ type gitFlags struct {
 
 func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
 	flags.StringVar(&g.repo, "repo", "", repoUsage)
-	flags.StringVar(&g.branch, "branch", gitsource.DefaultBranch, "tracked branch: spec.approve on it approves phases")
+	flags.StringVar(&g.branch, "branch", gitsource.DefaultBranch, "branch of the plans repository to follow: spec.approve on it approves phases")
 	flags.StringVar(&g.user, "git-username", "git", "user name sent with --git-token-file")
 	flags.StringVar(&g.tokenFile, "git-token-file", "", "file holding a token for https access to the repository")
 	flags.StringVar(&g.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")

@@ -50,7 +50,6 @@ func runCommand(args []string, stdout, stderr io.Writer) int {
 }
 
 func (f *runFlags) register(flags *flag.FlagSet) {
-	host, _ := os.Hostname()
 	f.git.register(flags, "URL of the plans repository (https://, ssh:// or file://); required")
 	flags.StringVar(&f.path, "path", gitsource.DefaultPath, "directory of plan files in the repository")
 	flags.DurationVar(&f.interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
@@ -62,14 +61,14 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	flags.BoolVar(&f.leaderElect, "leader-elect", false, "run only while holding a Lease in the management cluster")
 	flags.StringVar(&f.leaseNamespace, "leader-election-namespace", "ferry-system", "namespace of the leader election Lease")
 	flags.StringVar(&f.leaseName, "leader-election-id", "ferry-reconciler", "name of the leader election Lease")
-	flags.StringVar(&f.identity, "leader-election-identity", host, "this replica's identity in the Lease")
+	flags.StringVar(&f.identity, "leader-election-identity", "", "this replica's identity in the Lease (default: the host name)")
 	flags.StringVar(&f.githubRepo, "github-repo", "", "owner/name of the repository on GitHub, for PR comments and commit statuses; empty: none")
 	flags.StringVar(&f.githubAPIURL, "github-api-url", "", "GitHub Enterprise base URL (empty: api.github.com)")
 	flags.StringVar(&f.githubTokenFile, "github-token-file", "", "file holding the GitHub token (default: $"+forge.TokenEnv+")")
 	flags.DurationVar(&f.commentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
 	flags.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, ~/.kube/config)")
 	flags.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
-	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate `reconciler executor` replicas take the steps)")
+	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate executor replicas, reconciler executor, take the steps)")
 	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
 	flags.IntVar(&f.concurrency, "concurrency", 4, "steps of each kind run at once in process")
 	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
@@ -231,6 +230,11 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	cfg, err := restConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return err
+	}
+	if f.identity == "" {
+		if f.identity, err = os.Hostname(); err != nil {
+			return fmt.Errorf("--leader-election-identity: no host name to default to: %w", err)
+		}
 	}
 	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: f.leaseNamespace, Name: f.leaseName, Identity: f.identity, Log: log}, lead)
 }
