@@ -26,7 +26,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -56,10 +55,10 @@ func main() {
 	ctx, cancel := context.WithTimeout(interrupted, *timeout)
 	defer cancel()
 	out := newDisplay(os.Stdout)
-	r := &runner{ctx: ctx, out: out}
-	err := r.do(func() error { return demo(ctx, r, out, *reconciler, *logFile) })
+	r := testenv.NewProgram(func(format string, args ...any) { out.say("    "+format, args...) })
+	err := r.Do(func() error { return demo(ctx, r, out, *reconciler, *logFile) })
 	out.say("==> cleaning up: stopping the reconciler, the servers and the stand-ins, deleting the OpenStack fixture")
-	r.cleanup()
+	r.Close()
 	switch {
 	case err == nil:
 		out.say("==> done in %s: the cluster was migrated", time.Since(out.start).Round(time.Second))
@@ -75,7 +74,7 @@ func main() {
 // phases are the adopt strategy's phases, one pull request each.
 var phases = []string{"cluster", "control-plane", "workers"}
 
-func demo(ctx context.Context, r *runner, out *display, reconciler, logFile string) error {
+func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, logFile string) error {
 	bin, err := filepath.Abs(reconciler)
 	if err != nil {
 		return err
@@ -188,7 +187,7 @@ const reconcilerPreviewKey = "preview"
 
 // startReconciler runs the reconciler binary until the demo ends; SIGTERM
 // first, so that it shuts down as in production.
-func startReconciler(r *runner, bin string, args []string, logFile string) error {
+func startReconciler(r *testenv.Program, bin string, args []string, logFile string) error {
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 		return err
 	}
@@ -287,88 +286,6 @@ func freePort() string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// runner is the demo's testenv.T: cleanups run in reverse order at the
-// end, Fatal stops the demo with the message, Logf lines are shown.
-type runner struct {
-	ctx      context.Context
-	out      *display
-	mu       sync.Mutex
-	cleanups []func()
-	dirs     []string
-	failed   error
-}
-
-var _ testenv.T = (*runner)(nil)
-
-// do runs fn in a goroutine of its own, so that Fatal can end it with
-// runtime.Goexit, as the testing package does.
-func (r *runner) do(fn func() error) error {
-	done := make(chan error, 1)
-	go func() {
-		ok := false
-		defer func() {
-			if !ok {
-				r.mu.Lock()
-				defer r.mu.Unlock()
-				done <- r.failed
-			}
-		}()
-		err := fn()
-		ok = true
-		done <- err
-	}()
-	return <-done
-}
-
-func (r *runner) Helper() {}
-
-func (r *runner) Cleanup(f func()) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.cleanups = append(r.cleanups, f)
-}
-
-func (r *runner) cleanup() {
-	r.mu.Lock()
-	fns := r.cleanups
-	r.cleanups = nil
-	r.mu.Unlock()
-	for i := len(fns) - 1; i >= 0; i-- {
-		fns[i]()
-	}
-	for _, d := range r.dirs {
-		_ = os.RemoveAll(d)
-	}
-}
-
-func (r *runner) TempDir() string {
-	d, err := os.MkdirTemp("", "ferry-demo-")
-	if err != nil {
-		r.Fatalf("temporary directory: %v", err)
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.dirs = append(r.dirs, d)
-	return d
-}
-
-func (r *runner) Logf(format string, args ...any) { r.out.say("    "+format, args...) }
-
-func (r *runner) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.failed == nil {
-		r.failed = fmt.Errorf(format, args...)
-	}
-}
-
-func (r *runner) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
-
-func (r *runner) Fatalf(format string, args ...any) {
-	r.Errorf(format, args...)
-	runtime.Goexit()
 }
 
 // display prints the demo's lines and, while it waits, one status line
