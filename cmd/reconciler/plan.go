@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -113,6 +115,13 @@ func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) 
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
+	kube.Tune(cfg)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			kubeRequests.Add(1)
+			return rt.RoundTrip(r)
+		})
+	})
 	// With watch: the kube executor's waits watch rather than poll.
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
 	if err != nil {
@@ -120,3 +129,11 @@ func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) 
 	}
 	return c, nil
 }
+
+// kubeRequests counts the requests sent to the management cluster's API
+// server (ferry_kube_requests_total).
+var kubeRequests atomic.Uint64
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -156,6 +156,8 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	counters := map[string]func() float64{
 		"ferry_git_ls_remotes_total": func() float64 { return float64(src.Stats().LsRemotes) },
 		"ferry_git_fetches_total":    func() float64 { return float64(src.Stats().Fetches) },
+		"ferry_git_pushes_total":     func() float64 { return float64(store.Pushes()) },
+		"ferry_kube_requests_total":  func() float64 { return float64(kubeRequests.Load()) },
 	}
 	if coalescer != nil {
 		counters["ferry_forge_requests_total"] = func() float64 { return float64(coalescer.Stats().Requests) }
@@ -178,7 +180,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
 	loop := &reconciler.Loop{
 		Source: reconciler.GitSource{Source: src}, Observer: obs, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
-		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle,
+		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip,
 	}
 	if fg != nil {
 		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/planner"
 )
@@ -44,13 +44,10 @@ const defaultProbeTimeout = 10 * time.Second
 // client.
 type ClientsetFunc func(kubeconfig []byte) (kubernetes.Interface, error)
 
-// NewWorkloadClientset builds a clientset for a kubeconfig.
+// NewWorkloadClientset returns a clientset for a kubeconfig, reused across
+// steps (kube.WorkloadClientset).
 func NewWorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
-	}
-	return kubernetes.NewForConfig(cfg)
+	return kube.WorkloadClientset(kubeconfig)
 }
 
 // WorkloadExecutor carries out the steps of kind "workload": it changes the

@@ -20,7 +20,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -92,13 +91,10 @@ func ReadKubeconfig(ctx context.Context, c client.Client, namespace, cluster str
 	return sec.Data["value"], where, nil
 }
 
-// NewWorkloadClient builds a client for a kubeconfig with ferry's scheme.
+// NewWorkloadClient returns a client for a kubeconfig with ferry's scheme,
+// reused across cycles and steps (kube.WorkloadClient).
 func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
-	}
-	return client.New(cfg, client.Options{Scheme: kube.NewScheme()})
+	return kube.WorkloadClient(kubeconfig)
 }
 
 // Observe reads the snapshot for p, a validated and defaulted plan, and

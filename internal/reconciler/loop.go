@@ -93,6 +93,9 @@ type Loop struct {
 	Now func() time.Time
 	// AfterCycle, when set, is told how each cycle went (metrics, readiness).
 	AfterCycle func(err error)
+	// Latency, when set, is told how long each step took from its
+	// publication to its final result (metrics).
+	Latency func(ev *events.ResultEvent, d time.Duration)
 	// Previews, when set, keeps the preview comments of open pull requests
 	// up to date after each cycle.
 	Previews *Previews
@@ -206,6 +209,9 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	l.init()
 	st := l.state(ev.Plan)
 	l.mu.Lock()
+	if published, ok := st.inFlight[ev.StepID]; ok && ev.Outcome != events.Retrying && l.Latency != nil {
+		defer l.Latency(ev, l.Now().Sub(published))
+	}
 	switch ev.Outcome {
 	case events.Succeeded:
 		delete(st.inFlight, ev.StepID)
@@ -385,7 +391,7 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 			return published, err
 		}
 		l.mu.Lock()
-		st.inFlight[ev.ID] = cycle.At
+		st.inFlight[ev.ID] = l.Now()
 		if p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
 			st.record.Approved = phase
 		}

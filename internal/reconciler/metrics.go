@@ -20,10 +20,11 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	phases      *prometheus.GaugeVec
-	stepsRun    *prometheus.CounterVec
-	stepLatency *prometheus.HistogramVec
-	cycles      *prometheus.CounterVec
+	phases        *prometheus.GaugeVec
+	stepsRun      *prometheus.CounterVec
+	stepLatency   *prometheus.HistogramVec
+	stepRoundTrip *prometheus.HistogramVec
+	cycles        *prometheus.CounterVec
 
 	ready atomic.Bool
 }
@@ -42,10 +43,14 @@ func NewMetrics(counters map[string]func() float64) *Metrics {
 		Name: "ferry_step_duration_seconds", Help: "How long step attempts took, by executor kind.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 	}, []string{"executor"})
+	m.stepRoundTrip = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "ferry_step_latency_seconds", Help: "From a step's publication to its final result, by executor kind.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 1.5, 30),
+	}, []string{"executor"})
 	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ferry_cycles_total", Help: "Reconcile cycles by result.",
 	}, []string{"result"})
-	m.Registry.MustRegister(m.phases, m.stepsRun, m.stepLatency, m.cycles)
+	m.Registry.MustRegister(m.phases, m.stepsRun, m.stepLatency, m.stepRoundTrip, m.cycles)
 	for name, read := range counters {
 		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: "Calls counted by " + name + "."}, read))
 	}
@@ -105,4 +110,10 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	}
 	return nil
+}
+
+// ObserveRoundTrip records how long a step took from its publication to its
+// final result.
+func (m *Metrics) ObserveRoundTrip(ev *events.ResultEvent, d time.Duration) {
+	m.stepRoundTrip.WithLabelValues(ev.Executor).Observe(d.Seconds())
 }

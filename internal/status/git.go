@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -81,7 +82,11 @@ type Writer struct {
 	// beforePush, when set (by tests), runs after the commit is built and
 	// before it is pushed: the window in which someone else may push.
 	beforePush func(attempt int)
+	pushes     atomic.Uint64
 }
+
+// Pushes counts the pushes Write attempted, rejected ones included.
+func (w *Writer) Pushes() uint64 { return w.pushes.Load() }
 
 // Write commits the status files of the plans whose status differs from
 // the branch head, all in one commit with the trailer "Ferry-Status: true"
@@ -132,6 +137,7 @@ func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, err
 			w.beforePush(attempt)
 		}
 		err = w.push(ctx, commit)
+		w.pushes.Add(1)
 		if err == nil {
 			return commit.String(), nil
 		}

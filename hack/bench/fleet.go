@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// clusterLabel marks a workload Node with the cluster it belongs to.
+const clusterLabel = "bench.ferry.dev/cluster"
+
+// workloadProxy lets one API server stand for many workload clusters: each
+// cluster's kubeconfig points at <proxy>/clusters/<name>, and the proxy
+// forwards to the shared API server, adding a label selector to Node
+// requests so that each cluster sees only its own Nodes. It counts the
+// requests it forwards.
+type workloadProxy struct {
+	srv      *httptest.Server
+	requests atomic.Int64
+}
+
+func startWorkloadProxy(k *testenv.Kube) (*workloadProxy, error) {
+	target, err := url.Parse(k.Config.Host)
+	if err != nil {
+		return nil, err
+	}
+	transport, err := rest.TransportFor(k.Config)
+	if err != nil {
+		return nil, err
+	}
+	p := &workloadProxy{}
+	rp := &httputil.ReverseProxy{
+		Transport:     transport,
+		FlushInterval: -1,
+		Rewrite: func(r *httputil.ProxyRequest) {
+			rest := strings.TrimPrefix(r.In.URL.Path, "/clusters/")
+			cluster, path, _ := strings.Cut(rest, "/")
+			r.SetURL(target)
+			r.Out.URL.Path = "/" + path
+			r.Out.URL.RawPath = ""
+			if path == "api/v1/nodes" {
+				q := r.Out.URL.Query()
+				sel := clusterLabel + "=" + cluster
+				if s := q.Get("labelSelector"); s != "" {
+					sel += "," + s
+				}
+				q.Set("labelSelector", sel)
+				r.Out.URL.RawQuery = q.Encode()
+			}
+		},
+	}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.requests.Add(1)
+		rp.ServeHTTP(w, r)
+	}))
+	return p, nil
+}
+
+// kubeconfig is the kubeconfig of cluster through the proxy.
+func (p *workloadProxy) kubeconfig(cluster string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[cluster] = &clientcmdapi.Cluster{Server: p.srv.URL + "/clusters/" + cluster}
+	cfg.AuthInfos[cluster] = &clientcmdapi.AuthInfo{}
+	cfg.Contexts[cluster] = &clientcmdapi.Context{Cluster: cluster, AuthInfo: cluster}
+	cfg.CurrentContext = cluster
+	return clientcmd.Write(*cfg)
+}
+
+// fleet is the benchmark's clusters: seed 000 clusters to adopt, as
+// testenv.Orphan makes one, each with a control-plane node and workers
+// whose servers are in the cloud stand-in.
+type fleet struct {
+	namespace string
+	names     []string
+	workers   int
+}
+
+func (f *fleet) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }
+
+// create makes the clusters in mgmt (Secrets) and workload (Nodes), with
+// concurrency workers at once.
+func (f *fleet) create(ctx context.Context, mgmt, workload *testenv.Kube, proxy *workloadProxy, cloud *cloudStandIn, n int) error {
+	for _, ns := range []string{f.namespace, f.namespace + "-backup"} {
+		if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			return err
+		}
+	}
+	if err := createIgnoreExists(ctx, workload.Client, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
+		Data:       map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.31.4\n"},
+	}); err != nil {
+		return err
+	}
+	work := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				errs <- f.createOne(ctx, mgmt, workload, proxy, cloud, i)
+			}
+		}()
+	}
+	for i := range n {
+		f.names = append(f.names, f.clusterName(i))
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *fleet) createOne(ctx context.Context, mgmt, workload *testenv.Kube, proxy *workloadProxy, cloud *cloudStandIn, i int) error {
+	name := f.clusterName(i)
+	kubeconfig, err := proxy.kubeconfig(name)
+	if err != nil {
+		return err
+	}
+	pair := map[string][]byte{"tls.crt": []byte("placeholder certificate"), "tls.key": []byte("placeholder key")}
+	for _, s := range []struct {
+		ns, suffix string
+		data       map[string][]byte
+	}{
+		{f.namespace, "kubeconfig", map[string][]byte{"value": kubeconfig}},
+		{f.namespace, "ca", pair},
+		{f.namespace, "etcd", pair},
+		{f.namespace + "-backup", "sa", pair},
+	} {
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name + "-" + s.suffix,
+			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": name}}, Data: s.data}
+		if err := createIgnoreExists(ctx, mgmt.Client, sec); err != nil {
+			return err
+		}
+	}
+	nodes := []string{name + "-control-plane-0"}
+	for w := range f.workers {
+		nodes = append(nodes, fmt.Sprintf("%s-md-0-%d", name, w))
+	}
+	for j, node := range nodes {
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"kubernetes.io/hostname": node, clusterLabel: name}},
+			Spec:       corev1.NodeSpec{ProviderID: "openstack:///" + cloud.addServer(node)},
+		}
+		if j == 0 {
+			n.Labels["node-role.kubernetes.io/control-plane"] = ""
+		}
+		if err := createIgnoreExists(ctx, workload.Client, n); err != nil {
+			return err
+		}
+		n.Status = corev1.NodeStatus{
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.31.4"},
+		}
+		if err := workload.Client.Status().Update(ctx, n); err != nil {
+			return fmt.Errorf("mark node %s Ready: %w", node, err)
+		}
+	}
+	return nil
+}
+
+func createIgnoreExists(ctx context.Context, c client.Client, obj client.Object) error {
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
+
+// plan is the adopt plan of cluster i, approved up to approve.
+func (f *fleet) plan(i int, approve string) string {
+	name := f.clusterName(i)
+	return fmt.Sprintf(`apiVersion: ferry.dev/v1alpha1
+kind: MigrationPlan
+metadata:
+  name: %[1]s
+spec:
+  cluster: {name: %[1]s, namespace: %[2]s}
+  strategy: adopt
+  adopt: {secretsFrom: %[2]s-backup}
+  target:
+    identity:
+      cloudName: openstack
+      from: {namespace: ferry-system, name: openstack-credentials}
+    externalNetwork: {name: %[3]s}
+    network: {name: %[4]s}
+    sshKey: {name: bench-key-%[1]s, publicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZlcnJ5LWV4YW1wbGUta2V5LW5vdC1yZWFsAA bench@ferry"}
+    controlPlane: {provider: KubeadmControlPlane, flavor: %[5]s, image: %[6]s}
+    workers:
+      - {name: md-0, flavor: %[5]s, image: %[6]s, replicas: %[7]d}
+  manifests:
+    cloudControllerManager: {path: manifests/ccm.yaml}
+  approve: %[8]s
+`, name, f.namespace, cloudExternal, cloudNetwork, cloudFlavor, cloudImage, f.workers, approve)
+}

@@ -1,0 +1,444 @@
+// Command bench is `make bench`'s fleet benchmark: it migrates N seed 000
+// clusters at once with `reconciler run` and reports what it cost.
+//
+// It starts a management API server and one API server that stands for
+// every workload cluster (through a proxy that shows each cluster its own
+// Nodes), a stand-in for the OpenStack APIs, a Git server with one adopt
+// plan per cluster, the GitHub stand-in and the CAPI/CAPO controller
+// stand-ins of the demo, and runs bin/reconciler (executors in process,
+// embedded NATS) as a separate process. One commit approves every plan's
+// last phase; the benchmark measures until every phase of every plan
+// succeeded, then measures a minute of idleness. It prints a table and
+// writes the figures as JSON.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// Result is one run's figures; the JSON file holds it.
+type Result struct {
+	Plans           int     `json:"plans"`
+	StepsPerPlan    float64 `json:"stepsPerPlan"`
+	Steps           int     `json:"steps"`
+	WallSeconds     float64 `json:"wallSeconds"`
+	StepsPerSecond  float64 `json:"stepsPerSecond"`
+	LatencyP50      float64 `json:"stepLatencyP50Seconds"`
+	LatencyP99      float64 `json:"stepLatencyP99Seconds"`
+	KubePerStep     float64 `json:"managementRequestsPerStep"`
+	WorkloadPerStep float64 `json:"workloadRequestsPerStep"`
+	GitFetches      float64 `json:"gitFetches"`
+	GitPushes       float64 `json:"gitPushes"`
+	GitHubPerPlan   float64 `json:"githubCallsPerPlan"`
+	CloudPerPlan    float64 `json:"openstackCallsPerPlan"`
+	PeakRSSMiB      float64 `json:"peakRSSMiB"`
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	Idle            Idle    `json:"idle"`
+}
+
+// Idle is the cost of one poll interval with nothing changing.
+type Idle struct {
+	IntervalSeconds  float64 `json:"intervalSeconds"`
+	CPUSeconds       float64 `json:"cpuSecondsPerInterval"`
+	CorePercent      float64 `json:"percentOfOneCore"`
+	KubeRequests     float64 `json:"managementRequestsPerInterval"`
+	WorkloadRequests float64 `json:"workloadRequestsPerInterval"`
+	GitLsRemotes     float64 `json:"gitLsRemotesPerInterval"`
+	GitFetches       float64 `json:"gitFetchesPerInterval"`
+	GitHubCalls      float64 `json:"githubCallsPerInterval"`
+	CloudCalls       float64 `json:"openstackCallsPerInterval"`
+}
+
+func main() {
+	plans := flag.Int("plans", 100, "clusters (plans) to migrate at once")
+	workers := flag.Int("workers", 2, "worker nodes per cluster (more workers, more steps per plan)")
+	reconciler := flag.String("reconciler", "bin/reconciler", "the reconciler binary (make build)")
+	interval := flag.Duration("interval", 30*time.Second, "the reconciler's --interval")
+	idle := flag.Duration("idle", time.Minute, "how long to measure idleness")
+	out := flag.String("out", "", "JSON file for the figures (default bin/bench-<plans>.json)")
+	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
+	flag.Parse()
+	if *out == "" {
+		*out = fmt.Sprintf("bin/bench-%d.json", *plans)
+	}
+
+	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(interrupted, *timeout)
+	defer cancel()
+	start := time.Now()
+	logf := func(format string, args ...any) {
+		fmt.Printf("[%6.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
+	}
+	p := testenv.NewProgram(func(format string, args ...any) { logf("  "+format, args...) })
+	var res *Result
+	err := p.Do(func() (err error) {
+		res, err = run(ctx, p, logf, *plans, *workers, *reconciler, *interval, *idle)
+		return err
+	})
+	p.Close()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+	printTable(os.Stdout, res)
+	data, _ := json.MarshalIndent(res, "", "  ")
+	if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+	fmt.Printf("figures written to %s\n", *out)
+}
+
+func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, workers int, reconciler string, interval, idle time.Duration) (*Result, error) {
+	bin, err := filepath.Abs(reconciler)
+	if err != nil {
+		return nil, err
+	}
+	logf("starting the management API server and the one that stands for every workload cluster")
+	mgmt := testenv.StartKube(p)
+	workload := testenv.StartKube(p)
+	proxy, err := startWorkloadProxy(workload)
+	if err != nil {
+		return nil, err
+	}
+	p.Cleanup(proxy.srv.Close)
+	cloud := newCloudStandIn()
+	p.Cleanup(cloud.close)
+
+	logf("creating %d clusters to adopt (%d nodes each)", n, workers+1)
+	f := &fleet{namespace: "fleet", workers: workers}
+	if err := f.create(ctx, mgmt, workload, proxy, cloud, n); err != nil {
+		return nil, err
+	}
+	if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}}); err != nil {
+		return nil, err
+	}
+	if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
+		Data: map[string][]byte{"clouds.yaml": cloud.cloudsYAML()}}); err != nil {
+		return nil, err
+	}
+	testenv.StartControllerStandIns(quiet{p}, mgmt, 0)
+
+	seed := p.TempDir()
+	files := map[string]string{"manifests/ccm.yaml": testenv.CCMManifest}
+	for i := range n {
+		files["plans/"+f.clusterName(i)+".yaml"] = f.plan(i, `""`)
+	}
+	for name, content := range files {
+		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	g := testenv.StartGit(p, seed)
+	gh := fakegithub.New("acme", "fleet", "bench-token")
+	p.Cleanup(gh.Close)
+
+	dir := p.TempDir()
+	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(p)), "token": gh.Token, "secret": "bench-secret"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	hook, metrics := freePort(), freePort()
+	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
+		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
+		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}
+	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
+	logf("starting %s run (log: %s)", reconciler, logFile)
+	pid, err := startProcess(p, bin, args, logFile)
+	if err != nil {
+		return nil, err
+	}
+	scrape := func() map[string]float64 { return scrapeMetrics("http://" + metrics + "/metrics") }
+
+	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}
+	logf("waiting for the first status of every plan")
+	if err := waitFor(ctx, time.Second, func() bool {
+		all, err := reader.ReadAll(ctx)
+		return err == nil && len(all) == n
+	}); err != nil {
+		return nil, fmt.Errorf("first statuses: %w", err)
+	}
+
+	before, cpu0 := scrape(), cpuSeconds(pid)
+	ghBefore, cloudBefore, proxyBefore := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
+	repo := testenv.NewPlansRepo(p, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte("bench-secret")
+	approve := map[string]string{}
+	for i := range n {
+		approve["plans/"+f.clusterName(i)+".yaml"] = f.plan(i, "workers")
+	}
+	logf("approving phase workers (and those before it) of all %d plans in one commit", n)
+	t0 := time.Now()
+	repo.Commit("Approve the fleet's migration", "bench", approve)
+	var done int
+	err = waitFor(ctx, time.Second, func() bool {
+		all, err := reader.ReadAll(ctx)
+		if err != nil {
+			return false
+		}
+		done = 0
+		for _, st := range all {
+			if allSucceeded(st) {
+				done++
+			}
+		}
+		logf("%d of %d plans migrated", done, n)
+		return done == n
+	})
+	wall := time.Since(t0)
+	if err != nil {
+		return nil, fmt.Errorf("%d of %d plans migrated: %w", done, n, err)
+	}
+	after, cpu1 := scrape(), cpuSeconds(pid)
+	steps := after["ferry_steps_total{outcome=Succeeded}"] - before["ferry_steps_total{outcome=Succeeded}"]
+	res := &Result{
+		Plans: n, Steps: int(steps), StepsPerPlan: steps / float64(n), WallSeconds: wall.Seconds(),
+		StepsPerSecond:  steps / wall.Seconds(),
+		LatencyP50:      quantile(after, "ferry_step_latency_seconds", 0.50),
+		LatencyP99:      quantile(after, "ferry_step_latency_seconds", 0.99),
+		KubePerStep:     (after["ferry_kube_requests_total"] - before["ferry_kube_requests_total"]) / steps,
+		WorkloadPerStep: float64(proxy.requests.Load()-proxyBefore) / steps,
+		GitFetches:      after["ferry_git_fetches_total"] - before["ferry_git_fetches_total"],
+		GitPushes:       after["ferry_git_pushes_total"] - before["ferry_git_pushes_total"],
+		GitHubPerPlan:   float64(len(gh.Calls(""))-ghBefore) / float64(n),
+		CloudPerPlan:    float64(cloud.requests.Load()-cloudBefore) / float64(n),
+		CPUSeconds:      cpu1 - cpu0,
+	}
+
+	logf("all migrated in %s; measuring %s of idleness", wall.Round(100*time.Millisecond), idle)
+	time.Sleep(5 * time.Second) // let the last results and comment edits settle
+	i0, c0 := scrape(), cpuSeconds(pid)
+	gh0, cl0, px0 := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(idle):
+	}
+	i1, c1 := scrape(), cpuSeconds(pid)
+	per := interval.Seconds() / idle.Seconds()
+	res.Idle = Idle{
+		IntervalSeconds:  interval.Seconds(),
+		CPUSeconds:       (c1 - c0) * per,
+		CorePercent:      100 * (c1 - c0) / idle.Seconds(),
+		KubeRequests:     (i1["ferry_kube_requests_total"] - i0["ferry_kube_requests_total"]) * per,
+		WorkloadRequests: float64(proxy.requests.Load()-px0) * per,
+		GitLsRemotes:     (i1["ferry_git_ls_remotes_total"] - i0["ferry_git_ls_remotes_total"]) * per,
+		GitFetches:       (i1["ferry_git_fetches_total"] - i0["ferry_git_fetches_total"]) * per,
+		GitHubCalls:      float64(len(gh.Calls(""))-gh0) * per,
+		CloudCalls:       float64(cloud.requests.Load()-cl0) * per,
+	}
+	res.PeakRSSMiB = peakRSSMiB(pid)
+	return res, nil
+}
+
+func allSucceeded(st *status.PlanStatus) bool {
+	if len(st.Phases) == 0 {
+		return false
+	}
+	for _, ph := range st.Phases {
+		if ph.State != status.PhaseSucceeded {
+			return false
+		}
+	}
+	return true
+}
+
+// quiet drops the stand-ins' log lines, one per object they move.
+type quiet struct{ *testenv.Program }
+
+func (quiet) Logf(string, ...any) {}
+
+// startProcess runs bin until the benchmark ends and returns its PID.
+func startProcess(p *testenv.Program, bin string, args []string, logFile string) (int, error) {
+	log, err := os.Create(logFile)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return 0, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		log.Close()
+	})
+	return cmd.Process.Pid, nil
+}
+
+func waitFor(ctx context.Context, every time.Duration, cond func() bool) error {
+	for {
+		if cond() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
+
+// scrapeMetrics reads a Prometheus text exposition into "name{label=value}"
+// sums: each series is added to its name and to name{l=v} for each label.
+func scrapeMetrics(url string) map[string]float64 {
+	out := map[string]float64{}
+	resp, err := http.Get(url)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		series := line[:i]
+		name, labels, _ := strings.Cut(series, "{")
+		out[name] += v
+		for _, l := range strings.Split(strings.TrimSuffix(labels, "}"), ",") {
+			if k, val, ok := strings.Cut(l, "="); ok {
+				out[name+"{"+k+"="+strings.Trim(val, `"`)+"}"] += v
+			}
+		}
+	}
+	return out
+}
+
+// quantile estimates a quantile of a Prometheus histogram from its buckets
+// (summed over labels), interpolating linearly inside the bucket.
+func quantile(m map[string]float64, name string, q float64) float64 {
+	type bucket struct{ le, count float64 }
+	var bs []bucket
+	for k, v := range m {
+		if le, ok := strings.CutPrefix(k, name+"_bucket{le="); ok {
+			bound, err := strconv.ParseFloat(strings.TrimSuffix(le, "}"), 64)
+			if err == nil {
+				bs = append(bs, bucket{bound, v})
+			}
+		}
+	}
+	sort.Slice(bs, func(i, j int) bool { return bs[i].le < bs[j].le })
+	if len(bs) == 0 || bs[len(bs)-1].count == 0 {
+		return math.NaN()
+	}
+	rank := q * bs[len(bs)-1].count
+	prevLE, prevCount := 0.0, 0.0
+	for _, b := range bs {
+		if b.count >= rank {
+			if math.IsInf(b.le, 1) {
+				return prevLE
+			}
+			return prevLE + (b.le-prevLE)*(rank-prevCount)/math.Max(b.count-prevCount, 1)
+		}
+		prevLE, prevCount = b.le, b.count
+	}
+	return prevLE
+}
+
+// cpuSeconds is the user and system CPU time of process pid.
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	// Fields after the command name (which may hold spaces), from field 3.
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100 // USER_HZ
+}
+
+// peakRSSMiB is process pid's peak resident set (VmHWM).
+func peakRSSMiB(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return math.NaN()
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return math.NaN()
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "127.0.0.1:0"
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func printTable(w io.Writer, r *Result) {
+	rows := [][2]string{
+		{"plans", strconv.Itoa(r.Plans)},
+		{"steps (per plan)", fmt.Sprintf("%d (%.1f)", r.Steps, r.StepsPerPlan)},
+		{"wall time, approval to last step", fmt.Sprintf("%.1f s", r.WallSeconds)},
+		{"steps per second", fmt.Sprintf("%.1f", r.StepsPerSecond)},
+		{"step latency p50 / p99 (publication to result)", fmt.Sprintf("%.3f s / %.3f s", r.LatencyP50, r.LatencyP99)},
+		{"management API requests per step", fmt.Sprintf("%.1f", r.KubePerStep)},
+		{"workload API requests per step", fmt.Sprintf("%.1f", r.WorkloadPerStep)},
+		{"Git fetches / pushes", fmt.Sprintf("%.0f / %.0f", r.GitFetches, r.GitPushes)},
+		{"GitHub API calls per plan", fmt.Sprintf("%.1f", r.GitHubPerPlan)},
+		{"OpenStack API calls per plan", fmt.Sprintf("%.1f", r.CloudPerPlan)},
+		{"reconciler peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMiB)},
+		{"reconciler CPU during the migration", fmt.Sprintf("%.1f s", r.CPUSeconds)},
+		{fmt.Sprintf("idle, per %.0f s poll interval: CPU", r.Idle.IntervalSeconds), fmt.Sprintf("%.2f s (%.2f%% of a core)", r.Idle.CPUSeconds, r.Idle.CorePercent)},
+		{"idle: management / workload API requests", fmt.Sprintf("%.0f / %.0f", r.Idle.KubeRequests, r.Idle.WorkloadRequests)},
+		{"idle: Git ls-remotes / fetches", fmt.Sprintf("%.0f / %.0f", r.Idle.GitLsRemotes, r.Idle.GitFetches)},
+		{"idle: GitHub / OpenStack calls", fmt.Sprintf("%.0f / %.0f", r.Idle.GitHubCalls, r.Idle.CloudCalls)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(w, "%-48s %s\n", row[0], row[1])
+	}
+}
