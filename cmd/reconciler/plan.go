@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -111,6 +112,21 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 // managementClient connects to the management cluster the way kubectl
 // does: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config.
 func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) {
+	cfg, err := managementConfig(kubeconfig, kubeContext)
+	if err != nil {
+		return nil, err
+	}
+	// With watch: the kube executor's waits watch rather than poll.
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
+	}
+	return c, nil
+}
+
+// managementConfig is the management cluster's REST config with ferry's
+// rate limits, counting requests in kubeRequests.
+func managementConfig(kubeconfig, kubeContext string) (*rest.Config, error) {
 	cfg, err := restConfig(kubeconfig, kubeContext)
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig: %w", err)
@@ -122,12 +138,7 @@ func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) 
 			return rt.RoundTrip(r)
 		})
 	})
-	// With watch: the kube executor's waits watch rather than poll.
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
-	}
-	return c, nil
+	return cfg, nil
 }
 
 // kubeRequests counts the requests sent to the management cluster's API

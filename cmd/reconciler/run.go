@@ -171,12 +171,28 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		go func() { _ = metrics.Serve(ctx, ln) }()
 	}
 
-	obs := &observer.Observer{Client: mgmt}
+	// The observer reads the CAPI and CAPO objects from shared informers;
+	// a change they see wakes the loop (level-triggered: it plans again).
+	mgmtConfig, err := managementConfig(f.kubeconfig, f.kubeContext)
+	if err != nil {
+		return err
+	}
+	changes := make(chan struct{}, 1)
+	cached, err := observer.NewCachedClient(ctx, mgmtConfig, func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	obs := &observer.Observer{Client: cached}
 	if !f.noCloud {
 		obs.Cloud = &observer.OpenStack{Client: mgmt}
 	}
 	// Previews read pull requests' trees: their own observer, same cloud.
-	previewObs := &observer.Observer{Client: mgmt, Cloud: obs.Cloud}
+	previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
 	loop := &reconciler.Loop{
 		Source: reconciler.GitSource{Source: src}, Observer: obs, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
@@ -186,6 +202,16 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,
 			Branch: f.git.branch, Path: src.PlansDir(), Log: log}
 	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-changes:
+				loop.Wake()
+			}
+		}
+	}()
 
 	if f.webhookAddr != "" {
 		secret, err := gitsource.ReadWebhookSecret(f.webhookSecretFile)

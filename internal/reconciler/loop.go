@@ -99,6 +99,8 @@ type Loop struct {
 	// Previews, when set, keeps the preview comments of open pull requests
 	// up to date after each cycle.
 	Previews *Previews
+	// Parallel is how many plans a cycle reconciles at once. Default 8.
+	Parallel int
 	// StaleAfter is how long a published step may go without a final
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
@@ -121,6 +123,10 @@ type planState struct {
 	// failedAt; they are not published again until the revision changes.
 	failed   map[string]bool
 	failedAt string
+	// succeeded are the IDs of steps whose success was reported, and
+	// when: the informers the observer reads may not show a step's effect
+	// yet, and such a step is not published again (see cacheLag).
+	succeeded map[string]time.Time
 	// record is fed back to the planner: the furthest phase acted on and
 	// the one-shot checks that passed.
 	record observed.Record
@@ -144,7 +150,7 @@ func (l *Loop) state(plan string) *planState {
 	}
 	st, ok := l.plans[plan]
 	if !ok {
-		st = &planState{inFlight: map[string]time.Time{}, failed: map[string]bool{}}
+		st = &planState{inFlight: map[string]time.Time{}, failed: map[string]bool{}, succeeded: map[string]time.Time{}}
 		l.plans[plan] = st
 	}
 	return st
@@ -177,6 +183,9 @@ func (l *Loop) init() {
 	if l.StaleAfter == 0 {
 		l.StaleAfter = time.Hour
 	}
+	if l.Parallel == 0 {
+		l.Parallel = 8
+	}
 }
 
 // Run cycles every interval and on every Wake until ctx ends. A failed
@@ -186,7 +195,9 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
+		began := time.Now()
 		err := l.Cycle(ctx)
+		l.Log.Debug("cycle done", "took", time.Since(began).Round(time.Millisecond), "error", err)
 		if err != nil && ctx.Err() == nil {
 			l.Log.Error("cycle failed; retrying at the next one", "error", err)
 		}
@@ -215,6 +226,7 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	switch ev.Outcome {
 	case events.Succeeded:
 		delete(st.inFlight, ev.StepID)
+		st.succeeded[ev.StepID] = l.Now()
 		if isCheck(ev.StepKey) && !slices.Contains(st.record.Checks, ev.StepKey) {
 			st.record.Checks = append(st.record.Checks, ev.StepKey)
 			sort.Strings(st.record.Checks)
@@ -344,6 +356,11 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	st.present, st.file = true, file
 	record := st.record
 	record.Checks = slices.Clone(st.record.Checks)
+	for id, at := range st.succeeded {
+		if cycle.At.Sub(at) > events.DuplicateWindow {
+			delete(st.succeeded, id)
+		}
+	}
 	for id, at := range st.inFlight {
 		if cycle.At.Sub(at) > l.StaleAfter {
 			log.Warn("no result for a published step; planning again from the observed state", "step_id", id, "published", at)
@@ -374,8 +391,14 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	return err
 }
 
+// cacheLag is how long after a step's success the loop trusts the result
+// over an observation that does not show its effect yet (informers lag
+// behind the executor's write by milliseconds; a slow watch, by seconds).
+const cacheLag = 30 * time.Second
+
 // publish sends a group's steps, except those that failed for good at this
-// revision (a person must act; a new commit retries them).
+// revision (a person must act; a new commit retries them) and those that
+// just succeeded (the observation lags behind).
 func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *planner.Group, st *planState, log *slog.Logger) ([]planner.Step, error) {
 	var published []planner.Step
 	for _, s := range g.Steps {
@@ -386,11 +409,24 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 			continue
 		}
 		ev := events.NewStepEvent(p, cycle.Revision, s, cycle.At)
+		l.mu.Lock()
+		doneAt, done := st.succeeded[ev.ID]
+		l.mu.Unlock()
+		if done && l.Now().Sub(doneAt) < cacheLag {
+			continue // its effect is not observed yet; an informer event will wake the loop
+		}
 		log.Info("publishing step", "phase", s.Phase, "step", s.Key, "executor", s.Executor)
-		if _, err := l.Publisher.PublishStep(ctx, ev); err != nil {
+		duplicate, err := l.Publisher.PublishStep(ctx, ev)
+		if err != nil {
 			return published, err
 		}
 		l.mu.Lock()
+		if duplicate && done {
+			// JetStream dropped it: no result will come.
+			log.Warn("a step that succeeded is not observed done, and JetStream drops it as a duplicate until its window ends", "step", s.Key)
+			l.mu.Unlock()
+			continue
+		}
 		st.inFlight[ev.ID] = l.Now()
 		if p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
 			st.record.Approved = phase

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
@@ -210,6 +211,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	if len(changed) == 0 {
 		return nil
 	}
+	began := time.Now()
 	commit, err := r.Store.Write(ctx, changed)
 	if err != nil {
 		r.mu.Lock()
@@ -220,7 +222,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 		return err
 	}
 	if commit != "" {
-		r.Log.Info("status committed", "commit", short(commit), "plans", len(changed))
+		r.Log.Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
 	}
 	if r.Forge != nil {
 		for _, st := range changed {

@@ -1,0 +1,162 @@
+package observer
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/kube"
+)
+
+// cachedKinds are the management cluster's kinds the observer reads from
+// shared informers: one watch per kind for the whole fleet, instead of
+// reads per plan per cycle. Secrets come from informers too, one per
+// namespace that plans name (ferry may read Secrets only there), started
+// when first read.
+var cachedKinds = []client.Object{
+	&clusterv1.Cluster{}, &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{},
+	&controlplanev1.KubeadmControlPlane{}, &bootstrapv1.KubeadmConfig{}, &bootstrapv1.KubeadmConfigTemplate{},
+	&infrav1.OpenStackCluster{}, &infrav1.OpenStackMachine{}, &infrav1.OpenStackMachineTemplate{},
+}
+
+// NewCachedClient returns a client of the management cluster whose reads
+// of the CAPI and CAPO kinds come from informers (synced before it
+// returns), and whose other reads and all writes go to the API server.
+// changed is called after every change the informers see, so that a
+// level-triggered loop can plan again; it must not block. The informers
+// stop when ctx ends.
+func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func()) (client.Client, error) {
+	scheme := kube.NewScheme()
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("informers: %w", err)
+	}
+	handler := toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
+		DeleteFunc: func(any) { changed() },
+	}
+	for _, obj := range cachedKinds {
+		inf, err := c.GetInformer(ctx, obj)
+		if err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+		if _, err := inf.AddEventHandler(handler); err != nil {
+			return nil, fmt.Errorf("informer for %T: %w", obj, err)
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("informers did not sync: %w", context.Cause(ctx))
+	}
+	r := &cachedReader{Reader: c, ctx: ctx, cfg: cfg, scheme: scheme, handler: handler, secrets: map[string]cache.Cache{}, stops: map[string]context.CancelFunc{}}
+	return client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
+		Reader:     r,
+		DisableFor: []client.Object{&corev1.ConfigMap{}},
+	}})
+}
+
+// cachedReader reads Secrets from per-namespace informers and everything
+// else from the shared cache.
+type cachedReader struct {
+	client.Reader
+	ctx     context.Context
+	cfg     *rest.Config
+	scheme  *runtime.Scheme
+	handler toolscache.ResourceEventHandler
+
+	mu      sync.Mutex
+	secrets map[string]cache.Cache
+	stops   map[string]context.CancelFunc // each stops its namespace's informer
+}
+
+func (r *cachedReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		c, err := r.secretCache(ctx, key.Namespace)
+		if err != nil {
+			return err
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *cachedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.SecretList); ok {
+		o := &client.ListOptions{}
+		o.ApplyOptions(opts)
+		if o.Namespace == "" {
+			return fmt.Errorf("list Secrets: ferry lists Secrets in one namespace at a time")
+		}
+		c, err := r.secretCache(ctx, o.Namespace)
+		if err != nil {
+			return err
+		}
+		return c.List(ctx, list, opts...)
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// secretCache returns the informer cache of the Secrets in namespace,
+// starting it on first use. Secret values are dropped as they arrive,
+// except kubeconfigs (the workload clusters are reached with them): the
+// observer needs key names only.
+func (r *cachedReader) secretCache(ctx context.Context, namespace string) (cache.Cache, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.secrets[namespace]; ok {
+		return c, nil
+	}
+	c, err := cache.New(r.cfg, cache.Options{
+		Scheme:            r.scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  keysOnly,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("Secrets informer for %s: %w", namespace, err)
+	}
+	inf, err := c.GetInformer(ctx, &corev1.Secret{})
+	if err != nil {
+		return nil, fmt.Errorf("Secrets informer for %s: %w", namespace, err)
+	}
+	if _, err := inf.AddEventHandler(r.handler); err != nil {
+		return nil, err
+	}
+	run, stop := context.WithCancel(r.ctx)
+	go func() { _ = c.Start(run) }()
+	syncCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if !c.WaitForCacheSync(syncCtx) {
+		stop()
+		return nil, fmt.Errorf("list Secrets in namespace %s: the informer did not sync in 30s (may ferry list and watch Secrets there? see deploy/plan-namespace)", namespace)
+	}
+	r.secrets[namespace], r.stops[namespace] = c, stop
+	return c, nil
+}
+
+// keysOnly empties the values of a Secret that is not a kubeconfig.
+func keysOnly(obj any) (any, error) {
+	sec, ok := obj.(*corev1.Secret)
+	if !ok || strings.HasSuffix(sec.Name, "-kubeconfig") {
+		return obj, nil
+	}
+	for k := range sec.Data {
+		sec.Data[k] = nil
+	}
+	sec.StringData = nil
+	sec.ManagedFields = nil
+	return sec, nil
+}
