@@ -171,19 +171,19 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		go func() { _ = metrics.Serve(ctx, ln) }()
 	}
 
-	// The observer reads the CAPI and CAPO objects from shared informers;
-	// a change they see wakes the loop (level-triggered: it plans again).
+	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
+	loop := &reconciler.Loop{
+		Source: reconciler.GitSource{Source: src}, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
+		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip,
+	}
+	// The observer reads the CAPI and CAPO objects and the plans' Secrets
+	// from shared informers; a change they see in a namespace marks the
+	// plans there for observation and wakes the loop.
 	mgmtConfig, err := managementConfig(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return err
 	}
-	changes := make(chan struct{}, 1)
-	cached, err := observer.NewCachedClient(ctx, mgmtConfig, func() {
-		select {
-		case changes <- struct{}{}:
-		default:
-		}
-	})
+	cached, err := observer.NewCachedClient(ctx, mgmtConfig, loop.Changed)
 	if err != nil {
 		return err
 	}
@@ -191,27 +191,13 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if !f.noCloud {
 		obs.Cloud = &observer.OpenStack{Client: mgmt}
 	}
-	// Previews read pull requests' trees: their own observer, same cloud.
-	previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
-	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
-	loop := &reconciler.Loop{
-		Source: reconciler.GitSource{Source: src}, Observer: obs, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
-		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip,
-	}
+	loop.Observer = obs
 	if fg != nil {
+		// Previews read pull requests' trees: their own observer, same cloud.
+		previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,
 			Branch: f.git.branch, Path: src.PlansDir(), Log: log}
 	}
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-changes:
-				loop.Wake()
-			}
-		}
-	}()
 
 	if f.webhookAddr != "" {
 		secret, err := gitsource.ReadWebhookSecret(f.webhookSecretFile)

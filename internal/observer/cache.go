@@ -35,19 +35,28 @@ var cachedKinds = []client.Object{
 // NewCachedClient returns a client of the management cluster whose reads
 // of the CAPI and CAPO kinds come from informers (synced before it
 // returns), and whose other reads and all writes go to the API server.
-// changed is called after every change the informers see, so that a
-// level-triggered loop can plan again; it must not block. The informers
-// stop when ctx ends.
-func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func()) (client.Client, error) {
+// changed is called with the namespace of every change the informers see,
+// so that a level-triggered loop can plan again; it must not block. The
+// informers stop when ctx ends.
+func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespace string)) (client.Client, error) {
 	scheme := kube.NewScheme()
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
+	namespaceOf := func(obj any) string {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if o, ok := obj.(client.Object); ok {
+			return o.GetNamespace()
+		}
+		return ""
+	}
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { changed() },
-		UpdateFunc: func(any, any) { changed() },
-		DeleteFunc: func(any) { changed() },
+		AddFunc:    func(obj any) { changed(namespaceOf(obj)) },
+		UpdateFunc: func(_, obj any) { changed(namespaceOf(obj)) },
+		DeleteFunc: func(obj any) { changed(namespaceOf(obj)) },
 	}
 	for _, obj := range cachedKinds {
 		inf, err := c.GetInformer(ctx, obj)

@@ -101,14 +101,19 @@ type Loop struct {
 	Previews *Previews
 	// Parallel is how many plans a cycle reconciles at once. Default 8.
 	Parallel int
+	// Resync is how often a plan at rest (nothing to run or in flight) is
+	// observed again although nothing told the loop of a change. Default
+	// 10m.
+	Resync time.Duration
 	// StaleAfter is how long a published step may go without a final
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
 	StaleAfter time.Duration
 	Log        *slog.Logger
 
-	wake chan struct{}
-	mu   sync.Mutex
+	wake   chan struct{}
+	mu     sync.Mutex
+	loaded *loadedRevision
 	// plans holds, per plan name, what the loop remembers between cycles.
 	plans map[string]*planState
 }
@@ -134,6 +139,22 @@ type planState struct {
 	present bool
 	// file is the plan's path in the repository when last valid.
 	file string
+	// settled is true when the last observation (at observedAt, of
+	// revision rev) left nothing to run, in flight or blocked; dirty when
+	// something may have changed since (a result, an informer event in
+	// namespaces, the plan's namespaces).
+	settled    bool
+	dirty      bool
+	rev        string
+	observedAt time.Time
+	namespaces []string
+}
+
+// loadedRevision is the plan files of the last revision loaded.
+type loadedRevision struct {
+	rev      string
+	files    []*planfile.File
+	problems planfile.Errors
 }
 
 // Restore seeds the loop's memory from recorded statuses (after a restart),
@@ -186,6 +207,9 @@ func (l *Loop) init() {
 	if l.Parallel == 0 {
 		l.Parallel = 8
 	}
+	if l.Resync == 0 {
+		l.Resync = 10 * time.Minute
+	}
 }
 
 // Run cycles every interval and on every Wake until ctx ends. A failed
@@ -220,6 +244,7 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	l.init()
 	st := l.state(ev.Plan)
 	l.mu.Lock()
+	st.dirty = true
 	if published, ok := st.inFlight[ev.StepID]; ok && ev.Outcome != events.Retrying && l.Latency != nil {
 		defer l.Latency(ev, l.Now().Sub(published))
 	}
@@ -271,10 +296,9 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		ro.SetRepo(fsys)
 	}
 	log := l.Log.With("revision", short(rev))
-	files, err := planfile.LoadFS(fsys, l.Path)
-	var problems planfile.Errors
-	if err != nil && !errors.As(err, &problems) {
-		return fmt.Errorf("load plans at %s: %w", short(rev), err)
+	files, problems, err := l.load(fsys, rev)
+	if err != nil {
+		return err
 	}
 	seen := map[string]bool{}
 	invalid := byFile(problems)
@@ -290,13 +314,33 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		}
 	}
 	var errs []error
+	var errMu sync.Mutex
+	// Plans are independent: observe, plan and publish several at once.
+	// Those at rest since their last observation are skipped.
+	work := make(chan *planfile.File)
+	var wg sync.WaitGroup
+	for range min(l.Parallel, max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				name := f.Plan.Metadata.Name
+				if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log.With("plan", name)); err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
 	for _, f := range files {
-		name := f.Plan.Metadata.Name
-		seen[name] = true
-		if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log.With("plan", name)); err != nil {
-			errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
+		seen[f.Plan.Metadata.Name] = true
+		if !l.settled(f.Plan.Metadata.Name, cycle) {
+			work <- f
 		}
 	}
+	close(work)
+	wg.Wait()
 	l.mu.Lock()
 	var removed []string
 	for name, st := range l.plans {
@@ -324,6 +368,51 @@ func (l *Loop) Cycle(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// load decodes the plan files at rev, or returns those of the last cycle
+// when rev is the same: an idle repository is not parsed again.
+func (l *Loop) load(fsys fs.FS, rev string) ([]*planfile.File, planfile.Errors, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.loaded != nil && l.loaded.rev == rev {
+		return l.loaded.files, l.loaded.problems, nil
+	}
+	files, err := planfile.LoadFS(fsys, l.Path)
+	var problems planfile.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
+	}
+	l.loaded = &loadedRevision{rev: rev, files: files, problems: problems}
+	return files, problems, nil
+}
+
+// settled reports whether a plan may be skipped this cycle: at its last
+// observation it had nothing to run, nothing in flight and nothing
+// blocked, and since then the revision did not change, no result came, no
+// informer saw a change in its namespaces, and Resync did not pass. The
+// workload clusters and the cloud have no informers: Resync bounds how
+// late a change there is seen for a plan at rest.
+func (l *Loop) settled(plan string, cycle Cycle) bool {
+	st := l.state(plan)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return st.settled && !st.dirty && st.rev == cycle.Revision && cycle.At.Sub(st.observedAt) < l.Resync
+}
+
+// Changed marks the plans whose cluster lives in namespace (or that read
+// Secrets there) for observation at the next cycle, and wakes the loop.
+// The management cluster's informers call it.
+func (l *Loop) Changed(namespace string) {
+	l.init()
+	l.mu.Lock()
+	for _, st := range l.plans {
+		if slices.Contains(st.namespaces, namespace) {
+			st.dirty = true
+		}
+	}
+	l.mu.Unlock()
+	l.Wake()
 }
 
 // planOf returns the plan whose file was file when last valid, or "".
@@ -354,6 +443,8 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	st := l.state(p.Metadata.Name)
 	l.mu.Lock()
 	st.present, st.file = true, file
+	st.dirty, st.settled, st.rev, st.observedAt = false, false, cycle.Revision, cycle.At
+	st.namespaces = planNamespaces(p)
 	record := st.record
 	record.Checks = slices.Clone(st.record.Checks)
 	for id, at := range st.succeeded {
@@ -382,9 +473,13 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 		return err
 	}
 	var published []planner.Step
-	if next := res.Next(); next != nil && !busy {
+	next := res.Next()
+	if next != nil && !busy {
 		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st, log)
 	}
+	l.mu.Lock()
+	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res)
+	l.mu.Unlock()
 	if l.Recorder != nil {
 		l.Recorder.Planned(ctx, cycle, file, p.Metadata.Name, res, published)
 	}
@@ -435,6 +530,29 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 		published = append(published, s)
 	}
 	return published, nil
+}
+
+// blocked reports whether a phase of res waits on a health check or input.
+func blocked(res *planner.Result) bool {
+	for _, ph := range res.Phases {
+		if ph.State == planner.Blocked {
+			return true
+		}
+	}
+	return false
+}
+
+// planNamespaces are the namespaces whose objects a plan's observation
+// reads: its cluster's, and those its Secrets are copied from.
+func planNamespaces(p *v1alpha1.MigrationPlan) []string {
+	ns := []string{p.Spec.Cluster.Namespace}
+	if a := p.Spec.Adopt; a != nil && a.SecretsFrom != "" {
+		ns = append(ns, a.SecretsFrom)
+	}
+	if f := p.Spec.Target.Identity.From; f != nil {
+		ns = append(ns, f.Namespace)
+	}
+	return ns
 }
 
 func byFile(problems planfile.Errors) map[string]planfile.Errors {

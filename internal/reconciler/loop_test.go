@@ -92,6 +92,15 @@ func (r *recorder) Removed(_ context.Context, _ Cycle, plan string) {
 func (r *recorder) Result(context.Context, *events.ResultEvent) {}
 func (r *recorder) Flush(context.Context, Cycle) error          { return nil }
 
+// adoptSecrets are the Secrets a seed 000 cluster has before adoption.
+func adoptSecrets() []observed.Secret {
+	var secrets []observed.Secret
+	for _, s := range []string{"kubeconfig", "ca", "etcd", "sa"} {
+		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}})
+	}
+	return append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
+}
+
 func example(t *testing.T, approve string) string {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
@@ -108,12 +117,7 @@ func TestLoopDecisions(t *testing.T) {
 		"plans/capi-quickstart.yaml": example(t, "cluster"),
 		"plans/broken.yaml":          "apiVersion: ferry.dev/v1alpha1\nkind: MigrationPlan\n",
 	})
-	var secrets []observed.Secret
-	for _, s := range []string{"kubeconfig", "ca", "etcd", "sa"} {
-		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}})
-	}
-	secrets = append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
-	obs := &fixedObserver{snap: observed.Snapshot{Secrets: secrets}}
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
 	pub := &recordingPublisher{}
 	rec := &recorder{}
 	l := &Loop{Source: src, Observer: obs, Publisher: pub, Recorder: rec, Now: func() time.Time { return time.Unix(0, 0) },
@@ -199,5 +203,48 @@ func TestLoopDecisions(t *testing.T) {
 	_ = l.Cycle(ctx)
 	if len(rec.removed) != 1 || rec.removed[0] != "capi-quickstart" || len(pub.steps) != before {
 		t.Errorf("removed = %v, %d steps published after removal", rec.removed, len(pub.steps)-before)
+	}
+}
+
+// TestLoopSkipsSettledPlans: a plan with nothing to run is not observed
+// again until something may have changed: an informer event in its
+// namespace, a new revision, or Resync.
+func TestLoopSkipsSettledPlans(t *testing.T) {
+	ctx := context.Background()
+	src := &memSource{}
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
+	now := time.Unix(0, 0)
+	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Recorder: &recorder{},
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	cycle := func() int {
+		t.Helper()
+		before := len(obs.records)
+		if err := l.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return len(obs.records) - before
+	}
+	if n := cycle(); n != 1 {
+		t.Fatalf("first cycle observed %d times", n)
+	}
+	if n := cycle(); n != 0 {
+		t.Errorf("an idle cycle observed a settled plan %d times", n)
+	}
+	l.Changed("kube-system")
+	if n := cycle(); n != 0 {
+		t.Errorf("a change in another namespace got the plan observed")
+	}
+	l.Changed("default")
+	if n := cycle(); n != 1 {
+		t.Errorf("a change in the plan's namespace: observed %d times, want 1", n)
+	}
+	now = now.Add(11 * time.Minute)
+	if n := cycle(); n != 1 {
+		t.Errorf("after Resync: observed %d times, want 1", n)
+	}
+	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	if n := cycle(); n != 1 {
+		t.Errorf("a new revision: observed %d times, want 1", n)
 	}
 }

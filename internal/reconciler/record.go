@@ -83,7 +83,9 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 	st := status.FromResult(prev, res, cycle.Revision, cycle.At)
 	status.Published(st, published, cycle.At)
 	r.statuses[plan], r.files[plan], r.results[plan] = st, file, res
-	r.dirty[plan] = true
+	if prev == nil || !status.Same(prev, st) {
+		r.dirty[plan] = true // unchanged statuses are not written or mirrored again
+	}
 	need := missingApprovals(st, res)
 	r.mu.Unlock()
 
@@ -98,6 +100,7 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 		}
 		r.mu.Lock()
 		status.SetApproval(r.statuses[plan], a)
+		r.dirty[plan] = true
 		r.mu.Unlock()
 	}
 }

@@ -385,6 +385,11 @@ func splitKey(key string) (action, target string) {
 	return parts[1], parts[2] + " " + parts[3]
 }
 
+// Same reports whether two statuses say the same, apart from when they
+// were updated: a status that is the Same as the one written need not be
+// written again.
+func Same(a, b *PlanStatus) bool { return sameContent(a, b) }
+
 // sameContent reports whether two statuses say the same, apart from
 // UpdatedAt.
 func sameContent(a, b *PlanStatus) bool {
