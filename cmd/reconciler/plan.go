@@ -117,7 +117,7 @@ func managementClient(kubeconfig, kubeContext string) (client.WithWatch, error) 
 		return nil, err
 	}
 	// With watch: the kube executor's waits watch rather than poll.
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", cfg.Host, err)
 	}

@@ -39,7 +39,7 @@ type runFlags struct {
 	githubRepo, githubAPIURL, githubTokenFile   string
 	kubeconfig, kubeContext, kinds              string
 	concurrency                                 int
-	inProcess, noCloud                          bool
+	inProcess, noCloud, pprof                   bool
 	nats                                        natsFlags
 }
 
@@ -72,6 +72,7 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
 	flags.IntVar(&f.concurrency, "concurrency", 4, "steps of each kind run at once in process")
 	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
+	flags.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")
 	f.nats.register(flags, true)
 }
 
@@ -163,6 +164,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		counters["ferry_forge_requests_total"] = func() float64 { return float64(coalescer.Stats().Requests) }
 	}
 	metrics := reconciler.NewMetrics(counters)
+	metrics.Profiling = f.pprof
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {

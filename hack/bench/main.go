@@ -170,7 +170,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 	hook, metrics := freePort(), freePort()
 	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
-		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}
+		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
 	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
 	logf("starting %s run (log: %s)", reconciler, logFile)
 	pid, err := startProcess(p, bin, args, logFile)
@@ -257,6 +257,13 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 		CloudCalls:       float64(cloud.requests.Load()-cl0) * per,
 	}
 	res.PeakRSSMiB = peakRSSMiB(pid)
+	if profile := os.Getenv("FERRY_BENCH_HEAP"); profile != "" {
+		if resp, err := http.Get("http://" + metrics + "/debug/pprof/heap"); err == nil {
+			data, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			_ = os.WriteFile(profile, data, 0o644)
+		}
+	}
 	return res, nil
 }
 

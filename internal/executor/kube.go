@@ -46,7 +46,7 @@ var _ Executor = (*KubeExecutor)(nil)
 
 // NewKubeExecutor connects to the management cluster with ferry's scheme.
 func NewKubeExecutor(cfg *rest.Config) (*KubeExecutor, error) {
-	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.NewScheme()})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kube.Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("kube executor: client for %s: %w", cfg.Host, err)
 	}

@@ -12,10 +12,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/memory"
 	"golang.org/x/crypto/ssh/knownhosts"
 
@@ -188,10 +191,26 @@ func cleanDir(p string) (string, error) {
 	return c, nil
 }
 
+// ObjectCacheSize is how much of a repository's objects go-git keeps
+// decoded in memory (its default is 96 MiB per repository). ferry reads a
+// few trees per revision and walks a file's history now and then.
+const ObjectCacheSize = 8 * cache.MiByte
+
+// OpenBare opens the bare repository in dir with ObjectCacheSize; create
+// initialises it when it does not exist.
+func OpenBare(dir string, create bool) (*git.Repository, error) {
+	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(ObjectCacheSize))
+	repo, err := git.Open(st, nil)
+	if errors.Is(err, git.ErrRepositoryNotExists) && create {
+		return git.Init(st, nil)
+	}
+	return repo, err
+}
+
 // openCache opens the bare repository in dir, or creates it when dir is
 // missing or empty.
 func openCache(dir string) (*git.Repository, error) {
-	repo, err := git.PlainOpen(dir)
+	repo, err := OpenBare(dir, false)
 	if err == nil {
 		return repo, nil
 	}
@@ -205,7 +224,10 @@ func openCache(dir string) (*git.Repository, error) {
 	if len(entries) > 0 {
 		return nil, fmt.Errorf("open git cache %s: the directory holds files but no git repository; give an empty or new directory", dir)
 	}
-	repo, err = git.PlainInit(dir, true)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create git cache %s: %w", dir, err)
+	}
+	repo, err = OpenBare(dir, true)
 	if err != nil {
 		return nil, fmt.Errorf("create git cache %s: %w", dir, err)
 	}

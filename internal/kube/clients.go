@@ -60,7 +60,7 @@ func WorkloadClient(kubeconfig []byte) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
+	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ package kube
 
 import (
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,10 +19,16 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 )
 
-// NewScheme returns a scheme with every API group ferry works with registered.
-// It panics only if the vendored API packages conflict with each other, which
-// is a build defect rather than a runtime condition.
-func NewScheme() *runtime.Scheme {
+// Scheme returns the scheme with every API group ferry works with
+// registered. It is built once and shared by every client and cache (a
+// scheme is read-only once built; each copy costs about 150 KB, which a
+// client per workload cluster multiplies): do not register more types in it.
+var Scheme = sync.OnceValue(newScheme)
+
+// newScheme builds the scheme. It panics only if the vendored API packages
+// conflict with each other, which is a build defect rather than a runtime
+// condition.
+func newScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
 		clientgoscheme.AddToScheme,

@@ -39,7 +39,7 @@ var cachedKinds = []client.Object{
 // so that a level-triggered loop can plan again; it must not block. The
 // informers stop when ctx ends.
 func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespace string)) (client.Client, error) {
-	scheme := kube.NewScheme()
+	scheme := kube.Scheme()
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)

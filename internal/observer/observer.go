@@ -46,7 +46,9 @@ type CloudObserver interface {
 // kubeconfig in its <cluster>-kubeconfig Secret.
 type WorkloadClientFunc func(kubeconfig []byte) (client.Client, error)
 
-// Observer reads the state one plan is planned against.
+// Observer reads the state one plan is planned against. It only reads:
+// its lists ask informer-backed clients not to copy (UnsafeDisableDeepCopy),
+// so nothing it lists may be changed.
 type Observer struct {
 	// Client reads the management cluster.
 	Client client.Client
@@ -177,7 +179,7 @@ func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Sna
 func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
 	var list corev1.SecretList
 	ns := p.Spec.Cluster.Namespace
-	if err := o.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
+	if err := o.Client.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list Secrets in %s: %w", ns, err)
 	}
 	add := func(sec *corev1.Secret) {
@@ -267,7 +269,7 @@ func intField(u *unstructured.Unstructured, path ...string) int {
 // machines reads the cluster's Machines, MachineSets and MachineDeployments.
 func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Snapshot) error {
 	var machines clusterv1.MachineList
-	if err := o.Client.List(ctx, &machines, client.InNamespace(ns)); err != nil {
+	if err := o.Client.List(ctx, &machines, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list Machines in %s: %w", ns, err)
 	}
 	for _, m := range machines.Items {
@@ -295,7 +297,7 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		s.Machines = append(s.Machines, om)
 	}
 	var sets clusterv1.MachineSetList
-	if err := o.Client.List(ctx, &sets, client.InNamespace(ns)); err != nil {
+	if err := o.Client.List(ctx, &sets, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list MachineSets in %s: %w", ns, err)
 	}
 	for _, ms := range sets.Items {
@@ -310,7 +312,7 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		})
 	}
 	var mds clusterv1.MachineDeploymentList
-	if err := o.Client.List(ctx, &mds, client.InNamespace(ns)); err != nil {
+	if err := o.Client.List(ctx, &mds, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list MachineDeployments in %s: %w", ns, err)
 	}
 	for _, md := range mds.Items {
@@ -354,7 +356,7 @@ func (o *Observer) names(ctx context.Context, ns string, s *observed.Snapshot) e
 		{&infrav1.OpenStackMachineList{}, &s.OpenStackMachines},
 	}
 	for _, l := range lists {
-		if err := o.Client.List(ctx, l.list, client.InNamespace(ns)); err != nil {
+		if err := o.Client.List(ctx, l.list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 			return fmt.Errorf("list %T in %s: %w", l.list, ns, err)
 		}
 		items, err := metaNames(l.list)

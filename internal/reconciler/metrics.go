@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +20,8 @@ import (
 // (nothing global), served on --metrics-addr with /healthz and /readyz.
 type Metrics struct {
 	Registry *prometheus.Registry
+	// Profiling serves Go's profiles under /debug/pprof/ too.
+	Profiling bool
 
 	phases        *prometheus.GaugeVec
 	stepsRun      *prometheus.CounterVec
@@ -99,6 +102,10 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		_, _ = w.Write([]byte("ok\n"))
 	})
+	if m.Profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()

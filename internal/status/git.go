@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"regexp"
 	"slices"
@@ -260,10 +261,10 @@ func (w *Writer) open() error {
 		w.store = memory.NewStorage()
 		return nil
 	}
-	repo, err := git.PlainOpen(w.CacheDir)
-	if errors.Is(err, git.ErrRepositoryNotExists) {
-		repo, err = git.PlainInit(w.CacheDir, true)
+	if err := os.MkdirAll(w.CacheDir, 0o755); err != nil {
+		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
 	}
+	repo, err := gitsource.OpenBare(w.CacheDir, true)
 	if err != nil {
 		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
 	}

@@ -60,7 +60,7 @@ func StartKube(t T) *Kube {
 		t.Fatalf("testenv: %v", err)
 	}
 
-	scheme := kube.NewScheme()
+	scheme := kube.Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: bin,
 		Scheme:                scheme,
