@@ -14,6 +14,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -count=1: the integration tests talk to servers they start, so a cached
 # result would say nothing about this run.
 TEST_FLAGS ?= -race -count=1 -timeout 20m
+# The fleet sizes `make bench` migrates (hack/bench).
+BENCH_PLANS ?= 100 1000
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -48,8 +50,9 @@ test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run th
 	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: bench
-bench: ## Run the benchmarks (a step's round trip over the embedded NATS server, ...).
+bench: tools build ## Benchmarks: a step's round trip over NATS, then the fleet benchmark for each of BENCH_PLANS (default 100 and 1000 plans).
 	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/
+	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --out bin/bench-$$n.json; done
 
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).

@@ -265,8 +265,16 @@ func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.
 	t.Cleanup(func() {
 		stop()
 		if code := <-done; code != 0 {
-			t.Errorf("reconciler run exited %d", code)
+			t.Errorf("reconciler run exited %d; its log ends:\n%s", code, tail(r.log(), 30))
 		}
+	})
+	// Ready when the webhook listens (after the informers synced).
+	r.waitFor("the webhook endpoint", func() bool {
+		c, err := net.DialTimeout("tcp", hook, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
 	})
 	return r
 }

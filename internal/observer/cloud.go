@@ -2,6 +2,7 @@ package observer
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"sync"
@@ -45,8 +46,10 @@ type OpenStack struct {
 	// Now is the clock; nil uses time.Now.
 	Now func() time.Time
 
-	mu    sync.Mutex
-	cache map[string]cachedCloud
+	mu          sync.Mutex
+	cache       map[string]cachedCloud
+	projects    map[string]*cloudProject // by credentials
+	planProject map[string]string        // plan -> its project's key
 }
 
 type cachedCloud struct {
@@ -54,11 +57,24 @@ type cachedCloud struct {
 	at    time.Time
 }
 
-// Forget drops plan's cached observation.
+// Forget drops plan's cached observation, and its project's: a step that
+// changed the cloud for one plan changed it for the plans that share it.
 func (o *OpenStack) Forget(plan string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.cache, plan)
+	if pr := o.projects[o.planProject[plan]]; pr != nil {
+		pr.mu.Lock()
+		pr.at = time.Time{}
+		pr.mu.Unlock()
+	}
+}
+
+func (o *OpenStack) maxAge() time.Duration {
+	if o.MaxAge == 0 {
+		return time.Minute
+	}
+	return o.MaxAge
 }
 
 func (o *OpenStack) now() time.Time {
@@ -75,10 +91,7 @@ var _ CloudObserver = (*OpenStack)(nil)
 // tagged for the plan. A name that does not resolve is recorded with why;
 // an error means the cloud could not be asked.
 func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
-	maxAge := o.MaxAge
-	if maxAge == 0 {
-		maxAge = time.Minute
-	}
+	maxAge := o.maxAge()
 	o.mu.Lock()
 	c, ok := o.cache[p.Metadata.Name]
 	o.mu.Unlock()
@@ -103,32 +116,12 @@ func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 	if err != nil {
 		return nil, err
 	}
-	connect := o.Connect
-	if connect == nil {
-		connect = func(ctx context.Context, c openstack.Credentials) (CloudAPI, error) { return openstack.Connect(ctx, c) }
-	}
-	api, err := connect(ctx, creds)
+	pr, err := o.project(ctx, creds, p.Metadata.Name)
 	if err != nil {
 		return nil, err
 	}
-	cloud := &observed.Cloud{Resolved: map[string]observed.Resolution{}}
-	for _, n := range p.CloudNames() {
-		id, err := api.Resolve(ctx, openstack.Kind(n.Kind), n.Name)
-		var nf *openstack.NotFoundError
-		var amb *openstack.AmbiguousError
-		switch {
-		case err == nil:
-			cloud.Resolved[n.Key()] = observed.Resolution{ID: id}
-		case errors.As(err, &nf), errors.As(err, &amb):
-			cloud.Resolved[n.Key()] = observed.Resolution{Error: err.Error()}
-		default:
-			return nil, err
-		}
-	}
-	if cloud.Servers, err = api.Servers(ctx); err != nil {
-		return nil, err
-	}
-	if cloud.Keypairs, err = api.Keypairs(ctx); err != nil {
+	cloud, api, err := pr.resolve(ctx, p)
+	if err != nil {
 		return nil, err
 	}
 	if cloud.QuotaShortfall, err = shortfall(ctx, api, p, cloud.Resolved); err != nil {
@@ -142,6 +135,97 @@ func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 		cloud.Tagged = append(cloud.Tagged, r.String())
 	}
 	return cloud, nil
+}
+
+// resolve starts a plan's observation from the shared one: servers,
+// keypairs and the plan's names, resolved once per project.
+func (pr *cloudProject) resolve(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, CloudAPI, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	cloud := &observed.Cloud{Resolved: map[string]observed.Resolution{}, Servers: pr.servers, Keypairs: pr.keypairs}
+	for _, n := range p.CloudNames() {
+		if r, ok := pr.resolved[n.Key()]; ok {
+			cloud.Resolved[n.Key()] = r
+			continue
+		}
+		id, err := pr.api.Resolve(ctx, openstack.Kind(n.Kind), n.Name)
+		var nf *openstack.NotFoundError
+		var amb *openstack.AmbiguousError
+		switch {
+		case err == nil:
+			cloud.Resolved[n.Key()] = observed.Resolution{ID: id}
+		case errors.As(err, &nf), errors.As(err, &amb):
+			cloud.Resolved[n.Key()] = observed.Resolution{Error: err.Error()}
+		default:
+			return nil, nil, err
+		}
+		pr.resolved[n.Key()] = cloud.Resolved[n.Key()]
+	}
+	return cloud, pr.api, nil
+}
+
+// cloudProject is what the plans sharing one set of credentials (one
+// project) share of an observation: the connection, the servers, the
+// keypairs and the names resolved. A fleet in one project is read once per
+// MaxAge, not once per plan.
+type cloudProject struct {
+	mu       sync.Mutex
+	api      CloudAPI
+	at       time.Time
+	servers  map[string]string
+	keypairs []string
+	resolved map[string]observed.Resolution
+}
+
+// project returns the fresh shared observation of the credentials' project
+// for plan, reading it again when older than MaxAge or forgotten.
+func (o *OpenStack) project(ctx context.Context, creds openstack.Credentials, plan string) (*cloudProject, error) {
+	h := sha256.New()
+	for _, b := range [][]byte{[]byte(creds.Cloud), creds.CloudsYAML, creds.CACert} {
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	key := string(h.Sum(nil))
+	o.mu.Lock()
+	if o.projects == nil {
+		o.projects, o.planProject = map[string]*cloudProject{}, map[string]string{}
+	}
+	pr, ok := o.projects[key]
+	if !ok {
+		pr = &cloudProject{}
+		o.projects[key] = pr
+	}
+	o.planProject[plan] = key
+	o.mu.Unlock()
+
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.api != nil && !pr.at.IsZero() && o.now().Sub(pr.at) < o.maxAge() {
+		return pr, nil
+	}
+	if pr.api == nil {
+		connect := o.Connect
+		if connect == nil {
+			connect = func(ctx context.Context, c openstack.Credentials) (CloudAPI, error) { return openstack.Connect(ctx, c) }
+		}
+		api, err := connect(ctx, creds)
+		if err != nil {
+			return nil, err
+		}
+		pr.api = api
+	}
+	servers, err := pr.api.Servers(ctx)
+	if err != nil {
+		pr.api = nil // connect again next time
+		return nil, err
+	}
+	keypairs, err := pr.api.Keypairs(ctx)
+	if err != nil {
+		pr.api = nil
+		return nil, err
+	}
+	pr.servers, pr.keypairs, pr.resolved, pr.at = servers, keypairs, map[string]observed.Resolution{}, o.now()
+	return pr, nil
 }
 
 // QuotaAPI is what a quota check needs of an OpenStack client.
