@@ -60,7 +60,15 @@ func WorkloadClient(kubeconfig []byte) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme()})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper, err := workloadMapper(cfg, httpClient)
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: Scheme(), HTTPClient: httpClient, Mapper: mapper})
 	if err != nil {
 		return nil, err
 	}
