@@ -23,7 +23,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -173,7 +172,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
 	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
 	logf("starting %s run (log: %s)", reconciler, logFile)
-	pid, err := startProcess(p, bin, args, logFile)
+	pid, err := p.StartProcess(bin, args, logFile)
 	if err != nil {
 		return nil, err
 	}
@@ -283,34 +282,6 @@ func allSucceeded(st *status.PlanStatus) bool {
 type quiet struct{ *testenv.Program }
 
 func (quiet) Logf(string, ...any) {}
-
-// startProcess runs bin until the benchmark ends and returns its PID.
-func startProcess(p *testenv.Program, bin string, args []string, logFile string) (int, error) {
-	log, err := os.Create(logFile)
-	if err != nil {
-		return 0, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return 0, err
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		log.Close()
-	})
-	return cmd.Process.Pid, nil
-}
 
 func waitFor(ctx context.Context, every time.Duration, cond func() bool) error {
 	for {

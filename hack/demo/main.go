@@ -120,7 +120,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 		"--github-token-file", filepath.Join(dir, "github-token"), "--comment-interval", "1s"}
 	out.say("==> starting the reconciler: %s %s", reconciler, strings.Join(args, " "))
 	out.say("    its log: %s; its metrics: http://%s/metrics", logFile, metrics)
-	if err := startReconciler(r, bin, args, logFile); err != nil {
+	if _, err := r.StartProcess(bin, args, logFile); err != nil {
 		return err
 	}
 	err = out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
@@ -184,38 +184,6 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 
 // reconcilerPreviewKey is the key of ferry's preview comment.
 const reconcilerPreviewKey = "preview"
-
-// startReconciler runs the reconciler binary until the demo ends; SIGTERM
-// first, so that it shuts down as in production.
-func startReconciler(r *testenv.Program, bin string, args []string, logFile string) error {
-	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
-		return err
-	}
-	log, err := os.Create(logFile)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // Ctrl-C goes to the demo, which stops it
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start the reconciler: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	r.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-		log.Close()
-	})
-	return nil
-}
 
 // waitComment waits for ferry's comment with key on pull request n that
 // contains want, and returns it.

@@ -3,8 +3,12 @@ package testenv
 import (
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // Program is a T for a program that runs the test environment outside a
@@ -100,4 +104,38 @@ func (p *Program) Fatal(args ...any) { p.Fatalf("%s", fmt.Sprint(args...)) }
 func (p *Program) Fatalf(format string, args ...any) {
 	p.Errorf(format, args...)
 	runtime.Goexit()
+}
+
+// StartProcess runs bin with args until p closes, its output in logFile,
+// in a process group of its own (so that Ctrl-C reaches the program, which
+// stops it): at Close it gets SIGTERM, to shut down as in production, and
+// SIGKILL 15 seconds later. It returns the process ID.
+func (p *Program) StartProcess(bin string, args []string, logFile string) (int, error) {
+	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
+		return 0, err
+	}
+	log, err := os.Create(logFile)
+	if err != nil {
+		return 0, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return 0, fmt.Errorf("start %s: %w", bin, err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		log.Close()
+	})
+	return cmd.Process.Pid, nil
 }
