@@ -47,13 +47,7 @@ func TestExecutorReplica(t *testing.T) {
 		Name: "c1", Namespace: "default", ControlPlaneNodes: []string{"c1-cp-0"}, WorkerNodes: []string{"c1-md-0-a"}, KubeletVersion: "v1.31.4",
 	})
 	nats := testenv.StartNATS(t)
-	seed := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(seed, "manifests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed, "manifests", "ccm.yaml"), []byte(testenv.CCMManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	seed := testenv.SeedDir(t, map[string]string{"manifests/ccm.yaml": testenv.CCMManifest})
 	g := testenv.StartGit(t, seed)
 	rev := testenv.NewPlansRepo(t, g, nil).Commit("Add a README", "dev", map[string]string{"README.md": "Plans.\n"})
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")

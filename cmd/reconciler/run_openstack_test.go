@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,15 +36,7 @@ func TestRunOpenStack(t *testing.T) {
 	plan := func(approve string) string {
 		return f.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	seed := t.TempDir()
-	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest} {
-		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	seed := testenv.SeedDir(t, map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)

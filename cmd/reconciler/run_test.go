@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -60,19 +59,10 @@ func TestRunPullRequests(t *testing.T) {
 	plan := func(approve string) string {
 		return strings.Replace(string(example), `approve: ""`, "approve: "+approve, 1)
 	}
-	seed := t.TempDir()
-	if err := os.MkdirAll(filepath.Join(seed, "plans"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed, "plans", "capi-quickstart.yaml"), example, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.MkdirAll(filepath.Join(seed, "manifests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(seed, "manifests", "openstack-cloud-controller-manager.yaml"), []byte(testenv.CCMManifest), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	seed := testenv.SeedDir(t, map[string]string{
+		"plans/capi-quickstart.yaml":                        string(example),
+		"manifests/openstack-cloud-controller-manager.yaml": testenv.CCMManifest,
+	})
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
@@ -254,7 +244,7 @@ func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.
 			t.Fatal(err)
 		}
 	}
-	hook := freeAddr(t)
+	hook := testenv.FreeAddr(t)
 	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret")}
 	args := append([]string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
 		"--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
@@ -302,17 +292,6 @@ func (r *running) waitFor(what string, cond func() bool) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	r.fatalf("timed out waiting for %s", what)
-}
-
-// freeAddr returns a loopback address with a port that was free.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return fmt.Sprintf("127.0.0.1:%d", ln.Addr().(*net.TCPAddr).Port)
 }
 
 func phasesAre(st *status.PlanStatus, want map[string]status.PhaseState) bool {

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -143,19 +142,11 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 	}
 	testenv.StartControllerStandIns(quiet{p}, mgmt, 0)
 
-	seed := p.TempDir()
 	files := map[string]string{"manifests/ccm.yaml": testenv.CCMManifest}
 	for i := range n {
 		files["plans/"+f.clusterName(i)+".yaml"] = f.plan(i, `""`)
 	}
-	for name, content := range files {
-		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
-			return nil, err
-		}
-		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
-			return nil, err
-		}
-	}
+	seed := testenv.SeedDir(p, files)
 	g := testenv.StartGit(p, seed)
 	gh := fakegithub.New("acme", "fleet", "bench-token")
 	p.Cleanup(gh.Close)
@@ -166,7 +157,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 			return nil, err
 		}
 	}
-	hook, metrics := freePort(), freePort()
+	hook, metrics := testenv.FreeAddr(p), testenv.FreeAddr(p)
 	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
@@ -386,15 +377,6 @@ func peakRSSMiB(pid int) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func printTable(w io.Writer, r *Result) {

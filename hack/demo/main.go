@@ -20,7 +20,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -92,21 +91,13 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 	plan := func(approve string) string {
 		return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	seed := r.TempDir()
-	for name, content := range map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest} {
-		if err := os.MkdirAll(filepath.Join(seed, filepath.Dir(name)), 0o755); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(seed, name), []byte(content), 0o644); err != nil {
-			return err
-		}
-	}
+	seed := testenv.SeedDir(r, map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
 	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
 	g := testenv.StartGit(r, seed)
 	gh := fakegithub.New("acme", "migrations", "demo-token")
 	r.Cleanup(gh.Close)
 
-	hook, metrics := freePort(), freePort()
+	hook, metrics := testenv.FreeAddr(r), testenv.FreeAddr(r)
 	dir := r.TempDir()
 	files := map[string]string{"kubeconfig": string(a.Mgmt.Kubeconfig(r)), "github-token": gh.Token, "webhook-secret": "demo-webhook-secret"}
 	for name, content := range files {
@@ -245,15 +236,6 @@ func statusLog(ctx context.Context, out *display, url string) error {
 		out.say("    %s %s  %s", c.Hash.String()[:10], c.Author.When.Format("15:04:05"), subject)
 		return nil
 	})
-}
-
-func freePort() string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "127.0.0.1:0"
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // display prints the demo's lines and, while it waits, one status line

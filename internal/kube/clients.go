@@ -29,75 +29,63 @@ func Tune(cfg *rest.Config) *rest.Config {
 // starts over (a fleet larger than this reconnects now and then).
 const maxCachedClients = 4096
 
-// clients caches workload clients by kubeconfig, so that each cycle and
-// each step reuse the connection and the API discovery of the last one
-// instead of building them again. A kubeconfig whose credentials change is
-// a new key.
-var clients = struct {
-	sync.Mutex
-	crc map[[32]byte]client.Client
-	cs  map[[32]byte]kubernetes.Interface
-}{crc: map[[32]byte]client.Client{}, cs: map[[32]byte]kubernetes.Interface{}}
+// clientCache keeps workload clients of one type by kubeconfig, so that
+// each cycle and each step reuse the connection and the API discovery of the
+// last one instead of building them again. A kubeconfig whose credentials
+// change is a new key.
+type clientCache[C any] struct {
+	mu sync.Mutex
+	m  map[[32]byte]C
+}
 
-func restConfig(kubeconfig []byte) (*rest.Config, error) {
+var (
+	controllerClients = &clientCache[client.Client]{}
+	clientsets        = &clientCache[kubernetes.Interface]{}
+)
+
+// get returns the cached client for kubeconfig, or builds and keeps it.
+func (c *clientCache[C]) get(kubeconfig []byte, build func(*rest.Config) (C, error)) (C, error) {
+	key := sha256.Sum256(kubeconfig)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cl, ok := c.m[key]; ok {
+		return cl, nil
+	}
+	var zero C
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("parse kubeconfig: %w", err)
+		return zero, fmt.Errorf("parse kubeconfig: %w", err)
 	}
-	return Tune(cfg), nil
+	cl, err := build(Tune(cfg))
+	if err != nil {
+		return zero, err
+	}
+	if c.m == nil || len(c.m) >= maxCachedClients {
+		c.m = map[[32]byte]C{}
+	}
+	c.m[key] = cl
+	return cl, nil
 }
 
 // WorkloadClient returns a controller-runtime client with ferry's scheme
 // for a kubeconfig, cached.
 func WorkloadClient(kubeconfig []byte) (client.Client, error) {
-	key := sha256.Sum256(kubeconfig)
-	clients.Lock()
-	defer clients.Unlock()
-	if c, ok := clients.crc[key]; ok {
-		return c, nil
-	}
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	httpClient, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, err
-	}
-	mapper, err := workloadMapper(cfg, httpClient)
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: Scheme(), HTTPClient: httpClient, Mapper: mapper})
-	if err != nil {
-		return nil, err
-	}
-	if len(clients.crc) >= maxCachedClients {
-		clients.crc = map[[32]byte]client.Client{}
-	}
-	clients.crc[key] = c
-	return c, nil
+	return controllerClients.get(kubeconfig, func(cfg *rest.Config) (client.Client, error) {
+		httpClient, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return nil, err
+		}
+		mapper, err := workloadMapper(cfg, httpClient)
+		if err != nil {
+			return nil, err
+		}
+		return client.New(cfg, client.Options{Scheme: Scheme(), HTTPClient: httpClient, Mapper: mapper})
+	})
 }
 
 // WorkloadClientset returns a client-go clientset for a kubeconfig, cached.
 func WorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
-	key := sha256.Sum256(kubeconfig)
-	clients.Lock()
-	defer clients.Unlock()
-	if c, ok := clients.cs[key]; ok {
-		return c, nil
-	}
-	cfg, err := restConfig(kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	c, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if len(clients.cs) >= maxCachedClients {
-		clients.cs = map[[32]byte]kubernetes.Interface{}
-	}
-	clients.cs[key] = c
-	return c, nil
+	return clientsets.get(kubeconfig, func(cfg *rest.Config) (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(cfg)
+	})
 }

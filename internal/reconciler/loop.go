@@ -433,6 +433,12 @@ func (l *Loop) record(plan string) observed.Record {
 	st := l.state(plan)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	return st.recordCopy()
+}
+
+// recordCopy is a copy of the record that the planner may keep. Callers
+// hold l.mu.
+func (st *planState) recordCopy() observed.Record {
 	r := st.record
 	r.Checks = slices.Clone(st.record.Checks)
 	return r
@@ -445,8 +451,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	st.present, st.file = true, file
 	st.dirty, st.settled, st.rev, st.observedAt = false, false, cycle.Revision, cycle.At
 	st.namespaces = planNamespaces(p)
-	record := st.record
-	record.Checks = slices.Clone(st.record.Checks)
+	record := st.recordCopy()
 	for id, at := range st.succeeded {
 		if cycle.At.Sub(at) > events.DuplicateWindow {
 			delete(st.succeeded, id)

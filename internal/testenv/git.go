@@ -2,7 +2,10 @@ package testenv
 
 import (
 	"context"
+	"net"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 
 	"github.com/ferry-dev/ferry/internal/gitserver"
 )
@@ -35,4 +38,33 @@ func StartGit(t T, seed string) *Git {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	return &Git{URL: hs.URL + "/plans.git", Dir: dir, Server: srv, BaseURL: hs.URL}
+}
+
+// SeedDir writes files (path -> content) under a new temporary directory
+// and returns it, to seed StartGit with.
+func SeedDir(t T, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	return dir
+}
+
+// FreeAddr returns a loopback address whose port was free a moment ago,
+// for a server that must be given its address up front.
+func FreeAddr(t T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: no free port: %v", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }
