@@ -11,9 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -93,20 +91,10 @@ type fleet struct {
 
 func (f *fleet) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }
 
-// create makes the clusters in mgmt (Secrets) and workload (Nodes), with
-// concurrency workers at once.
-func (f *fleet) create(ctx context.Context, mgmt, workload *testenv.Kube, proxy *workloadProxy, cloud *cloudStandIn, n int) error {
-	for _, ns := range []string{f.namespace, f.namespace + "-backup"} {
-		if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return err
-		}
-	}
-	if err := createIgnoreExists(ctx, workload.Client, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "kubeadm-config"},
-		Data:       map[string]string{"ClusterConfiguration": "apiVersion: kubeadm.k8s.io/v1beta3\nkind: ClusterConfiguration\nkubernetesVersion: v1.31.4\n"},
-	}); err != nil {
-		return err
-	}
+// create makes n clusters as testenv.Orphan does, each reached through
+// the proxy, with its Nodes labelled for it and their servers in the cloud
+// stand-in; concurrency 8.
+func (f *fleet) create(p testenv.T, mgmt, workload *testenv.Kube, proxy *workloadProxy, cloud *cloudStandIn, n int) error {
 	work := make(chan int)
 	errs := make(chan error, n)
 	var wg sync.WaitGroup
@@ -115,7 +103,22 @@ func (f *fleet) create(ctx context.Context, mgmt, workload *testenv.Kube, proxy 
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				errs <- f.createOne(ctx, mgmt, workload, proxy, cloud, i)
+				name := f.clusterName(i)
+				kubeconfig, err := proxy.kubeconfig(name)
+				if err != nil {
+					errs <- err
+					continue
+				}
+				workers := make([]string, f.workers)
+				for w := range workers {
+					workers[w] = fmt.Sprintf("%s-md-0-%d", name, w)
+				}
+				testenv.Orphan(p, mgmt, workload, testenv.OrphanedCluster{
+					Name: name, Namespace: f.namespace, BackupNamespace: f.namespace + "-backup",
+					ControlPlaneNodes: []string{name + "-control-plane-0"}, WorkerNodes: workers, KubeletVersion: "v1.31.4",
+					Kubeconfig: kubeconfig, NodeLabels: map[string]string{clusterLabel: name},
+					ProviderID: func(node string) string { return "openstack:///" + cloud.addServer(node) },
+				})
 			}
 		}()
 	}
@@ -127,58 +130,7 @@ func (f *fleet) create(ctx context.Context, mgmt, workload *testenv.Kube, proxy 
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (f *fleet) createOne(ctx context.Context, mgmt, workload *testenv.Kube, proxy *workloadProxy, cloud *cloudStandIn, i int) error {
-	name := f.clusterName(i)
-	kubeconfig, err := proxy.kubeconfig(name)
-	if err != nil {
 		return err
-	}
-	pair := map[string][]byte{"tls.crt": []byte("placeholder certificate"), "tls.key": []byte("placeholder key")}
-	for _, s := range []struct {
-		ns, suffix string
-		data       map[string][]byte
-	}{
-		{f.namespace, "kubeconfig", map[string][]byte{"value": kubeconfig}},
-		{f.namespace, "ca", pair},
-		{f.namespace, "etcd", pair},
-		{f.namespace + "-backup", "sa", pair},
-	} {
-		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: name + "-" + s.suffix,
-			Labels: map[string]string{"cluster.x-k8s.io/cluster-name": name}}, Data: s.data}
-		if err := createIgnoreExists(ctx, mgmt.Client, sec); err != nil {
-			return err
-		}
-	}
-	nodes := []string{name + "-control-plane-0"}
-	for w := range f.workers {
-		nodes = append(nodes, fmt.Sprintf("%s-md-0-%d", name, w))
-	}
-	for j, node := range nodes {
-		n := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{Name: node, Labels: map[string]string{"kubernetes.io/hostname": node, clusterLabel: name}},
-			Spec:       corev1.NodeSpec{ProviderID: "openstack:///" + cloud.addServer(node)},
-		}
-		if j == 0 {
-			n.Labels["node-role.kubernetes.io/control-plane"] = ""
-		}
-		if err := createIgnoreExists(ctx, workload.Client, n); err != nil {
-			return err
-		}
-		n.Status = corev1.NodeStatus{
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.31.4"},
-		}
-		if err := workload.Client.Status().Update(ctx, n); err != nil {
-			return fmt.Errorf("mark node %s Ready: %w", node, err)
-		}
 	}
 	return nil
 }

@@ -130,7 +130,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 
 	logf("creating %d clusters to adopt (%d nodes each)", n, workers+1)
 	f := &fleet{namespace: "fleet", workers: workers}
-	if err := f.create(ctx, mgmt, workload, proxy, cloud, n); err != nil {
+	if err := f.create(p, mgmt, workload, proxy, cloud, n); err != nil {
 		return nil, err
 	}
 	if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}}); err != nil {

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,13 @@ type OrphanedCluster struct {
 	// with kubelet KubeletVersion.
 	ControlPlaneNodes, WorkerNodes []string
 	KubeletVersion                 string
+	// Kubeconfig is what the <name>-kubeconfig Secret holds; empty holds
+	// workload's admin kubeconfig.
+	Kubeconfig []byte
+	// NodeLabels are added to every Node; ProviderID, when set, gives a
+	// node's spec.providerID.
+	NodeLabels map[string]string
+	ProviderID func(node string) string
 }
 
 // Orphan creates the cluster in mgmt and workload: in mgmt the cluster's
@@ -50,7 +58,11 @@ func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 		}
 	}
 	pair := map[string][]byte{"tls.crt": []byte("placeholder certificate"), "tls.key": []byte("placeholder key")}
-	create(mgmt.Client, secret(oc.Namespace, "kubeconfig", map[string][]byte{"value": workload.Kubeconfig(t)}))
+	kubeconfig := oc.Kubeconfig
+	if len(kubeconfig) == 0 {
+		kubeconfig = workload.Kubeconfig(t)
+	}
+	create(mgmt.Client, secret(oc.Namespace, "kubeconfig", map[string][]byte{"value": kubeconfig}))
 	create(mgmt.Client, secret(oc.Namespace, "ca", pair))
 	create(mgmt.Client, secret(oc.Namespace, "etcd", pair))
 	saNamespace := oc.Namespace
@@ -62,6 +74,10 @@ func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 	node := func(name string, controlPlane bool) {
 		t.Helper()
 		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}}}
+		maps.Copy(n.Labels, oc.NodeLabels)
+		if oc.ProviderID != nil {
+			n.Spec.ProviderID = oc.ProviderID(name)
+		}
 		if controlPlane {
 			n.Labels["node-role.kubernetes.io/control-plane"] = ""
 		}
