@@ -2,6 +2,11 @@ package observed
 
 import "slices"
 
+// AdoptSecrets are the suffixes of the Secrets <cluster>-<suffix> a running
+// kubeadm cluster is adopted with; regenerating any of them would cut the
+// running nodes off (a new CA, new SA keys).
+var AdoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa"}
+
 // Secret returns the Secret namespace/name, or nil.
 func (s *Snapshot) Secret(namespace, name string) *Secret {
 	for i := range s.Secrets {

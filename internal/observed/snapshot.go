@@ -20,8 +20,9 @@ const (
 type Snapshot struct {
 	// Cluster is the CAPI Cluster; nil when it does not exist.
 	Cluster *Cluster `json:"cluster,omitempty"`
-	// Secrets are the Secrets of the cluster's namespace and the sources
-	// the plan names, without their values.
+	// Secrets are the cluster's Secrets the planner asks for
+	// (<cluster>-<AdoptSecrets>, the identity Secret) and the copies the
+	// plan names, without their values.
 	Secrets []Secret `json:"secrets,omitempty"`
 	// OpenStackCluster is the cluster's CAPO infrastructure; nil when absent.
 	OpenStackCluster *OpenStackCluster `json:"openStackCluster,omitempty"`

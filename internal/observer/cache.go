@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/observed"
 )
 
 // cachedKinds are the management cluster's kinds the observer reads from
@@ -32,33 +33,79 @@ var cachedKinds = []client.Object{
 	&infrav1.OpenStackCluster{}, &infrav1.OpenStackMachine{}, &infrav1.OpenStackMachineTemplate{},
 }
 
+// clusterField indexes the cached kinds by the cluster an object belongs
+// to (ClusterOf), so that a plan lists its own cluster's objects, not its
+// whole namespace's.
+const clusterField = "ferry.dev/cluster"
+
+// ClusterOf is the cluster a management cluster object belongs to: the
+// name of a Cluster, spec.clusterName of a Machine, MachineSet or
+// MachineDeployment, CAPI's cluster-name label of anything else, or for a
+// Secret without the label the <cluster> of <cluster>-<suffix> for the
+// suffixes ferry reads. "" when it cannot tell.
+func ClusterOf(obj client.Object) string {
+	switch o := obj.(type) {
+	case *clusterv1.Cluster:
+		return o.Name
+	case *clusterv1.Machine:
+		return o.Spec.ClusterName
+	case *clusterv1.MachineSet:
+		return o.Spec.ClusterName
+	case *clusterv1.MachineDeployment:
+		return o.Spec.ClusterName
+	}
+	if c := obj.GetLabels()[clusterv1.ClusterNameLabel]; c != "" {
+		return c
+	}
+	switch obj.(type) {
+	case *infrav1.OpenStackCluster:
+		return obj.GetName()
+	case *corev1.Secret:
+		for _, suffix := range append(observed.AdoptSecrets, "cloud-config") {
+			if c, ok := strings.CutSuffix(obj.GetName(), "-"+suffix); ok {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// indexedClient is the client NewCachedClient returns: its lists accept
+// client.MatchingFields{clusterField: name}.
+type indexedClient struct{ client.Client }
+
+func (indexedClient) clusterIndexed() {}
+
 // NewCachedClient returns a client of the management cluster whose reads
 // of the CAPI and CAPO kinds come from informers (synced before it
-// returns), and whose other reads and all writes go to the API server.
-// changed is called with the namespace of every change the informers see,
-// so that a level-triggered loop can plan again; it must not block. The
-// informers stop when ctx ends.
-func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespace string)) (client.Client, error) {
+// returns), indexed by cluster, and whose other reads and all writes go to
+// the API server. changed is called with the namespace and cluster
+// (ClusterOf, "" when unknown) of every change the informers see, so that
+// a level-triggered loop can plan again; it must not block. The informers
+// stop when ctx ends.
+func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespace, cluster string)) (client.Client, error) {
 	scheme := kube.Scheme()
 	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
-	namespaceOf := func(obj any) string {
+	notify := func(obj any) {
 		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
 		if o, ok := obj.(client.Object); ok {
-			return o.GetNamespace()
+			changed(o.GetNamespace(), ClusterOf(o))
 		}
-		return ""
 	}
 	handler := toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { changed(namespaceOf(obj)) },
-		UpdateFunc: func(_, obj any) { changed(namespaceOf(obj)) },
-		DeleteFunc: func(obj any) { changed(namespaceOf(obj)) },
+		AddFunc:    notify,
+		UpdateFunc: func(_, obj any) { notify(obj) },
+		DeleteFunc: notify,
 	}
 	for _, obj := range cachedKinds {
+		if err := c.IndexField(ctx, obj, clusterField, func(o client.Object) []string { return []string{ClusterOf(o)} }); err != nil {
+			return nil, fmt.Errorf("index %T by cluster: %w", obj, err)
+		}
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			return nil, fmt.Errorf("informer for %T: %w", obj, err)
@@ -72,10 +119,14 @@ func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespa
 		return nil, fmt.Errorf("informers did not sync: %w", context.Cause(ctx))
 	}
 	r := &cachedReader{Reader: c, ctx: ctx, cfg: cfg, scheme: scheme, handler: handler, secrets: map[string]cache.Cache{}, stops: map[string]context.CancelFunc{}}
-	return client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
+	cl, err := client.New(cfg, client.Options{Scheme: scheme, Cache: &client.CacheOptions{
 		Reader:     r,
 		DisableFor: []client.Object{&corev1.ConfigMap{}},
 	}})
+	if err != nil {
+		return nil, err
+	}
+	return indexedClient{cl}, nil
 }
 
 // cachedReader reads Secrets from per-namespace informers and everything

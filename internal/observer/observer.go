@@ -110,7 +110,7 @@ func (o *Observer) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, recor
 	errs = append(errs, o.secrets(ctx, p, s))
 	errs = append(errs, o.controlPlane(ctx, p, s))
 	errs = append(errs, o.machines(ctx, ns, name, s))
-	errs = append(errs, o.names(ctx, ns, s))
+	errs = append(errs, o.names(ctx, ns, name, s))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("observe cluster %s/%s: %w", ns, name, err)
 	}
@@ -174,43 +174,47 @@ func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Sna
 	return nil
 }
 
-// secrets records the key names, never the values, of the Secrets in the
-// cluster's namespace and of the sources the plan copies from.
+// secrets records the key names, never the values, of the Secrets the
+// planner asks for: the cluster's own (<cluster>-kubeconfig, -etcd, -ca,
+// -sa and the identity Secret) and the copies the plan takes them from.
+// They are read by name, so a namespace of many clusters costs each plan
+// the same.
 func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
-	var list corev1.SecretList
-	ns := p.Spec.Cluster.Namespace
-	if err := o.Client.List(ctx, &list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list Secrets in %s: %w", ns, err)
+	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
+	var keys []client.ObjectKey
+	for _, suffix := range observed.AdoptSecrets {
+		keys = append(keys, client.ObjectKey{Namespace: ns, Name: name + "-" + suffix})
 	}
-	add := func(sec *corev1.Secret) {
-		keys := make([]string, 0, len(sec.Data))
-		for k := range sec.Data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: keys})
+	id := p.Spec.Target.Identity
+	if id.SecretName != "" {
+		keys = append(keys, client.ObjectKey{Namespace: ns, Name: id.SecretName})
 	}
-	for i := range list.Items {
-		add(&list.Items[i])
-	}
-	var sources []client.ObjectKey
 	if a := p.Spec.Adopt; a != nil && a.SecretsFrom != "" {
-		for _, suffix := range []string{"kubeconfig", "etcd", "ca", "sa"} {
-			sources = append(sources, client.ObjectKey{Namespace: a.SecretsFrom, Name: p.Spec.Cluster.Name + "-" + suffix})
+		for _, suffix := range observed.AdoptSecrets {
+			keys = append(keys, client.ObjectKey{Namespace: a.SecretsFrom, Name: name + "-" + suffix})
 		}
 	}
-	if f := p.Spec.Target.Identity.From; f != nil && f.Namespace != ns {
-		sources = append(sources, client.ObjectKey{Namespace: f.Namespace, Name: f.Name})
+	if f := id.From; f != nil {
+		keys = append(keys, client.ObjectKey{Namespace: f.Namespace, Name: f.Name})
 	}
-	for _, key := range sources {
+	for _, key := range keys {
+		if s.Secret(key.Namespace, key.Name) != nil {
+			continue
+		}
 		var sec corev1.Secret
 		found, err := o.get(ctx, key.Namespace, key.Name, &sec)
 		if err != nil {
 			return err
 		}
-		if found {
-			add(&sec)
+		if !found {
+			continue
 		}
+		names := make([]string, 0, len(sec.Data))
+		for k := range sec.Data {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names})
 	}
 	return nil
 }
@@ -269,8 +273,8 @@ func intField(u *unstructured.Unstructured, path ...string) int {
 // machines reads the cluster's Machines, MachineSets and MachineDeployments.
 func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Snapshot) error {
 	var machines clusterv1.MachineList
-	if err := o.Client.List(ctx, &machines, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list Machines in %s: %w", ns, err)
+	if err := o.listCluster(ctx, &machines, ns, name); err != nil {
+		return err
 	}
 	for _, m := range machines.Items {
 		if m.Spec.ClusterName != name {
@@ -297,8 +301,8 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		s.Machines = append(s.Machines, om)
 	}
 	var sets clusterv1.MachineSetList
-	if err := o.Client.List(ctx, &sets, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list MachineSets in %s: %w", ns, err)
+	if err := o.listCluster(ctx, &sets, ns, name); err != nil {
+		return err
 	}
 	for _, ms := range sets.Items {
 		if ms.Spec.ClusterName != name {
@@ -312,8 +316,8 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		})
 	}
 	var mds clusterv1.MachineDeploymentList
-	if err := o.Client.List(ctx, &mds, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return fmt.Errorf("list MachineDeployments in %s: %w", ns, err)
+	if err := o.listCluster(ctx, &mds, ns, name); err != nil {
+		return err
 	}
 	for _, md := range mds.Items {
 		if md.Spec.ClusterName != name {
@@ -344,43 +348,66 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 	return nil
 }
 
-// names records which bootstrap and infrastructure objects exist.
-func (o *Observer) names(ctx context.Context, ns string, s *observed.Snapshot) error {
+// names records which bootstrap and infrastructure objects exist for the
+// cluster: those with its cluster-name label, and those with none (made by
+// hand or restored without labels).
+func (o *Observer) names(ctx context.Context, ns, name string, s *observed.Snapshot) error {
 	lists := []struct {
-		list client.ObjectList
+		list func() client.ObjectList
 		into *[]string
 	}{
-		{&bootstrapv1.KubeadmConfigList{}, &s.KubeadmConfigs},
-		{&bootstrapv1.KubeadmConfigTemplateList{}, &s.KubeadmConfigTemplates},
-		{&infrav1.OpenStackMachineTemplateList{}, &s.OpenStackMachineTemplates},
-		{&infrav1.OpenStackMachineList{}, &s.OpenStackMachines},
+		{func() client.ObjectList { return &bootstrapv1.KubeadmConfigList{} }, &s.KubeadmConfigs},
+		{func() client.ObjectList { return &bootstrapv1.KubeadmConfigTemplateList{} }, &s.KubeadmConfigTemplates},
+		{func() client.ObjectList { return &infrav1.OpenStackMachineTemplateList{} }, &s.OpenStackMachineTemplates},
+		{func() client.ObjectList { return &infrav1.OpenStackMachineList{} }, &s.OpenStackMachines},
+	}
+	clusters := []string{""}
+	if o.indexed() {
+		clusters = []string{name, ""}
 	}
 	for _, l := range lists {
-		if err := o.Client.List(ctx, l.list, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-			return fmt.Errorf("list %T in %s: %w", l.list, ns, err)
+		var names []string
+		for _, c := range clusters {
+			list := l.list()
+			if err := o.listCluster(ctx, list, ns, c); err != nil {
+				return err
+			}
+			items, err := apimeta.ExtractList(list)
+			if err != nil {
+				return fmt.Errorf("read %T: %w", list, err)
+			}
+			for _, item := range items {
+				obj, ok := item.(client.Object)
+				if !ok {
+					return fmt.Errorf("observer: %T in %T is not an object", item, list)
+				}
+				if label := obj.GetLabels()[clusterv1.ClusterNameLabel]; label == name || label == "" {
+					names = append(names, obj.GetName())
+				}
+			}
 		}
-		items, err := metaNames(l.list)
-		if err != nil {
-			return err
-		}
-		*l.into = items
+		slices.Sort(names)
+		*l.into = names
 	}
 	return nil
 }
 
-func metaNames(list client.ObjectList) ([]string, error) {
-	items, err := apimeta.ExtractList(list)
-	if err != nil {
-		return nil, fmt.Errorf("read %T: %w", list, err)
+// indexed reports whether the client's lists can select by cluster
+// (NewCachedClient).
+func (o *Observer) indexed() bool {
+	_, ok := o.Client.(interface{ clusterIndexed() })
+	return ok
+}
+
+// listCluster lists the objects in ns that belong to cluster (ClusterOf)
+// when the client is indexed, else every object in ns: callers filter.
+func (o *Observer) listCluster(ctx context.Context, list client.ObjectList, ns, cluster string) error {
+	opts := []client.ListOption{client.InNamespace(ns), client.UnsafeDisableDeepCopy}
+	if o.indexed() {
+		opts = append(opts, client.MatchingFields{clusterField: cluster})
 	}
-	names := make([]string, 0, len(items))
-	for _, item := range items {
-		obj, ok := item.(client.Object)
-		if !ok {
-			return nil, fmt.Errorf("observer: %T in %T is not an object", item, list)
-		}
-		names = append(names, obj.GetName())
+	if err := o.Client.List(ctx, list, opts...); err != nil {
+		return fmt.Errorf("list %T in %s: %w", list, ns, err)
 	}
-	slices.Sort(names)
-	return names, nil
+	return nil
 }

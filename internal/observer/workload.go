@@ -3,10 +3,12 @@ package observer
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -172,7 +174,7 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 	if err != nil {
 		return observed.Manifest{}, fmt.Errorf("read manifest %s: %w", path, err)
 	}
-	objs, err := DecodeManifest(data)
+	objs, err := decodedManifests.decode(data)
 	if err != nil {
 		return observed.Manifest{}, fmt.Errorf("manifest %s: %w", path, err)
 	}
@@ -181,13 +183,15 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(want.GroupVersionKind())
 		// A namespaced object without a namespace goes to "default" when
-		// applied, as kubectl does; look for it there.
-		if want.GetNamespace() == "" {
+		// applied, as kubectl does; look for it there. (want is shared:
+		// it is not changed.)
+		key := client.ObjectKeyFromObject(want)
+		if key.Namespace == "" {
 			if namespaced, err := c.IsObjectNamespaced(want); err == nil && namespaced {
-				want.SetNamespace("default")
+				key.Namespace = "default"
 			}
 		}
-		err := c.Get(ctx, client.ObjectKeyFromObject(want), got)
+		err := c.Get(ctx, key, got)
 		if apierrors.IsNotFound(err) {
 			return observed.Manifest{}, nil
 		}
@@ -199,6 +203,41 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 		}
 	}
 	return state, nil
+}
+
+// decodedManifests keeps decoded manifests by content: every plan of a
+// fleet observes the same few files at every cycle.
+var decodedManifests manifestCache
+
+// manifestCache remembers the objects of the last manifests decoded, by
+// their content's hash; its objects are shared and must not be changed.
+type manifestCache struct {
+	mu   sync.Mutex
+	objs map[[sha256.Size]byte][]*unstructured.Unstructured
+}
+
+// maxCachedManifests bounds the cache; past it, it starts again empty.
+const maxCachedManifests = 64
+
+func (m *manifestCache) decode(data []byte) ([]*unstructured.Unstructured, error) {
+	sum := sha256.Sum256(data)
+	m.mu.Lock()
+	objs, ok := m.objs[sum]
+	m.mu.Unlock()
+	if ok {
+		return objs, nil
+	}
+	objs, err := DecodeManifest(data)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.objs == nil || len(m.objs) >= maxCachedManifests {
+		m.objs = map[[sha256.Size]byte][]*unstructured.Unstructured{}
+	}
+	m.objs[sum] = objs
+	return objs, nil
 }
 
 // DecodeManifest splits a multi-document YAML (or JSON) file into

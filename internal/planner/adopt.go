@@ -21,7 +21,7 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	if c.plan.Spec.Adopt != nil {
 		from = c.plan.Spec.Adopt.SecretsFrom
 	}
-	for _, suffix := range adoptSecrets {
+	for _, suffix := range observed.AdoptSecrets {
 		name := c.name + "-" + suffix
 		if s.Secret(c.ns, name) != nil {
 			b.phase.Done++

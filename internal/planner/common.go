@@ -33,10 +33,6 @@ const (
 	providerIDPrefix = "openstack:///"
 )
 
-// The secrets a running kubeadm cluster is adopted with; regenerating any
-// of them would cut the running nodes off (a new CA, new SA keys).
-var adoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa"}
-
 // ref renders a reference parameter: Kind/name.
 func ref(kind, name string) string { return kind + "/" + name }
 

@@ -105,13 +105,20 @@ type Loop struct {
 	// observed again although nothing told the loop of a change. Default
 	// 10m.
 	Resync time.Duration
+	// StatusEvery is the least time between two status commits of Run.
+	// Default 1s.
+	StatusEvery time.Duration
 	// StaleAfter is how long a published step may go without a final
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
 	StaleAfter time.Duration
 	Log        *slog.Logger
 
+	// wake asks for a cycle that polls the repository; nudge for one
+	// that reconciles the plans marked dirty at the revision already
+	// known (a result came, an informer saw a change).
 	wake   chan struct{}
+	nudge  chan struct{}
 	mu     sync.Mutex
 	loaded *loadedRevision
 	// plans holds, per plan name, what the loop remembers between cycles.
@@ -141,18 +148,20 @@ type planState struct {
 	file string
 	// settled is true when the last observation (at observedAt, of
 	// revision rev) left nothing to run, in flight or blocked; dirty when
-	// something may have changed since (a result, an informer event in
-	// namespaces, the plan's namespaces).
+	// something may have changed since (a result, an informer event about
+	// cluster in one of namespaces, the namespaces the plan reads).
 	settled    bool
 	dirty      bool
 	rev        string
 	observedAt time.Time
 	namespaces []string
+	cluster    string
 }
 
 // loadedRevision is the plan files of the last revision loaded.
 type loadedRevision struct {
 	rev      string
+	fsys     fs.FS
 	files    []*planfile.File
 	problems planfile.Errors
 }
@@ -177,11 +186,24 @@ func (l *Loop) state(plan string) *planState {
 	return st
 }
 
-// Wake asks for a cycle soon; it never blocks. Webhooks and results call it.
+// Wake asks for a cycle soon that polls the repository first; it never
+// blocks. Webhooks call it.
 func (l *Loop) Wake() {
 	l.init()
+	signal(l.wake)
+}
+
+// poke asks for a cycle soon at the revision already known; it never
+// blocks. Results and informer changes call it: they change no plan file.
+func (l *Loop) poke() {
+	l.init()
+	signal(l.nudge)
+}
+
+// signal sends on a channel of capacity 1 unless a signal is pending.
+func signal(c chan struct{}) {
 	select {
-	case l.wake <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
@@ -190,7 +212,7 @@ func (l *Loop) init() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.wake == nil {
-		l.wake = make(chan struct{}, 1)
+		l.wake, l.nudge = make(chan struct{}, 1), make(chan struct{}, 1)
 	}
 	if l.Now == nil {
 		l.Now = time.Now
@@ -210,29 +232,82 @@ func (l *Loop) init() {
 	if l.Resync == 0 {
 		l.Resync = 10 * time.Minute
 	}
+	if l.StatusEvery == 0 {
+		l.StatusEvery = time.Second
+	}
 }
 
-// Run cycles every interval and on every Wake until ctx ends. A failed
-// cycle is logged and the next one tries again.
+// Run cycles every interval and on every Wake, polling the repository,
+// and in between on every result or informer change, until ctx ends. A
+// failed cycle is logged and the next one tries again. Statuses are
+// written in the background, one commit at a time, at most one per
+// StatusEvery, so that a slow push never holds a plan's next step back.
 func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	l.init()
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	flushes := make(chan Cycle, 1)
+	var flusher sync.WaitGroup
+	if l.Recorder != nil {
+		flusher.Add(1)
+		go func() {
+			defer flusher.Done()
+			l.flushLoop(ctx, flushes)
+		}()
+	}
+	defer flusher.Wait()
+	poll := true
 	for {
 		began := time.Now()
-		err := l.Cycle(ctx)
-		l.Log.Debug("cycle done", "took", time.Since(began).Round(time.Millisecond), "error", err)
+		cycle, err := l.cycle(ctx, poll)
+		l.Log.Debug("cycle done", "poll", poll, "took", time.Since(began).Round(time.Millisecond), "error", err)
 		if err != nil && ctx.Err() == nil {
 			l.Log.Error("cycle failed; retrying at the next one", "error", err)
 		}
 		if l.AfterCycle != nil && ctx.Err() == nil {
 			l.AfterCycle(err)
 		}
+		if l.Recorder != nil && cycle.Revision != "" {
+			select { // replace a pending request by this newer one
+			case <-flushes:
+			default:
+			}
+			flushes <- cycle
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			poll = true
 		case <-l.wake:
+			poll = true
+		case <-l.nudge:
+			poll = false
+		}
+	}
+}
+
+// flushLoop writes what the cycles recorded, as Run's cycles ask, until
+// ctx ends; a failed write is logged, and the next request writes it.
+func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
+	var last time.Time
+	for {
+		var cycle Cycle
+		select {
+		case <-ctx.Done():
+			return
+		case cycle = <-requests:
+		}
+		if wait := l.StatusEvery - time.Since(last); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+		last = time.Now()
+		if err := l.Recorder.Flush(ctx, cycle); err != nil && ctx.Err() == nil {
+			l.Log.Error("status not recorded; retrying after the next cycle", "error", err)
 		}
 	}
 }
@@ -272,7 +347,7 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	if l.Recorder != nil {
 		l.Recorder.Result(ctx, ev)
 	}
-	l.Wake()
+	l.poke()
 	return nil
 }
 
@@ -280,26 +355,44 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 // leaves nothing to observe (the planner asks the record for it).
 func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
 
-// Cycle runs one pass over every plan at the branch's head.
+// Cycle polls the repository, runs one pass over every plan at the
+// branch's head (skipping those at rest), and writes the statuses.
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
-	rev, _, err := l.Source.Poll(ctx)
-	if err != nil {
-		return fmt.Errorf("poll plans repository: %w", err)
+	cycle, err := l.cycle(ctx, true)
+	if l.Recorder != nil && cycle.Revision != "" {
+		if ferr := l.Recorder.Flush(ctx, cycle); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("record status: %w", ferr))
+		}
 	}
-	fsys, err := l.Source.FS(rev)
-	if err != nil {
-		return fmt.Errorf("read revision %s: %w", rev, err)
+	return err
+}
+
+// cycle runs one pass over every plan that is not at rest, at the
+// branch's head when poll is set, else at the revision of the last cycle
+// (unless there is none yet). It records what it saw, without writing it.
+func (l *Loop) cycle(ctx context.Context, poll bool) (Cycle, error) {
+	l.mu.Lock()
+	loaded := l.loaded
+	l.mu.Unlock()
+	var rev string
+	if poll || loaded == nil {
+		var err error
+		if rev, _, err = l.Source.Poll(ctx); err != nil {
+			return Cycle{}, fmt.Errorf("poll plans repository: %w", err)
+		}
+	} else {
+		rev = loaded.rev
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
+	files, problems, fsys, err := l.load(rev)
+	if err != nil {
+		return Cycle{}, err
+	}
 	if ro, ok := l.Observer.(RepoObserver); ok {
 		ro.SetRepo(fsys)
 	}
 	log := l.Log.With("revision", short(rev))
-	files, problems, err := l.load(fsys, rev)
-	if err != nil {
-		return err
-	}
 	seen := map[string]bool{}
 	invalid := byFile(problems)
 	for _, file := range slices.Sorted(maps.Keys(invalid)) {
@@ -357,34 +450,33 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			l.Recorder.Removed(ctx, cycle, name)
 		}
 	}
-	if l.Recorder != nil {
-		if err := l.Recorder.Flush(ctx, cycle); err != nil {
-			errs = append(errs, fmt.Errorf("record status: %w", err))
-		}
-	}
-	if l.Previews != nil {
+	if l.Previews != nil && poll {
 		if err := l.Previews.Update(ctx, l.record); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return cycle, errors.Join(errs...)
 }
 
 // load decodes the plan files at rev, or returns those of the last cycle
 // when rev is the same: an idle repository is not parsed again.
-func (l *Loop) load(fsys fs.FS, rev string) ([]*planfile.File, planfile.Errors, error) {
+func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, fs.FS, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.loaded != nil && l.loaded.rev == rev {
-		return l.loaded.files, l.loaded.problems, nil
+		return l.loaded.files, l.loaded.problems, l.loaded.fsys, nil
+	}
+	fsys, err := l.Source.FS(rev)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read revision %s: %w", short(rev), err)
 	}
 	files, err := planfile.LoadFS(fsys, l.Path)
 	var problems planfile.Errors
 	if err != nil && !errors.As(err, &problems) {
-		return nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
+		return nil, nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
 	}
-	l.loaded = &loadedRevision{rev: rev, files: files, problems: problems}
-	return files, problems, nil
+	l.loaded = &loadedRevision{rev: rev, fsys: fsys, files: files, problems: problems}
+	return files, problems, fsys, nil
 }
 
 // settled reports whether a plan may be skipped this cycle: at its last
@@ -400,19 +492,20 @@ func (l *Loop) settled(plan string, cycle Cycle) bool {
 	return st.settled && !st.dirty && st.rev == cycle.Revision && cycle.At.Sub(st.observedAt) < l.Resync
 }
 
-// Changed marks the plans whose cluster lives in namespace (or that read
-// Secrets there) for observation at the next cycle, and wakes the loop.
-// The management cluster's informers call it.
-func (l *Loop) Changed(namespace string) {
+// Changed marks for observation at the next cycle the plans of cluster
+// that read namespace (their cluster's, or one they copy Secrets from), or
+// all plans that read namespace when cluster is "" (unknown), and wakes
+// the loop. The management cluster's informers call it.
+func (l *Loop) Changed(namespace, cluster string) {
 	l.init()
 	l.mu.Lock()
 	for _, st := range l.plans {
-		if slices.Contains(st.namespaces, namespace) {
+		if (cluster == "" || cluster == st.cluster) && slices.Contains(st.namespaces, namespace) {
 			st.dirty = true
 		}
 	}
 	l.mu.Unlock()
-	l.Wake()
+	l.poke()
 }
 
 // planOf returns the plan whose file was file when last valid, or "".
@@ -450,7 +543,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	l.mu.Lock()
 	st.present, st.file = true, file
 	st.dirty, st.settled, st.rev, st.observedAt = false, false, cycle.Revision, cycle.At
-	st.namespaces = planNamespaces(p)
+	st.namespaces, st.cluster = planNamespaces(p), p.Spec.Cluster.Name
 	record := st.recordCopy()
 	for id, at := range st.succeeded {
 		if cycle.At.Sub(at) > events.DuplicateWindow {

@@ -207,8 +207,9 @@ func TestLoopDecisions(t *testing.T) {
 }
 
 // TestLoopSkipsSettledPlans: a plan with nothing to run is not observed
-// again until something may have changed: an informer event in its
-// namespace, a new revision, or Resync.
+// again until something may have changed: an informer event about its
+// cluster (or of unknown cluster) in a namespace it reads, a new revision,
+// or Resync.
 func TestLoopSkipsSettledPlans(t *testing.T) {
 	ctx := context.Background()
 	src := &memSource{}
@@ -231,13 +232,21 @@ func TestLoopSkipsSettledPlans(t *testing.T) {
 	if n := cycle(); n != 0 {
 		t.Errorf("an idle cycle observed a settled plan %d times", n)
 	}
-	l.Changed("kube-system")
+	l.Changed("kube-system", "")
 	if n := cycle(); n != 0 {
 		t.Errorf("a change in another namespace got the plan observed")
 	}
-	l.Changed("default")
+	l.Changed("default", "another-cluster")
+	if n := cycle(); n != 0 {
+		t.Errorf("a change to another cluster in the plan's namespace got the plan observed")
+	}
+	l.Changed("default", "capi-quickstart")
 	if n := cycle(); n != 1 {
-		t.Errorf("a change in the plan's namespace: observed %d times, want 1", n)
+		t.Errorf("a change to the plan's cluster: observed %d times, want 1", n)
+	}
+	l.Changed("ferry-system", "")
+	if n := cycle(); n != 1 {
+		t.Errorf("a change of unknown cluster in a namespace the plan reads Secrets from: observed %d times, want 1", n)
 	}
 	now = now.Add(11 * time.Minute)
 	if n := cycle(); n != 1 {

@@ -194,12 +194,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	// written and mirrored outside the lock.
 	var changed []*status.PlanStatus
 	for plan := range r.dirty {
-		c, err := clone(r.statuses[plan])
-		if err != nil {
-			r.mu.Unlock()
-			return fmt.Errorf("copy status of %s: %w", plan, err)
-		}
-		changed = append(changed, c)
+		changed = append(changed, r.statuses[plan].Clone())
 	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
 	r.dirty = map[string]bool{}
@@ -284,18 +279,7 @@ func (r *StatusRecorder) Status(plan string) *status.PlanStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if st, ok := r.statuses[plan]; ok {
-		if c, err := clone(st); err == nil {
-			return c
-		}
+		return st.Clone()
 	}
 	return nil
-}
-
-// clone deep-copies a status through its file format.
-func clone(st *status.PlanStatus) (*status.PlanStatus, error) {
-	data, err := status.Encode(st)
-	if err != nil {
-		return nil, err
-	}
-	return status.Decode(data)
 }

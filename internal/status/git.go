@@ -268,6 +268,18 @@ func (w *Writer) open() error {
 	if err != nil {
 		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
 	}
+	// Pushes send small YAML files whole: looking for deltas against
+	// their previous versions cost more CPU than the bytes saved.
+	cfg, err := repo.Config()
+	if err != nil {
+		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+	}
+	if cfg.Pack.Window != 0 {
+		cfg.Pack.Window = 0
+		if err := repo.SetConfig(cfg); err != nil {
+			return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+		}
+	}
 	w.store = repo.Storer
 	return nil
 }

@@ -228,3 +228,34 @@ func TestStatusEncode(t *testing.T) {
 		t.Errorf("decoded status differs:\n%+v\nwant\n%+v", back, st)
 	}
 }
+
+// TestClone: a clone holds what the original holds (its file is the
+// same), and changing any list of it leaves the original alone.
+func TestClone(t *testing.T) {
+	for name, st := range renderCases() {
+		st.Checks = append(st.Checks, "workers/probe/url")
+		st.Created = append(st.Created, events.Resource{Kind: "keypair", Name: "k"})
+		want, err := Encode(st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := st.Clone()
+		got, err := Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s: clone differs:\n%s\nwant:\n%s", name, got, want)
+		}
+		c.Checks[0], c.Created[0].Name = "changed", "changed"
+		c.ApprovedBy[0].By = "changed"
+		c.Phases[0].Steps[0].State = StepFailed
+		c.Phases[0].Name = "changed"
+		if len(c.Invalid) > 0 {
+			c.Invalid[0] = "changed"
+		}
+		if after, _ := Encode(st); string(after) != string(want) {
+			t.Errorf("%s: changing the clone changed the original", name)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -213,6 +214,21 @@ func (ph *PhaseStatus) Step(key string) *StepStatus {
 		}
 	}
 	return nil
+}
+
+// Clone returns a deep copy of the status, which may be changed or
+// written while the original keeps changing.
+func (st *PlanStatus) Clone() *PlanStatus {
+	c := *st
+	c.ApprovedBy = slices.Clone(st.ApprovedBy)
+	c.Created = slices.Clone(st.Created)
+	c.Checks = slices.Clone(st.Checks)
+	c.Invalid = slices.Clone(st.Invalid)
+	c.Phases = slices.Clone(st.Phases)
+	for i := range c.Phases {
+		c.Phases[i].Steps = slices.Clone(c.Phases[i].Steps)
+	}
+	return &c
 }
 
 // Encode renders the status as the YAML document of status/<plan>.yaml:
