@@ -82,14 +82,17 @@ func (p *workloadProxy) kubeconfig(cluster string) ([]byte, error) {
 
 // fleet is the benchmark's clusters: seed 000 clusters to adopt, as
 // testenv.Orphan makes one, each with a control-plane node and workers
-// whose servers are in the cloud stand-in.
+// whose servers are in the cloud stand-in. Ferry's fleet and the kubectl
+// baseline's differ in namespace and name prefix, so that names do not
+// collide in the shared workload API server and cloud stand-in.
 type fleet struct {
 	namespace string
+	prefix    string
 	names     []string
 	workers   int
 }
 
-func (f *fleet) clusterName(i int) string { return fmt.Sprintf("c%04d", i) }
+func (f *fleet) clusterName(i int) string { return fmt.Sprintf("%s%04d", f.prefix, i) }
 
 // create makes n clusters as testenv.Orphan does, each reached through
 // the proxy, with its Nodes labelled for it and their servers in the cloud
@@ -159,12 +162,18 @@ spec:
       from: {namespace: ferry-system, name: openstack-credentials}
     externalNetwork: {name: %[3]s}
     network: {name: %[4]s}
-    sshKey: {name: bench-key-%[1]s, publicKey: "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZlcnJ5LWV4YW1wbGUta2V5LW5vdC1yZWFsAA bench@ferry"}
+    sshKey: {name: %[9]s, publicKey: "%[10]s"}
     controlPlane: {provider: KubeadmControlPlane, flavor: %[5]s, image: %[6]s}
     workers:
       - {name: md-0, flavor: %[5]s, image: %[6]s, replicas: %[7]d}
   manifests:
     cloudControllerManager: {path: manifests/ccm.yaml}
   approve: %[8]s
-`, name, f.namespace, cloudExternal, cloudNetwork, cloudFlavor, cloudImage, f.workers, approve)
+`, name, f.namespace, cloudExternal, cloudNetwork, cloudFlavor, cloudImage, f.workers, approve, sshKeyName(name), sshPublicKey)
 }
+
+// sshPublicKey is every cluster's SSH key, which ferry creates in the cloud
+// stand-in as sshKeyName(cluster).
+const sshPublicKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGZlcnJ5LWV4YW1wbGUta2V5LW5vdC1yZWFsAA bench@ferry"
+
+func sshKeyName(cluster string) string { return "bench-key-" + cluster }

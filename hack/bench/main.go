@@ -1,5 +1,6 @@
 // Command bench is `make bench`'s fleet benchmark: it migrates N seed 000
-// clusters at once with `reconciler run` and reports what it cost.
+// clusters at once with `reconciler run`, then the same phases the way
+// seed 000 does them by hand with kubectl, and reports what each cost.
 //
 // It starts a management API server and one API server that stands for
 // every workload cluster (through a proxy that shows each cluster its own
@@ -8,20 +9,33 @@
 // stand-ins of the demo, and runs bin/reconciler (executors in process,
 // embedded NATS) as a separate process. One commit approves every plan's
 // last phase; the benchmark measures until every phase of every plan
-// succeeded, then measures a minute of idleness. It prints a table and
-// writes the figures as JSON.
+// succeeded, then measures a minute of idleness.
+//
+// Then it stops the reconciler and runs the kubectl baseline on the same
+// servers: a second fleet (namespace baseline), each cluster the twin of
+// one of ferry's, adopted by a bash script per cluster that does seed 000's
+// phases with one process of Debian's kubectl per change and a loop that
+// polls every second between phases, --baseline-parallel scripts at once.
+// The scripts' manifests are the objects ferry created for the twins, and
+// afterwards each baseline cluster must look like its twin, or the
+// benchmark fails. It prints a table, with ferry's time over the
+// baseline's, and writes the figures as JSON.
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"sort"
@@ -56,6 +70,8 @@ type Result struct {
 	PeakRSSMiB      float64 `json:"peakRSSMiB"`
 	CPUSeconds      float64 `json:"cpuSeconds"`
 	Idle            Idle    `json:"idle"`
+	// Baseline is nil when the run had none (--baseline-plans 0).
+	Baseline *Baseline `json:"baseline,omitempty"`
 }
 
 // Idle is the cost of one poll interval with nothing changing.
@@ -71,17 +87,35 @@ type Idle struct {
 	CloudCalls       float64 `json:"openstackCallsPerInterval"`
 }
 
+// options are the command's flags.
+type options struct {
+	plans, workers   int
+	reconciler       string
+	interval, idle   time.Duration
+	kubectl          string
+	baselinePlans    int
+	baselineParallel int
+}
+
 func main() {
-	plans := flag.Int("plans", 100, "clusters (plans) to migrate at once")
-	workers := flag.Int("workers", 2, "worker nodes per cluster (more workers, more steps per plan)")
-	reconciler := flag.String("reconciler", "bin/reconciler", "the reconciler binary (make build)")
-	interval := flag.Duration("interval", 30*time.Second, "the reconciler's --interval")
-	idle := flag.Duration("idle", time.Minute, "how long to measure idleness")
+	var o options
+	flag.IntVar(&o.plans, "plans", 100, "clusters (plans) to migrate at once")
+	flag.IntVar(&o.workers, "workers", 2, "worker nodes per cluster (more workers, more steps per plan)")
+	flag.StringVar(&o.reconciler, "reconciler", "bin/reconciler", "the reconciler binary (make build)")
+	flag.DurationVar(&o.interval, "interval", 30*time.Second, "the reconciler's --interval")
+	flag.DurationVar(&o.idle, "idle", time.Minute, "how long to measure idleness")
+	flag.StringVar(&o.kubectl, "kubectl", "", "the baseline's kubectl (default: Debian's, where hack/kubectl.sh puts it)")
+	flag.IntVar(&o.baselinePlans, "baseline-plans", -1, "clusters the kubectl baseline migrates, 0 for no baseline (default: plans, at most 100)")
+	flag.IntVar(&o.baselineParallel, "baseline-parallel", 10, "baseline scripts running at once")
 	out := flag.String("out", "", "JSON file for the figures (default bin/bench-<plans>.json)")
-	timeout := flag.Duration("timeout", 20*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 40*time.Minute, "give up after this long")
 	flag.Parse()
 	if *out == "" {
-		*out = fmt.Sprintf("bin/bench-%d.json", *plans)
+		*out = fmt.Sprintf("bin/bench-%d.json", o.plans)
+	}
+	if err := o.resolveBaseline(); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(2)
 	}
 
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -95,7 +129,7 @@ func main() {
 	p := testenv.NewProgram(func(format string, args ...any) { logf("  "+format, args...) })
 	var res *Result
 	err := p.Do(func() (err error) {
-		res, err = run(ctx, p, logf, *plans, *workers, *reconciler, *interval, *idle)
+		res, err = run(ctx, p, logf, o)
 		return err
 	})
 	p.Close()
@@ -112,8 +146,39 @@ func main() {
 	fmt.Printf("figures written to %s\n", *out)
 }
 
-func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, workers int, reconciler string, interval, idle time.Duration) (*Result, error) {
-	bin, err := filepath.Abs(reconciler)
+// resolveBaseline applies the baseline flags' defaults and checks, before
+// anything starts, that the baseline's kubectl runs.
+func (o *options) resolveBaseline() error {
+	if o.baselinePlans < 0 {
+		o.baselinePlans = min(o.plans, 100)
+	}
+	switch {
+	case o.baselinePlans == 0:
+		return nil
+	case o.baselinePlans > o.plans:
+		return fmt.Errorf("--baseline-plans %d: the baseline's clusters are twins of ferry's, and there are %d (--plans)", o.baselinePlans, o.plans)
+	case o.baselineParallel < 1:
+		return fmt.Errorf("--baseline-parallel %d: at least one script must run", o.baselineParallel)
+	}
+	if o.kubectl == "" {
+		path, err := exec.Command("hack/kubectl.sh", "--path").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("find Debian's kubectl with hack/kubectl.sh --path (run from the repository's root): %w: %s", err, path)
+		}
+		o.kubectl = strings.TrimSpace(string(path))
+		if _, err := os.Stat(o.kubectl); err != nil {
+			return fmt.Errorf("the baseline's kubectl (Debian's kubernetes-client) is not in %s: run hack/kubectl.sh, or pass --kubectl, or --baseline-plans 0 for no baseline", o.kubectl)
+		}
+	}
+	if out, err := exec.Command(o.kubectl, "version", "--client").CombinedOutput(); err != nil {
+		return fmt.Errorf("--kubectl %s does not run: %w %s", o.kubectl, err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o options) (*Result, error) {
+	n, interval, idle := o.plans, o.interval, o.idle
+	bin, err := filepath.Abs(o.reconciler)
 	if err != nil {
 		return nil, err
 	}
@@ -128,8 +193,8 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 	cloud := newCloudStandIn()
 	p.Cleanup(cloud.close)
 
-	logf("creating %d clusters to adopt (%d nodes each)", n, workers+1)
-	f := &fleet{namespace: "fleet", workers: workers}
+	logf("creating %d clusters to adopt (%d nodes each)", n, o.workers+1)
+	f := &fleet{namespace: "fleet", prefix: "c", workers: o.workers}
 	if err := f.create(p, mgmt, workload, proxy, cloud, n); err != nil {
 		return nil, err
 	}
@@ -162,7 +227,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
 	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
-	logf("starting %s run (log: %s)", reconciler, logFile)
+	logf("starting %s run (log: %s)", o.reconciler, logFile)
 	pid, err := p.StartProcess(bin, args, logFile)
 	if err != nil {
 		return nil, err
@@ -254,7 +319,40 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), n, 
 			_ = os.WriteFile(profile, data, 0o644)
 		}
 	}
+	if o.baselinePlans == 0 {
+		return res, nil
+	}
+
+	logf("stopping the reconciler, so that the kubectl baseline runs alone")
+	if err := stopProcess(ctx, pid); err != nil {
+		return nil, err
+	}
+	b := &baseline{kubectl: o.kubectl, plans: o.baselinePlans, parallel: o.baselineParallel,
+		example: filepath.Join(filepath.Dir(bin), "bench-baseline-example.sh"),
+		mgmt:    mgmt, workload: workload, proxy: proxy, cloud: cloud, ferry: f}
+	if res.Baseline, err = b.run(ctx, p, logf); err != nil {
+		return nil, fmt.Errorf("kubectl baseline: %w", err)
+	}
+	res.Baseline.FerrySpeedup = res.Baseline.SecondsPerPlan / (res.WallSeconds / float64(res.Plans))
 	return res, nil
+}
+
+// stopProcess ends process pid with SIGTERM, as in production, and waits
+// until it is gone.
+func stopProcess(ctx context.Context, pid int) error {
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stop process %d: %w", pid, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	gone := func() bool {
+		_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	if err := waitFor(ctx, 100*time.Millisecond, gone); err != nil {
+		return fmt.Errorf("stop process %d: still running after SIGTERM: %w", pid, err)
+	}
+	return nil
 }
 
 func allSucceeded(st *status.PlanStatus) bool {
@@ -397,6 +495,16 @@ func printTable(w io.Writer, r *Result) {
 		{"idle: management / workload API requests", fmt.Sprintf("%.0f / %.0f", r.Idle.KubeRequests, r.Idle.WorkloadRequests)},
 		{"idle: Git ls-remotes / fetches", fmt.Sprintf("%.0f / %.0f", r.Idle.GitLsRemotes, r.Idle.GitFetches)},
 		{"idle: GitHub / OpenStack calls", fmt.Sprintf("%.0f / %.0f", r.Idle.GitHubCalls, r.Idle.CloudCalls)},
+	}
+	if b := r.Baseline; b != nil {
+		rows = append(rows,
+			[2]string{"kubectl baseline: plans (scripts at once)", fmt.Sprintf("%d (%d)", b.Plans, b.Parallel)},
+			[2]string{"baseline wall time, first script to last", fmt.Sprintf("%.1f s", b.WallSeconds)},
+			[2]string{"seconds per plan: ferry / baseline", fmt.Sprintf("%.3f s / %.3f s", r.WallSeconds/float64(r.Plans), b.SecondsPerPlan)},
+			[2]string{"baseline kubectl processes (per plan)", fmt.Sprintf("%d (%.1f)", b.KubectlProcesses, float64(b.KubectlProcesses)/float64(b.Plans))},
+			[2]string{"baseline CPU of the scripts (kubectl and shell)", fmt.Sprintf("%.1f s", b.KubectlCPUSeconds)},
+			[2]string{"ferry's time over the baseline's", fmt.Sprintf("%.2f (%.1fx faster)", 1/b.FerrySpeedup, b.FerrySpeedup)},
+		)
 	}
 	for _, row := range rows {
 		fmt.Fprintf(w, "%-48s %s\n", row[0], row[1])

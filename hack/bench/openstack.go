@@ -57,6 +57,27 @@ func (c *cloudStandIn) addServer(name string) string {
 	return id
 }
 
+// serverIDs returns the IDs of the servers whose names start with prefix,
+// by name.
+func (c *cloudStandIn) serverIDs(prefix string) map[string]string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]string{}
+	for name, id := range c.servers {
+		if strings.HasPrefix(name, prefix) {
+			out[name] = id
+		}
+	}
+	return out
+}
+
+// addKeypair records a keypair, as someone who creates it by hand does.
+func (c *cloudStandIn) addKeypair(name, publicKey string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keypairs[name] = publicKey
+}
+
 func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 	c.requests.Add(1)
 	w.Header().Set("Content-Type", "application/json")
