@@ -75,6 +75,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	flags.SetOutput(stderr)
 	kinds := flags.String("kinds", strings.Join(allKinds, ","), "executor kinds to run, comma-separated")
 	concurrency := flags.Int("concurrency", 4, "steps of each kind run at once")
+	waits := flags.Int("waits", 64, "wait steps of each kind run at once, besides --concurrency")
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, then ~/.kube/config)")
 	kubeContext := flags.String("context", "", "kubeconfig context to use")
 	repoDir := flags.String("repo-dir", "", "a checkout of the plans repository, where manifest paths are read at every revision (instead of --repo)")
@@ -137,7 +138,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	}
 	defer bus.Close()
 	log.Info("executors running", "kinds", *kinds, "concurrency", *concurrency, "nats", nats.url)
-	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: *concurrency, Logger: log}); err != nil {
+	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: *concurrency, Waits: *waits, Logger: log}); err != nil {
 		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
 		return 1
 	}

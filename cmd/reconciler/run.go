@@ -38,7 +38,7 @@ type runFlags struct {
 	leaseNamespace, leaseName, identity         string
 	githubRepo, githubAPIURL, githubTokenFile   string
 	kubeconfig, kubeContext, kinds              string
-	concurrency                                 int
+	concurrency, waits                          int
 	inProcess, noCloud, pprof                   bool
 	nats                                        natsFlags
 }
@@ -71,6 +71,7 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate executor replicas, reconciler executor, take the steps)")
 	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
 	flags.IntVar(&f.concurrency, "concurrency", 4, "steps of each kind run at once in process")
+	flags.IntVar(&f.waits, "waits", 64, "wait steps of each kind run at once in process, besides --concurrency")
 	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	flags.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")
 	f.nats.register(flags, true)
@@ -221,7 +222,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			return err
 		}
 		go func() {
-			if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: f.concurrency, Logger: log}); err != nil {
+			if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: f.concurrency, Waits: f.waits, Logger: log}); err != nil {
 				log.Error("executors stopped", "error", err)
 			}
 		}()

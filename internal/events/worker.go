@@ -26,6 +26,11 @@ type WorkerOptions struct {
 	Kind string
 	// Concurrency is how many steps run at once. Default 4.
 	Concurrency int
+	// Waits is how many wait steps (action "wait") run at once besides
+	// them: a wait watches until a controller is done, for minutes in a
+	// real migration, and must not keep other plans' steps from running.
+	// Default 64.
+	Waits int
 	// AckWait is how long a delivery may go without an ack or an
 	// in-progress signal before JetStream redelivers it (the executor is
 	// presumed dead). The worker signals in-progress every AckWait/3 while
@@ -47,6 +52,9 @@ type WorkerOptions struct {
 func (o *WorkerOptions) defaults() {
 	if o.Concurrency <= 0 {
 		o.Concurrency = 4
+	}
+	if o.Waits <= 0 {
+		o.Waits = 64
 	}
 	if o.AckWait <= 0 {
 		o.AckWait = 30 * time.Second
@@ -102,7 +110,8 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 	if err != nil {
 		return fmt.Errorf("create consumer %s: %w", ConsumerName(opts.Kind), err)
 	}
-	w := &worker{opts: opts, handler: handler, pub: &Publisher{JS: js}, slots: make(chan struct{}, opts.Concurrency)}
+	w := &worker{opts: opts, handler: handler, pub: &Publisher{JS: js},
+		slots: make(chan struct{}, opts.Concurrency), waits: make(chan struct{}, opts.Waits)}
 	// Fetch no more than can run: a buffered message waits in this process
 	// while another replica sits idle.
 	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency))
@@ -123,8 +132,16 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 			}
 			return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
 		}
+		ev, ok := w.decode(msg)
+		if !ok {
+			continue
+		}
+		slots := w.slots
+		if ev.Step.Action == ActionWait {
+			slots = w.waits
+		}
 		select {
-		case w.slots <- struct{}{}:
+		case slots <- struct{}{}:
 		case <-ctx.Done():
 			_ = msg.Nak()
 			return nil
@@ -132,17 +149,34 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-w.slots }()
-			w.handle(ctx, msg)
+			defer func() { <-slots }()
+			w.handle(ctx, msg, ev)
 		}()
 	}
 }
+
+// ActionWait is the action of steps that wait for a condition.
+const ActionWait = "wait"
 
 type worker struct {
 	opts    WorkerOptions
 	handler Handler
 	pub     *Publisher
-	slots   chan struct{}
+	// slots and waits bound the steps running at once: waits those that
+	// wait, slots the others.
+	slots, waits chan struct{}
+}
+
+// decode reads a delivery's step event; a message that is not one is
+// dropped for good.
+func (w *worker) decode(msg jetstream.Msg) (*StepEvent, bool) {
+	var ev StepEvent
+	if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Type != TypeStep {
+		w.opts.Logger.Error("dropping a message that is not a step event", "executor", w.opts.Kind, "subject", msg.Subject(), "type", ev.Type, "error", err)
+		_ = msg.TermWithReason("not a " + TypeStep + " event")
+		return nil, false
+	}
+	return &ev, true
 }
 
 // handle runs one delivery of a step and settles it: ack after a success,
@@ -150,14 +184,8 @@ type worker struct {
 // otherwise. The result is published before the message is settled, so a
 // crash in between repeats the (idempotent) step rather than losing its
 // result.
-func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
+func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 	log := w.opts.Logger.With("executor", w.opts.Kind, "subject", msg.Subject())
-	var ev StepEvent
-	if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Type != TypeStep {
-		log.Error("dropping a message that is not a step event", "type", ev.Type, "error", err)
-		_ = msg.TermWithReason("not a " + TypeStep + " event")
-		return
-	}
 	attempt := 1
 	if meta, err := msg.Metadata(); err == nil {
 		attempt = int(meta.NumDelivered)
@@ -177,7 +205,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg) {
 	stop := keepAlive(stepCtx, msg, w.opts.AckWait/3)
 	log.Info("running step", "action", ev.Step.Action, "target", ev.Step.Target.String())
 	start := time.Now()
-	report, err := w.handler(stepCtx, &ev)
+	report, err := w.handler(stepCtx, ev)
 	elapsed := time.Since(start)
 	stop()
 

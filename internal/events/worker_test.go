@@ -370,3 +370,31 @@ func TestExhaustedStepIsReported(t *testing.T) {
 	}
 	waitEmpty(t, n.JetStream)
 }
+
+// TestWaitsDoNotHoldSteps: with one slot, a step behind a wait that
+// has not ended yet still runs: waits have slots of their own.
+func TestWaitsDoNotHoldSteps(t *testing.T) {
+	n := bus(t)
+	res := collect(t, n.JetStream)
+	release := make(chan struct{})
+	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 1, Waits: 2, Logger: quiet},
+		func(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+			if ev.Step.Action == events.ActionWait {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return events.Report{}, ctx.Err()
+				}
+			}
+			return events.Report{Message: ev.Step.Action}, nil
+		})
+	wait := step("p1", "waiting")
+	wait.Step.Action = events.ActionWait
+	publish(t, n.JetStream, wait)
+	publish(t, n.JetStream, step("p2", "other"))
+	res.wait(t, "the step behind the wait", func(all []events.ResultEvent) bool {
+		return len(all) == 1 && all[0].Plan == "p2" && all[0].Outcome == events.Succeeded
+	})
+	close(release)
+	res.wait(t, "the wait", func(all []events.ResultEvent) bool { return len(all) == 2 && all[1].Plan == "p1" })
+}

@@ -17,8 +17,9 @@ import (
 // RunOptions configure Run; zero values take the events.WorkerOptions
 // defaults.
 type RunOptions struct {
-	// Concurrency is how many steps of each kind run at once.
-	Concurrency int
+	// Concurrency is how many steps of each kind run at once, and Waits
+	// how many wait steps besides them (events.WorkerOptions).
+	Concurrency, Waits int
 	// AckWait and MaxDeliver are passed to each kind's worker.
 	AckWait    time.Duration
 	MaxDeliver int
@@ -56,7 +57,7 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors [
 		e := e
 		start("executor "+e.Kind(), func() error {
 			return events.RunWorker(ctx, js, events.WorkerOptions{
-				Kind: e.Kind(), Concurrency: opts.Concurrency, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
+				Kind: e.Kind(), Concurrency: opts.Concurrency, Waits: opts.Waits, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
 				Logger: log,
 			}, e.Execute)
 		})
