@@ -224,18 +224,27 @@ func replicas3(n *int32) string {
 	return fmt.Sprintf("%d/%d/%d", v, v, v)
 }
 
-// resource is the kubectl resource of obj's kind, fully qualified
-// (machines.cluster.x-k8s.io) so that no other API group's kind of the
-// same name is meant.
+// resource is what the script calls obj's kind in kubectl commands: the
+// plural (machines), as a person types it, unless another API group has a
+// resource of that name. (kubectl 1.20 reads a qualified name such as
+// machines.cluster.x-k8s.io as resource.version.group first, misses its
+// discovery cache and discovers every API group again, 35 requests.)
 func (s *script) resource(gvk schema.GroupVersionKind) (string, error) {
 	mapping, err := s.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
 		return "", fmt.Errorf("resource of %s: %w", gvk, err)
 	}
-	if gvk.Group == "" {
-		return mapping.Resource.Resource, nil
+	plural := mapping.Resource.Resource
+	all, err := s.mapper.ResourcesFor(schema.GroupVersionResource{Resource: plural})
+	if err != nil {
+		return "", fmt.Errorf("resources named %s: %w", plural, err)
 	}
-	return mapping.Resource.Resource + "." + gvk.Group, nil
+	for _, r := range all {
+		if r.Group != gvk.Group {
+			return plural + "." + gvk.Group, nil
+		}
+	}
+	return plural, nil
 }
 
 func (s *script) resourceOf(obj client.Object) (string, error) {
