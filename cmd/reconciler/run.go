@@ -43,6 +43,11 @@ type runFlags struct {
 	nats                                        natsFlags
 }
 
+// workloadMaxAge is how long the loop reuses a plan's observation of its
+// workload cluster while none of the plan's steps ran: workload clusters
+// have no informers, so a change made by others is seen within it.
+const workloadMaxAge = 30 * time.Second
+
 func runCommand(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -70,7 +75,7 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	flags.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
 	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate executor replicas, reconciler executor, take the steps)")
 	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
-	flags.IntVar(&f.concurrency, "concurrency", 4, "steps of each kind run at once in process")
+	flags.IntVar(&f.concurrency, "concurrency", 16, "steps of each kind run at once in process")
 	flags.IntVar(&f.waits, "waits", 64, "wait steps of each kind run at once in process, besides --concurrency")
 	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	flags.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")
@@ -190,7 +195,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	obs := &observer.Observer{Client: cached}
+	obs := &observer.Observer{Client: cached, WorkloadMaxAge: workloadMaxAge}
 	if !f.noCloud {
 		obs.Cloud = &observer.OpenStack{Client: mgmt}
 	}

@@ -190,7 +190,8 @@ type Node struct {
 	// KubeletVersion is status.nodeInfo.kubeletVersion.
 	KubeletVersion string `json:"kubeletVersion,omitempty"`
 	// PodsToEvict counts the pods a drain would evict (not DaemonSet or
-	// mirror pods); 0 on a drained node.
+	// mirror pods) from a cordoned node of a plan that drains (strategy
+	// replace); 0 on a drained node, and on any other.
 	PodsToEvict int `json:"podsToEvict,omitempty"`
 }
 

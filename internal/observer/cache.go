@@ -85,7 +85,7 @@ func (indexedClient) clusterIndexed() {}
 // stop when ctx ends.
 func NewCachedClient(ctx context.Context, cfg *rest.Config, changed func(namespace, cluster string)) (client.Client, error) {
 	scheme := kube.Scheme()
-	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme, DefaultTransform: trim})
 	if err != nil {
 		return nil, fmt.Errorf("informers: %w", err)
 	}
@@ -207,16 +207,30 @@ func (r *cachedReader) secretCache(ctx context.Context, namespace string) (cache
 	return c, nil
 }
 
-// keysOnly empties the values of a Secret that is not a kubeconfig.
+// trim drops from a cached object what is most of its size and what
+// ferry never reads: managedFields and kubectl's last applied
+// configuration.
+func trim(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a != nil {
+			delete(a, corev1.LastAppliedConfigAnnotation)
+		}
+	}
+	return obj, nil
+}
+
+// keysOnly trims a Secret and empties its values unless it is a
+// kubeconfig.
 func keysOnly(obj any) (any, error) {
+	obj, _ = trim(obj)
 	sec, ok := obj.(*corev1.Secret)
 	if !ok || strings.HasSuffix(sec.Name, "-kubeconfig") {
-		return obj, nil
+		return sec, nil
 	}
 	for k := range sec.Data {
 		sec.Data[k] = nil
 	}
 	sec.StringData = nil
-	sec.ManagedFields = nil
 	return sec, nil
 }

@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"slices"
 	"sort"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -29,6 +31,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planner"
 )
 
 // KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
@@ -60,12 +63,29 @@ type Observer struct {
 	// Manifests is the plans repository, where manifest paths are read
 	// from; nil leaves manifests unobserved (not applied).
 	Manifests fs.FS
+	// WorkloadMaxAge is how long a plan's workload cluster observation is
+	// reused; 0 reads it at every observation. A result of one of the
+	// plan's steps ends it sooner (Forget): what ferry changes is seen at
+	// once, a change by others within WorkloadMaxAge.
+	WorkloadMaxAge time.Duration
+
+	mu        sync.Mutex
+	workloads map[string]cachedWorkload // by plan
 }
 
-// Forget drops what the observer keeps about plan's cloud, so that the
-// next observation asks again (after an openstack step changed it).
-func (o *Observer) Forget(plan string) {
-	if f, ok := o.Cloud.(interface{ Forget(string) }); ok {
+type cachedWorkload struct {
+	w  *observed.Workload
+	at time.Time
+}
+
+// Forget drops what the observer keeps about plan that a step of the
+// executor kind may have changed: its workload cluster, and its cloud
+// after an openstack step.
+func (o *Observer) Forget(plan, executor string) {
+	o.mu.Lock()
+	delete(o.workloads, plan)
+	o.mu.Unlock()
+	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == planner.ExecOpenStack {
 		f.Forget(plan)
 	}
 }

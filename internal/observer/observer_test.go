@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,7 +77,8 @@ func TestObserve(t *testing.T) {
 	}
 	create(machine("c1-cp-0", "c1", map[string]string{clusterv1.MachineControlPlaneLabel: ""}))
 	create(machine("other-cp-0", "other", nil))
-	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c1-md-0-a", Labels: map[string]string{"role": "worker"}}})
+	create(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "c1-md-0-a", Labels: map[string]string{"role": "worker"}},
+		Spec: corev1.NodeSpec{Unschedulable: true}})
 	pod := func(name string, owner []metav1.OwnerReference) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, OwnerReferences: owner},
@@ -90,6 +92,11 @@ func TestObserve(t *testing.T) {
 	manifests := fstest.MapFS{"ccm.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ccm\n  namespace: kube-system\n---\n" +
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ccm-config\n")}}
 	o := &Observer{Client: k.Client, Manifests: manifests}
+	// cached reuses its workload observations until told a step ran.
+	cached := &Observer{Client: k.Client, Manifests: manifests, WorkloadMaxAge: time.Hour}
+	if _, err := cached.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{}); err != nil {
+		t.Fatal(err)
+	}
 	s, err := o.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{Approved: "cluster"})
 	if err != nil {
 		t.Fatal(err)
@@ -109,8 +116,15 @@ func TestObserve(t *testing.T) {
 	if s.Workload == nil {
 		t.Fatalf("workload not observed: %s", s.WorkloadError)
 	}
-	if n := s.Node("c1-md-0-a"); n == nil || n.ControlPlane || n.PodsToEvict != 1 || n.Labels["role"] != "worker" {
-		t.Errorf("node = %+v; want a worker with 1 pod to evict (the DaemonSet's does not count)", n)
+	if n := s.Node("c1-md-0-a"); n == nil || n.ControlPlane || !n.Unschedulable || n.PodsToEvict != 0 || n.Labels["role"] != "worker" {
+		t.Errorf("node = %+v; want a cordoned worker whose pods an adopt plan does not count", n)
+	}
+	replace := plan(v1alpha1.ProviderKubeadm)
+	replace.Spec.Strategy = v1alpha1.StrategyReplace
+	if rs, err := o.Observe(ctx, replace, observed.Record{}); err != nil {
+		t.Fatal(err)
+	} else if n := rs.Node("c1-md-0-a"); n == nil || n.PodsToEvict != 1 {
+		t.Errorf("node = %+v (workload error %q); want 1 pod to evict for a replace plan (the DaemonSet's does not count)", n, rs.WorkloadError)
 	}
 	if s.Manifest("ccm.yaml").Applied {
 		t.Errorf("manifest applied before its ConfigMap exists")
@@ -137,6 +151,13 @@ func TestObserve(t *testing.T) {
 	}
 	if !s.Manifest("ccm.yaml").Applied {
 		t.Errorf("manifest not applied after its ConfigMap was created")
+	}
+	if s, _ := cached.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{}); s.Manifest("ccm.yaml").Applied {
+		t.Errorf("a cached workload observation was read again before its age or a step's result")
+	}
+	cached.Forget("", "kube")
+	if s, _ := cached.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{}); !s.Manifest("ccm.yaml").Applied {
+		t.Errorf("after Forget the workload cluster was not read again")
 	}
 
 	// A KamajiControlPlane is read as unstructured data.

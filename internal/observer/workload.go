@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,16 @@ var controlPlaneLabels = []string{"node-role.kubernetes.io/control-plane", "node
 // workload reads the workload cluster through the kubeconfig in the
 // <cluster>-kubeconfig Secret. Failing to reach it is recorded, not returned.
 func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+	if o.WorkloadMaxAge > 0 {
+		o.mu.Lock()
+		c, ok := o.workloads[p.Metadata.Name]
+		o.mu.Unlock()
+		if ok && time.Since(c.at) < o.WorkloadMaxAge {
+			s.Workload = c.w
+			return
+		}
+	}
+	began := time.Now()
 	kubeconfig, where, err := ReadKubeconfig(ctx, o.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
 	if err != nil {
 		s.WorkloadError = err.Error()
@@ -49,6 +60,15 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 		return
 	}
 	s.Workload = w
+	if o.WorkloadMaxAge > 0 {
+		o.mu.Lock()
+		if o.workloads == nil {
+			o.workloads = map[string]cachedWorkload{}
+		}
+		// From when the read began: a change during it may be missing.
+		o.workloads[p.Metadata.Name] = cachedWorkload{w: w, at: began}
+		o.mu.Unlock()
+	}
 }
 
 func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, repo fs.FS) (*observed.Workload, error) {
@@ -57,16 +77,6 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 	if err := c.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("list nodes: %w", err)
 	}
-	var pods corev1.PodList
-	if err := c.List(ctx, &pods); err != nil {
-		return nil, fmt.Errorf("list pods: %w", err)
-	}
-	evict := map[string]int{}
-	for i := range pods.Items {
-		if pod := &pods.Items[i]; evictable(pod) {
-			evict[pod.Spec.NodeName]++
-		}
-	}
 	for _, n := range nodes.Items {
 		on := observed.Node{
 			Name:           n.Name,
@@ -74,7 +84,19 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 			Unschedulable:  n.Spec.Unschedulable,
 			ProviderID:     n.Spec.ProviderID,
 			KubeletVersion: n.Status.NodeInfo.KubeletVersion,
-			PodsToEvict:    evict[n.Name],
+		}
+		// Only a plan that drains counts pods, and only on the nodes it
+		// cordoned: a workload cluster's pods are many.
+		if p.Spec.Strategy == v1alpha1.StrategyReplace && n.Spec.Unschedulable {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+				return nil, fmt.Errorf("list pods on node %s: %w", n.Name, err)
+			}
+			for i := range pods.Items {
+				if evictable(&pods.Items[i]) {
+					on.PodsToEvict++
+				}
+			}
 		}
 		for _, l := range controlPlaneLabels {
 			if _, ok := n.Labels[l]; ok {

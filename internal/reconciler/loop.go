@@ -339,10 +339,10 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 		st.failed[ev.StepKey] = true
 	}
 	l.mu.Unlock()
-	if f, ok := l.Observer.(interface{ Forget(plan string) }); ok && ev.Executor == "openstack" && ev.Outcome != events.Retrying {
-		// The step changed the cloud: the next cycle must not plan from a
-		// cached observation of it.
-		f.Forget(ev.Plan)
+	if f, ok := l.Observer.(interface{ Forget(plan, executor string) }); ok && ev.Outcome != events.Retrying {
+		// The step may have changed what the observer caches (the cloud,
+		// the workload cluster): the next cycle must see its effect.
+		f.Forget(ev.Plan, ev.Executor)
 	}
 	if l.Recorder != nil {
 		l.Recorder.Result(ctx, ev)
