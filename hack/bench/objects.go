@@ -197,9 +197,9 @@ func manifest(scheme *runtime.Scheme, obj client.Object) (map[string]any, error)
 	return m, nil
 }
 
-// comparable is obj's manifest with its status and its Secret key names
+// canonical is obj's manifest with its status and its Secret key names
 // (values left out), and without owner UIDs, which differ between twins.
-func comparable(scheme *runtime.Scheme, obj client.Object) (map[string]any, error) {
+func canonical(scheme *runtime.Scheme, obj client.Object) (map[string]any, error) {
 	m, err := manifest(scheme, obj)
 	if err != nil {
 		return nil, err
@@ -233,7 +233,7 @@ func sameObjects(scheme *runtime.Scheme, r *renamer, ferry, baseline *adopted) e
 	index := func(a *adopted, r *renamer) (map[string]map[string]any, error) {
 		out := map[string]map[string]any{}
 		for _, obj := range a.all() {
-			m, err := comparable(scheme, obj)
+			m, err := canonical(scheme, obj)
 			if err != nil {
 				return nil, err
 			}
