@@ -91,8 +91,19 @@ func (o *Observer) Forget(plan, executor string) {
 }
 
 // SetRepo sets the plans repository tree manifests are read from, for the
-// revision being planned.
-func (o *Observer) SetRepo(fsys fs.FS) { o.Manifests = fsys }
+// revision being planned; observations may run meanwhile.
+func (o *Observer) SetRepo(fsys fs.FS) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.Manifests = fsys
+}
+
+// repo is the tree manifests are read from.
+func (o *Observer) repo() fs.FS {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.Manifests
+}
 
 // ReadKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
 // where it was read (for errors, which never quote it). A missing Secret is

@@ -54,7 +54,7 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 		s.WorkloadError = fmt.Sprintf("kubeconfig in %s is not usable", where)
 		return
 	}
-	w, err := readWorkload(ctx, c, p, o.Manifests)
+	w, err := readWorkload(ctx, c, p, o.repo())
 	if err != nil {
 		s.WorkloadError = err.Error()
 		return

@@ -18,6 +18,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/util/workqueue"
+
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -114,11 +116,11 @@ type Loop struct {
 	StaleAfter time.Duration
 	Log        *slog.Logger
 
-	// wake asks for a cycle that polls the repository; nudge for one
-	// that reconciles the plans marked dirty at the revision already
-	// known (a result came, an informer saw a change).
-	wake   chan struct{}
-	nudge  chan struct{}
+	// wake asks Run for a cycle that polls the repository now.
+	wake chan struct{}
+	// queue holds the plans Run's workers reconcile next: one at a time
+	// per plan, each as soon as a worker is free.
+	queue  workqueue.TypedInterface[string]
 	mu     sync.Mutex
 	loaded *loadedRevision
 	// plans holds, per plan name, what the loop remembers between cycles.
@@ -163,6 +165,7 @@ type loadedRevision struct {
 	rev      string
 	fsys     fs.FS
 	files    []*planfile.File
+	byName   map[string]*planfile.File
 	problems planfile.Errors
 }
 
@@ -186,24 +189,12 @@ func (l *Loop) state(plan string) *planState {
 	return st
 }
 
-// Wake asks for a cycle soon that polls the repository first; it never
-// blocks. Webhooks call it.
+// Wake asks for a cycle soon that polls the repository; it never blocks.
+// Webhooks call it.
 func (l *Loop) Wake() {
 	l.init()
-	signal(l.wake)
-}
-
-// poke asks for a cycle soon at the revision already known; it never
-// blocks. Results and informer changes call it: they change no plan file.
-func (l *Loop) poke() {
-	l.init()
-	signal(l.nudge)
-}
-
-// signal sends on a channel of capacity 1 unless a signal is pending.
-func signal(c chan struct{}) {
 	select {
-	case c <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
 }
@@ -212,7 +203,7 @@ func (l *Loop) init() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.wake == nil {
-		l.wake, l.nudge = make(chan struct{}, 1), make(chan struct{}, 1)
+		l.wake, l.queue = make(chan struct{}, 1), workqueue.NewTyped[string]()
 	}
 	if l.Now == nil {
 		l.Now = time.Now
@@ -237,9 +228,11 @@ func (l *Loop) init() {
 	}
 }
 
-// Run cycles every interval and on every Wake, polling the repository,
-// and in between on every result or informer change, until ctx ends. A
-// failed cycle is logged and the next one tries again. Statuses are
+// Run polls the repository every interval and on every Wake, and has
+// Parallel workers reconcile each plan that may have changed as soon as
+// one is free: after a new revision, a result of one of its steps, an
+// informer event about its cluster, or Resync. Plans never wait for each
+// other. A failed cycle or plan is logged and tried again. Statuses are
 // written in the background, one commit at a time, at most one per
 // StatusEvery, so that a slow push never holds a plan's next step back.
 func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
@@ -247,20 +240,30 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	flushes := make(chan Cycle, 1)
-	var flusher sync.WaitGroup
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer l.queue.ShutDown()
 	if l.Recorder != nil {
-		flusher.Add(1)
+		wg.Add(1)
 		go func() {
-			defer flusher.Done()
+			defer wg.Done()
 			l.flushLoop(ctx, flushes)
 		}()
 	}
-	defer flusher.Wait()
-	poll := true
+	for range l.Parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.work(ctx, flushes)
+		}()
+	}
 	for {
 		began := time.Now()
-		cycle, err := l.cycle(ctx, poll)
-		l.Log.Debug("cycle done", "poll", poll, "took", time.Since(began).Round(time.Millisecond), "error", err)
+		cycle, files, err := l.pass(ctx)
+		for _, f := range files {
+			l.queue.Add(f.Plan.Metadata.Name)
+		}
+		l.Log.Debug("cycle done", "plans", len(files), "took", time.Since(began).Round(time.Millisecond), "error", err)
 		if err != nil && ctx.Err() == nil {
 			l.Log.Error("cycle failed; retrying at the next one", "error", err)
 		}
@@ -268,23 +271,59 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 			l.AfterCycle(err)
 		}
 		if l.Recorder != nil && cycle.Revision != "" {
-			select { // replace a pending request by this newer one
-			case <-flushes:
-			default:
-			}
-			flushes <- cycle
+			requestFlush(flushes, cycle)
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			poll = true
 		case <-l.wake:
-			poll = true
-		case <-l.nudge:
-			poll = false
 		}
 	}
+}
+
+// requestFlush asks the flusher to write, unless a request is pending:
+// one write takes all that is recorded.
+func requestFlush(flushes chan<- Cycle, cycle Cycle) {
+	select {
+	case flushes <- cycle:
+	default:
+	}
+}
+
+// work reconciles the plans of the queue until it shuts down.
+func (l *Loop) work(ctx context.Context, flushes chan<- Cycle) {
+	for {
+		name, shutdown := l.queue.Get()
+		if shutdown {
+			return
+		}
+		if cycle, ok := l.reconcileQueued(ctx, name); ok && l.Recorder != nil {
+			requestFlush(flushes, cycle)
+		}
+		l.queue.Done(name)
+	}
+}
+
+// reconcileQueued reconciles a plan at the revision last loaded, unless
+// it is at rest, or has no valid file there (the cycles record that).
+func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
+	l.mu.Lock()
+	loaded := l.loaded
+	l.mu.Unlock()
+	if loaded == nil || loaded.byName[name] == nil {
+		return Cycle{}, false
+	}
+	f := loaded.byName[name]
+	cycle := Cycle{Revision: loaded.rev, At: l.Now().UTC()}
+	if l.settled(name, cycle) {
+		return Cycle{}, false
+	}
+	log := l.Log.With("revision", short(cycle.Revision), "plan", name)
+	if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log); err != nil && ctx.Err() == nil {
+		log.Error("plan not reconciled; trying again at its next change or cycle", "error", err)
+	}
+	return cycle, true
 }
 
 // flushLoop writes what the cycles recorded, as Run's cycles ask, until
@@ -347,7 +386,7 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	if l.Recorder != nil {
 		l.Recorder.Result(ctx, ev)
 	}
-	l.poke()
+	l.queue.Add(ev.Plan)
 	return nil
 }
 
@@ -355,39 +394,55 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 // leaves nothing to observe (the planner asks the record for it).
 func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
 
-// Cycle polls the repository, runs one pass over every plan at the
-// branch's head (skipping those at rest), and writes the statuses.
+// Cycle polls the repository, reconciles every plan at the branch's head
+// that is not at rest, and writes the statuses; it returns when all is
+// done (Run does the same work with its workers).
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
-	cycle, err := l.cycle(ctx, true)
+	cycle, files, err := l.pass(ctx)
+	errs := []error{err}
+	var errMu sync.Mutex
+	work := make(chan *planfile.File)
+	var wg sync.WaitGroup
+	for range min(l.Parallel, max(len(files), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range work {
+				name := f.Plan.Metadata.Name
+				if err := l.reconcile(ctx, cycle, f.Path, f.Plan, l.Log.With("revision", short(cycle.Revision), "plan", name)); err != nil {
+					errMu.Lock()
+					errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
+					errMu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, f := range files {
+		work <- f
+	}
+	close(work)
+	wg.Wait()
 	if l.Recorder != nil && cycle.Revision != "" {
-		if ferr := l.Recorder.Flush(ctx, cycle); ferr != nil {
-			err = errors.Join(err, fmt.Errorf("record status: %w", ferr))
+		if err := l.Recorder.Flush(ctx, cycle); err != nil {
+			errs = append(errs, fmt.Errorf("record status: %w", err))
 		}
 	}
-	return err
+	return errors.Join(errs...)
 }
 
-// cycle runs one pass over every plan that is not at rest, at the
-// branch's head when poll is set, else at the revision of the last cycle
-// (unless there is none yet). It records what it saw, without writing it.
-func (l *Loop) cycle(ctx context.Context, poll bool) (Cycle, error) {
-	l.mu.Lock()
-	loaded := l.loaded
-	l.mu.Unlock()
-	var rev string
-	if poll || loaded == nil {
-		var err error
-		if rev, _, err = l.Source.Poll(ctx); err != nil {
-			return Cycle{}, fmt.Errorf("poll plans repository: %w", err)
-		}
-	} else {
-		rev = loaded.rev
+// pass polls the repository and loads the branch's head, records invalid
+// and removed plan files, updates previews, and returns the plans to
+// reconcile: those not at rest.
+func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
+	rev, _, err := l.Source.Poll(ctx)
+	if err != nil {
+		return Cycle{}, nil, fmt.Errorf("poll plans repository: %w", err)
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
 	files, problems, fsys, err := l.load(rev)
 	if err != nil {
-		return Cycle{}, err
+		return Cycle{}, nil, err
 	}
 	if ro, ok := l.Observer.(RepoObserver); ok {
 		ro.SetRepo(fsys)
@@ -406,34 +461,13 @@ func (l *Loop) cycle(ctx context.Context, poll bool) (Cycle, error) {
 			l.Recorder.Invalid(ctx, cycle, file, plan, invalid[file])
 		}
 	}
-	var errs []error
-	var errMu sync.Mutex
-	// Plans are independent: observe, plan and publish several at once.
-	// Those at rest since their last observation are skipped.
-	work := make(chan *planfile.File)
-	var wg sync.WaitGroup
-	for range min(l.Parallel, max(len(files), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range work {
-				name := f.Plan.Metadata.Name
-				if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log.With("plan", name)); err != nil {
-					errMu.Lock()
-					errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
+	var todo []*planfile.File
 	for _, f := range files {
 		seen[f.Plan.Metadata.Name] = true
 		if !l.settled(f.Plan.Metadata.Name, cycle) {
-			work <- f
+			todo = append(todo, f)
 		}
 	}
-	close(work)
-	wg.Wait()
 	l.mu.Lock()
 	var removed []string
 	for name, st := range l.plans {
@@ -450,12 +484,12 @@ func (l *Loop) cycle(ctx context.Context, poll bool) (Cycle, error) {
 			l.Recorder.Removed(ctx, cycle, name)
 		}
 	}
-	if l.Previews != nil && poll {
+	if l.Previews != nil {
 		if err := l.Previews.Update(ctx, l.record); err != nil {
-			errs = append(errs, err)
+			return cycle, todo, err
 		}
 	}
-	return cycle, errors.Join(errs...)
+	return cycle, todo, nil
 }
 
 // load decodes the plan files at rev, or returns those of the last cycle
@@ -475,7 +509,11 @@ func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, fs.FS, error
 	if err != nil && !errors.As(err, &problems) {
 		return nil, nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
 	}
-	l.loaded = &loadedRevision{rev: rev, fsys: fsys, files: files, problems: problems}
+	byName := make(map[string]*planfile.File, len(files))
+	for _, f := range files {
+		byName[f.Plan.Metadata.Name] = f
+	}
+	l.loaded = &loadedRevision{rev: rev, fsys: fsys, files: files, byName: byName, problems: problems}
 	return files, problems, fsys, nil
 }
 
@@ -492,20 +530,24 @@ func (l *Loop) settled(plan string, cycle Cycle) bool {
 	return st.settled && !st.dirty && st.rev == cycle.Revision && cycle.At.Sub(st.observedAt) < l.Resync
 }
 
-// Changed marks for observation at the next cycle the plans of cluster
-// that read namespace (their cluster's, or one they copy Secrets from), or
-// all plans that read namespace when cluster is "" (unknown), and wakes
-// the loop. The management cluster's informers call it.
+// Changed marks for observation the plans of cluster that read namespace
+// (their cluster's, or one they copy Secrets from), or all plans that read
+// namespace when cluster is "" (unknown), and queues them for Run's
+// workers. The management cluster's informers call it.
 func (l *Loop) Changed(namespace, cluster string) {
 	l.init()
 	l.mu.Lock()
-	for _, st := range l.plans {
+	var changed []string
+	for name, st := range l.plans {
 		if (cluster == "" || cluster == st.cluster) && slices.Contains(st.namespaces, namespace) {
 			st.dirty = true
+			changed = append(changed, name)
 		}
 	}
 	l.mu.Unlock()
-	l.poke()
+	for _, name := range changed {
+		l.queue.Add(name)
+	}
 }
 
 // planOf returns the plan whose file was file when last valid, or "".

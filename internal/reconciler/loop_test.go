@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -255,5 +257,90 @@ func TestLoopSkipsSettledPlans(t *testing.T) {
 	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
 	if n := cycle(); n != 1 {
 		t.Errorf("a new revision: observed %d times, want 1", n)
+	}
+}
+
+// pollCounter is a memSource that counts polls.
+type pollCounter struct {
+	memSource
+	polls atomic.Int32
+}
+
+func (p *pollCounter) Poll(ctx context.Context) (string, bool, error) {
+	p.polls.Add(1)
+	return p.memSource.Poll(ctx)
+}
+
+// syncObserver is a fixedObserver for concurrent use.
+type syncObserver struct {
+	mu sync.Mutex
+	fixedObserver
+}
+
+func (o *syncObserver) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, r observed.Record) (*observed.Snapshot, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.fixedObserver.Observe(ctx, p, r)
+}
+
+func (o *syncObserver) observations() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.records)
+}
+
+// syncPublisher is a recordingPublisher for concurrent use.
+type syncPublisher struct {
+	mu sync.Mutex
+	recordingPublisher
+}
+
+func (p *syncPublisher) PublishStep(ctx context.Context, ev *events.StepEvent) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.recordingPublisher.PublishStep(ctx, ev)
+}
+
+func (p *syncPublisher) published() []*events.StepEvent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.steps)
+}
+
+// TestRunReconcilesOnResults: Run polls the repository once per interval;
+// in between, a step's result and an informer event about a plan's
+// cluster get that plan reconciled at once, without a poll.
+func TestRunReconcilesOnResults(t *testing.T) {
+	src := &pollCounter{}
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	obs := &syncObserver{fixedObserver: fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}}
+	pub := &syncPublisher{}
+	l := &Loop{Source: src, Observer: obs, Publisher: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error)
+	go func() { done <- l.Run(ctx, time.Hour) }()
+	defer func() { cancel(); <-done }()
+	eventually := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 10s", what)
+			}
+		}
+	}
+	eventually("the first group published", func() bool { return len(pub.published()) > 0 })
+	before := obs.observations()
+	for _, ev := range pub.published() {
+		if err := l.OnResult(ctx, &events.ResultEvent{StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, StepKey: ev.Step.Key,
+			Executor: ev.Step.Executor, Outcome: events.Succeeded}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually("the plan observed after its results", func() bool { return obs.observations() > before })
+	before = obs.observations()
+	l.Changed("default", "capi-quickstart")
+	eventually("the plan observed after an informer event", func() bool { return obs.observations() > before })
+	if n := src.polls.Load(); n != 1 {
+		t.Errorf("the repository was polled %d times, want once (interval 1h, no Wake)", n)
 	}
 }
