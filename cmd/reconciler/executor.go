@@ -74,7 +74,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 	flags := flag.NewFlagSet("executor", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	kinds := flags.String("kinds", strings.Join(allKinds, ","), "executor kinds to run, comma-separated")
-	concurrency := flags.Int("concurrency", 16, "steps of each kind run at once")
+	concurrency := flags.Int("concurrency", 32, "steps of each kind run at once")
 	waits := flags.Int("waits", 64, "wait steps of each kind run at once, besides --concurrency")
 	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, then ~/.kube/config)")
 	kubeContext := flags.String("context", "", "kubeconfig context to use")

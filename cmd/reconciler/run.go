@@ -75,7 +75,7 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	flags.StringVar(&f.kubeContext, "context", "", "kubeconfig context")
 	flags.BoolVar(&f.inProcess, "executors", true, "run the executors in this process (false: separate executor replicas, reconciler executor, take the steps)")
 	flags.StringVar(&f.kinds, "kinds", strings.Join(allKinds, ","), "executor kinds to run in process")
-	flags.IntVar(&f.concurrency, "concurrency", 16, "steps of each kind run at once in process")
+	flags.IntVar(&f.concurrency, "concurrency", 32, "steps of each kind run at once in process")
 	flags.IntVar(&f.waits, "waits", 64, "wait steps of each kind run at once in process, besides --concurrency")
 	flags.BoolVar(&f.noCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	flags.BoolVar(&f.pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")

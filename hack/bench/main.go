@@ -284,13 +284,17 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		WorkloadPerStep: float64(proxy.requests.Load()-proxyBefore) / steps,
 		GitFetches:      after["ferry_git_fetches_total"] - before["ferry_git_fetches_total"],
 		GitPushes:       after["ferry_git_pushes_total"] - before["ferry_git_pushes_total"],
-		GitHubPerPlan:   float64(len(gh.Calls(""))-ghBefore) / float64(n),
 		CloudPerPlan:    float64(cloud.requests.Load()-cloudBefore) / float64(n),
 		CPUSeconds:      cpu1 - cpu0,
 	}
 
-	logf("all migrated in %s; measuring %s of idleness", wall.Round(100*time.Millisecond), idle)
-	time.Sleep(5 * time.Second) // let the last results and comment edits settle
+	// The last progress comments and commit statuses follow the last
+	// step by up to the comment interval (10s): they belong to the
+	// migration, not to idleness.
+	logf("all migrated in %s; waiting for the last comment edits", wall.Round(100*time.Millisecond))
+	settleGitHub(ctx, gh, 12*time.Second, 2*time.Minute)
+	res.GitHubPerPlan = float64(len(gh.Calls(""))-ghBefore) / float64(n)
+	logf("measuring %s of idleness", idle)
 	i0, c0 := scrape(), cpuSeconds(pid)
 	gh0, cl0, px0 := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
 	select {
@@ -353,6 +357,19 @@ func stopProcess(ctx context.Context, pid int) error {
 		return fmt.Errorf("stop process %d: still running after SIGTERM: %w", pid, err)
 	}
 	return nil
+}
+
+// settleGitHub waits until the GitHub stand-in got no call for quiet, or
+// for at most limit.
+func settleGitHub(ctx context.Context, gh *fakegithub.Server, quiet, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	last, lastChange := len(gh.Calls("")), time.Now()
+	for time.Since(lastChange) < quiet && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		if n := len(gh.Calls("")); n != last {
+			last, lastChange = n, time.Now()
+		}
+	}
 }
 
 func allSucceeded(st *status.PlanStatus) bool {

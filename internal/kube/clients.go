@@ -14,8 +14,8 @@ import (
 // Client-side rate limits of ferry's clients (per resource type: each
 // type has its own REST client). client-go's defaults (5 requests per
 // second, bursts of 10) throttle a reconciler that plans a fleet, and so
-// did 50: 16 executors of a kind write the same few types (100-plan
-// benchmark: 52 s at 50, 34 s at 200). The API server's priority and
+// did 50: the executors of a kind write the same few types at once
+// (100-plan benchmark, 16 executors: 52 s at 50, 34 s at 200). The API server's priority and
 // fairness still protects itself.
 const (
 	QPS   = 200
