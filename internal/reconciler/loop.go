@@ -311,10 +311,13 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 	l.mu.Lock()
 	loaded := l.loaded
 	l.mu.Unlock()
-	if loaded == nil || loaded.byName[name] == nil {
+	if loaded == nil {
 		return Cycle{}, false
 	}
 	f := loaded.byName[name]
+	if f == nil {
+		return Cycle{}, false
+	}
 	cycle := Cycle{Revision: loaded.rev, At: l.Now().UTC()}
 	if l.settled(name, cycle) {
 		return Cycle{}, false
