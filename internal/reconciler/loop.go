@@ -654,18 +654,26 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 			continue // its effect is not observed yet; an informer event will wake the loop
 		}
 		log.Info("publishing step", "phase", s.Phase, "step", s.Key, "executor", s.Executor)
+		// In flight before it is published: an executor may run it and
+		// its result reach OnResult before PublishStep returns.
+		l.mu.Lock()
+		st.inFlight[ev.ID] = l.Now()
+		l.mu.Unlock()
 		duplicate, err := l.Publisher.PublishStep(ctx, ev)
 		if err != nil {
+			l.mu.Lock()
+			delete(st.inFlight, ev.ID)
+			l.mu.Unlock()
 			return published, err
 		}
 		l.mu.Lock()
 		if duplicate && done {
 			// JetStream dropped it: no result will come.
+			delete(st.inFlight, ev.ID)
 			log.Warn("a step that succeeded is not observed done, and JetStream drops it as a duplicate until its window ends", "step", s.Key)
 			l.mu.Unlock()
 			continue
 		}
-		st.inFlight[ev.ID] = l.Now()
 		if p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
 			st.record.Approved = phase
 		}

@@ -260,6 +260,51 @@ func TestLoopSkipsSettledPlans(t *testing.T) {
 	}
 }
 
+// instantPublisher runs each step at once, successfully: its result
+// reaches the loop before PublishStep returns, as it may when an executor
+// is quicker than JetStream's acknowledgement.
+type instantPublisher struct {
+	loop  *Loop
+	steps []*events.StepEvent
+}
+
+func (p *instantPublisher) PublishStep(ctx context.Context, ev *events.StepEvent) (bool, error) {
+	p.steps = append(p.steps, ev)
+	return false, p.loop.OnResult(ctx, &events.ResultEvent{Type: events.TypeResult, StepID: ev.ID, Plan: ev.Plan,
+		Revision: ev.Revision, StepKey: ev.Step.Key, Executor: ev.Step.Executor, Outcome: events.Succeeded})
+}
+
+// TestResultBeforePublishReturns: a step whose result came before its
+// publication returned is not left in flight, where it would hold the
+// plan's next steps back until StaleAfter.
+func TestResultBeforePublishReturns(t *testing.T) {
+	ctx := context.Background()
+	src := &memSource{}
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	now := time.Unix(0, 0)
+	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Recorder: &recorder{},
+		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	pub := &instantPublisher{loop: l}
+	l.Publisher = pub
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	first := len(pub.steps)
+	if first == 0 {
+		t.Fatal("nothing published")
+	}
+	// The observer never shows the steps' effect: once the results are
+	// older than cacheLag, the loop publishes them again, unless it
+	// wrongly believes them still in flight.
+	now = now.Add(cacheLag + time.Second)
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if again := len(pub.steps) - first; again == 0 {
+		t.Errorf("no step published after the first group's results: the plan is held as busy (%d steps in flight)", len(l.plans["capi-quickstart"].inFlight))
+	}
+}
+
 // pollCounter is a memSource that counts polls.
 type pollCounter struct {
 	memSource
