@@ -99,7 +99,7 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		} else {
 			writeJSON(w, 200, map[string]any{"flavor": flavor})
 		}
-	case p == "/compute/v2.1/servers/detail":
+	case p == "/compute/v2.1/servers/detail", p == "/compute/v2.1/servers" && r.Method == http.MethodGet:
 		var list []any
 		if q.Get("tags") == "" { // nothing carries a ferry-plan tag here
 			c.mu.Lock()

@@ -52,9 +52,13 @@ type OpenStack struct {
 	planProject map[string]string        // plan -> its project's key
 }
 
+// cachedCloud is a plan's own part of an observation: its servers and
+// keypairs are its project's latest, so that a thousand plans of one
+// project do not each keep their own generation of the project's lists.
 type cachedCloud struct {
-	cloud *observed.Cloud
-	at    time.Time
+	cloud   *observed.Cloud
+	project *cloudProject
+	at      time.Time
 }
 
 // Forget drops plan's cached observation, and its project's: a step that
@@ -95,54 +99,60 @@ func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 	o.mu.Lock()
 	c, ok := o.cache[p.Metadata.Name]
 	o.mu.Unlock()
-	if ok && maxAge > 0 && o.now().Sub(c.at) < maxAge {
-		return c.cloud, nil
+	if !ok || maxAge <= 0 || o.now().Sub(c.at) >= maxAge {
+		cloud, pr, err := o.observeCloud(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		c = cachedCloud{cloud: cloud, project: pr, at: o.now()}
+		o.mu.Lock()
+		if o.cache == nil {
+			o.cache = map[string]cachedCloud{}
+		}
+		o.cache[p.Metadata.Name] = c
+		o.mu.Unlock()
 	}
-	cloud, err := o.observeCloud(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	if o.cache == nil {
-		o.cache = map[string]cachedCloud{}
-	}
-	o.cache[p.Metadata.Name] = cachedCloud{cloud: cloud, at: o.now()}
-	o.mu.Unlock()
-	return cloud, nil
+	out := *c.cloud
+	c.project.mu.Lock()
+	out.Servers, out.Keypairs = c.project.servers, c.project.keypairs
+	c.project.mu.Unlock()
+	return &out, nil
 }
 
-func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error) {
+// observeCloud observes what is the plan's own; the servers and keypairs
+// are its project's.
+func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, *cloudProject, error) {
 	creds, err := CloudCredentials(ctx, o.Client, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pr, err := o.project(ctx, creds, p.Metadata.Name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cloud, api, err := pr.resolve(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cloud.QuotaShortfall, err = shortfall(ctx, api, p, cloud.Resolved); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tagged, err := api.Tagged(ctx, p.Metadata.Name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, r := range tagged {
 		cloud.Tagged = append(cloud.Tagged, r.String())
 	}
-	return cloud, nil
+	return cloud, pr, nil
 }
 
-// resolve starts a plan's observation from the shared one: servers,
-// keypairs and the plan's names, resolved once per project.
+// resolve starts a plan's observation with the plan's names, resolved
+// once per project.
 func (pr *cloudProject) resolve(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, CloudAPI, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	cloud := &observed.Cloud{Resolved: map[string]observed.Resolution{}, Servers: pr.servers, Keypairs: pr.keypairs}
+	cloud := &observed.Cloud{Resolved: map[string]observed.Resolution{}}
 	for _, n := range p.CloudNames() {
 		if r, ok := pr.resolved[n.Key()]; ok {
 			cloud.Resolved[n.Key()] = r

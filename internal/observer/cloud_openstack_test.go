@@ -4,6 +4,7 @@ package observer
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func TestObserveOpenStack(t *testing.T) {
 		Data: map[string][]byte{"clouds.yaml": f.CloudsYAML("wrong-password-value")}}); err != nil {
 		t.Fatal(err)
 	}
-	if again, err := o.ObserveCloud(ctx, p); err != nil || again != cloud {
+	if again, err := o.ObserveCloud(ctx, p); err != nil || !reflect.DeepEqual(again, cloud) {
 		t.Errorf("second observation within MaxAge: %v; want the cached one", err)
 	}
 	o.Forget(p.Metadata.Name)

@@ -60,12 +60,13 @@ func NewMetrics(counters map[string]func() float64) *Metrics {
 	return m
 }
 
-// ObservePhases sets the phase gauge from the results of one cycle.
-func (m *Metrics) ObservePhases(results []*planner.Result) {
+// ObservePhases sets the phase gauge from the phases' states of every
+// plan.
+func (m *Metrics) ObservePhases(states map[string][]planner.PhaseState) {
 	counts := map[planner.PhaseState]int{}
-	for _, r := range results {
-		for _, p := range r.Phases {
-			counts[p.State]++
+	for _, plan := range states {
+		for _, s := range plan {
+			counts[s]++
 		}
 	}
 	for _, s := range []planner.PhaseState{planner.Pending, planner.Approved, planner.Succeeded, planner.Blocked} {

@@ -40,7 +40,7 @@ func TestMetricsServer(t *testing.T) {
 		t.Errorf("/readyz before a cycle = %d, want 503", code)
 	}
 	m.ObserveCycle(nil)
-	m.ObservePhases([]*planner.Result{{Phases: []planner.Phase{{State: planner.Succeeded}, {State: planner.Approved}, {State: planner.Pending}}}})
+	m.ObservePhases(map[string][]planner.PhaseState{"a": {planner.Succeeded, planner.Approved, planner.Pending}})
 	m.ObserveResult(&events.ResultEvent{Executor: "kube", Outcome: events.Succeeded, Duration: 20 * time.Millisecond})
 	fetches = 3
 	if code, _ := get("/readyz"); code != 200 {

@@ -42,16 +42,17 @@ type StatusRecorder struct {
 
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
-	files    map[string]string
 	dirty    map[string]bool
-	results  map[string]*planner.Result
+	// phases are the states of each plan's phases at its last planning,
+	// for the metrics (the planner's whole result is not kept).
+	phases map[string][]planner.PhaseState
 }
 
 var _ Recorder = (*StatusRecorder)(nil)
 
 func (r *StatusRecorder) init() {
 	if r.statuses == nil {
-		r.statuses, r.files, r.dirty, r.results = map[string]*status.PlanStatus{}, map[string]string{}, map[string]bool{}, map[string]*planner.Result{}
+		r.statuses, r.dirty, r.phases = map[string]*status.PlanStatus{}, map[string]bool{}, map[string][]planner.PhaseState{}
 	}
 	if r.Log == nil {
 		r.Log = slog.Default()
@@ -82,7 +83,11 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 	prev := r.statuses[plan]
 	st := status.FromResult(prev, res, cycle.Revision, cycle.At)
 	status.Published(st, published, cycle.At)
-	r.statuses[plan], r.files[plan], r.results[plan] = st, file, res
+	states := make([]planner.PhaseState, len(res.Phases))
+	for i, ph := range res.Phases {
+		states[i] = ph.State
+	}
+	r.statuses[plan], r.phases[plan] = st, states
 	if prev == nil || !status.Same(prev, st) {
 		r.dirty[plan] = true // unchanged statuses are not written or mirrored again
 	}
@@ -198,14 +203,10 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
 	r.dirty = map[string]bool{}
-	var results []*planner.Result
-	for _, res := range r.results {
-		results = append(results, res)
+	if r.Metrics != nil {
+		r.Metrics.ObservePhases(r.phases)
 	}
 	r.mu.Unlock()
-	if r.Metrics != nil {
-		r.Metrics.ObservePhases(results)
-	}
 	if len(changed) == 0 {
 		return nil
 	}

@@ -98,7 +98,7 @@ func (w *Writer) Pushes() uint64 { return w.pushes.Load() }
 // other files of a person's commit survive; in status files ferry's
 // version wins) and pushes again, with a capped back-off, a few times.
 func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, error) {
-	files := map[string][]byte{}
+	files := map[string]*PlanStatus{}
 	for _, st := range statuses {
 		if st == nil {
 			continue
@@ -110,11 +110,7 @@ func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, err
 		if _, dup := files[p]; dup {
 			return "", fmt.Errorf("write status: plan %s given twice", st.Plan)
 		}
-		data, err := Encode(st)
-		if err != nil {
-			return "", err
-		}
-		files[p] = data
+		files[p] = st
 	}
 	if len(files) == 0 {
 		return "", nil
@@ -377,10 +373,11 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// commit stores a commit on head (none: an orphan) that puts the files
-// whose content differs from head's, and returns its ID; the zero hash when
-// every file is as head has it.
-func (w *Writer) commit(head plumbing.Hash, files map[string][]byte) (plumbing.Hash, error) {
+// commit stores a commit on head (none: an orphan) that puts the status
+// files whose content differs from head's, and returns its ID; the zero
+// hash when every file is as head has it. Each file is encoded and stored
+// in turn, so that a fleet's statuses are never all in memory as YAML.
+func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumbing.Hash, error) {
 	var base *object.Tree
 	var parents []plumbing.Hash
 	if !head.IsZero() {
@@ -395,7 +392,11 @@ func (w *Writer) commit(head plumbing.Hash, files map[string][]byte) (plumbing.H
 	}
 	changed := map[string]plumbing.Hash{}
 	var plans []string
-	for p, data := range files {
+	for p, st := range files {
+		data, err := Encode(st)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
 		h := plumbing.ComputeHash(plumbing.BlobObject, data)
 		if base != nil {
 			if e, err := base.FindEntry(p); err == nil && e.Hash == h && e.Mode.IsFile() {

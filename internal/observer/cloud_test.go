@@ -1,0 +1,101 @@
+package observer
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/openstack"
+)
+
+// projectAPI is one project's cloud for a unit test of the observation
+// cache: it counts the listings and serves whatever servers it has now.
+type projectAPI struct {
+	mu      sync.Mutex
+	servers map[string]string
+	listed  int
+}
+
+func (a *projectAPI) Resolve(context.Context, openstack.Kind, string) (string, error) {
+	return "id", nil
+}
+func (a *projectAPI) Servers(context.Context) (map[string]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.listed++
+	return maps.Clone(a.servers), nil
+}
+func (a *projectAPI) Keypairs(context.Context) ([]string, error) { return nil, nil }
+func (a *projectAPI) FlavorSize(context.Context, string) (int, int, error) {
+	return 1, 512, nil
+}
+func (a *projectAPI) Shortfall(context.Context, openstack.Need) (string, error) { return "", nil }
+func (a *projectAPI) Tagged(context.Context, string) ([]openstack.Resource, error) {
+	return nil, nil
+}
+
+// TestCloudProjectShared: plans of one project share one listing of its
+// servers; after a step of one plan, every plan sees the project's new
+// servers, including a plan whose own observation is still cached.
+func TestCloudProjectShared(t *testing.T) {
+	ctx := context.Background()
+	var objs []client.Object
+	plans := map[string]*v1alpha1.MigrationPlan{}
+	for _, name := range []string{"a", "b"} {
+		p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: name}, Spec: v1alpha1.Spec{
+			Cluster:  v1alpha1.ClusterRef{Name: name, Namespace: "default"},
+			Strategy: v1alpha1.StrategyAdopt,
+			Target:   v1alpha1.Target{Network: v1alpha1.ResourceRef{Name: "net"}},
+		}}
+		v1alpha1.Default(p)
+		plans[name] = p
+		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: p.Spec.Target.Identity.SecretName},
+			Data: map[string][]byte{openstack.CloudsKey: []byte("clouds: {}")}})
+	}
+	api := &projectAPI{servers: map[string]string{"a-0": "1"}}
+	connects := 0
+	o := &OpenStack{
+		Client: fake.NewClientBuilder().WithObjects(objs...).Build(),
+		Connect: func(context.Context, openstack.Credentials) (CloudAPI, error) {
+			connects++
+			return api, nil
+		},
+		MaxAge: time.Hour,
+	}
+	observe := func(name string) map[string]string {
+		t.Helper()
+		cloud, err := o.ObserveCloud(ctx, plans[name])
+		if err != nil {
+			t.Fatalf("ObserveCloud(%s): %v", name, err)
+		}
+		if cloud.Resolved["network/net"].ID != "id" {
+			t.Errorf("ObserveCloud(%s).Resolved = %v; want network/net resolved", name, cloud.Resolved)
+		}
+		return cloud.Servers
+	}
+	if got := observe("a"); got["a-0"] != "1" {
+		t.Fatalf("servers of a = %v", got)
+	}
+	if got := observe("b"); got["a-0"] != "1" || api.listed != 1 || connects != 1 {
+		t.Fatalf("servers of b = %v after %d listings and %d connections; want a-0 from the one listing", got, api.listed, connects)
+	}
+
+	api.mu.Lock()
+	api.servers["b-0"] = "2"
+	api.mu.Unlock()
+	o.Forget("a") // a step of plan a ran in the cloud
+	if got := observe("a"); got["b-0"] != "2" || api.listed != 2 {
+		t.Fatalf("servers of a after Forget = %v (%d listings); want b-0 from a new listing", got, api.listed)
+	}
+	if got := observe("b"); got["b-0"] != "2" || api.listed != 2 {
+		t.Errorf("servers of b, cached, = %v (%d listings); want the project's latest without listing again", got, api.listed)
+	}
+}
