@@ -107,6 +107,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	setMemoryLimit(log)
 	c, err := managementClient(*kubeconfig, *kubeContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)

@@ -105,6 +105,7 @@ func runReconciler(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	f.nats.dataDir = f.dataDir
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	setMemoryLimit(log)
 	if err := serve(ctx, &f, log); err != nil {
 		fmt.Fprintf(stderr, "reconciler run: %v\n", err)
 		return 1
