@@ -6,7 +6,7 @@
 // every workload cluster (through a proxy that shows each cluster its own
 // Nodes), a stand-in for the OpenStack APIs, a Git server with one adopt
 // plan per cluster, the GitHub stand-in and the CAPI/CAPO controller
-// stand-ins of the demo, and runs bin/reconciler (executors in process,
+// stand-ins of the demo, and builds and runs bin/reconciler (executors in process,
 // embedded NATS) as a separate process. One commit approves every plan's
 // last phase; the benchmark measures until every phase of every plan
 // succeeded, then measures a minute of idleness.
@@ -101,7 +101,7 @@ func main() {
 	var o options
 	flag.IntVar(&o.plans, "plans", 100, "clusters (plans) to migrate at once")
 	flag.IntVar(&o.workers, "workers", 2, "worker nodes per cluster (more workers, more steps per plan)")
-	flag.StringVar(&o.reconciler, "reconciler", "bin/reconciler", "the reconciler binary (make build)")
+	flag.StringVar(&o.reconciler, "reconciler", "", "the reconciler binary to measure (default: build ./cmd/reconciler into bin/reconciler first)")
 	flag.DurationVar(&o.interval, "interval", 30*time.Second, "the reconciler's --interval")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "how long to measure idleness")
 	flag.StringVar(&o.kubectl, "kubectl", "", "the baseline's kubectl (default: Debian's, where hack/kubectl.sh puts it)")
@@ -178,6 +178,14 @@ func (o *options) resolveBaseline() error {
 
 func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o options) (*Result, error) {
 	n, interval, idle := o.plans, o.interval, o.idle
+	if o.reconciler == "" {
+		// A binary left from an older build would measure older code.
+		o.reconciler = "bin/reconciler"
+		logf("building ./cmd/reconciler into %s", o.reconciler)
+		if out, err := exec.CommandContext(ctx, "go", "build", "-o", o.reconciler, "./cmd/reconciler").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build the reconciler: %w\n%s", err, out)
+		}
+	}
 	bin, err := filepath.Abs(o.reconciler)
 	if err != nil {
 		return nil, err
