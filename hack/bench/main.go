@@ -45,6 +45,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
@@ -68,8 +69,11 @@ type Result struct {
 	GitHubPerPlan   float64 `json:"githubCallsPerPlan"`
 	CloudPerPlan    float64 `json:"openstackCallsPerPlan"`
 	PeakRSSMiB      float64 `json:"peakRSSMiB"`
-	CPUSeconds      float64 `json:"cpuSeconds"`
-	Idle            Idle    `json:"idle"`
+	// MemoryLimitMiB is the reconciler's GOMEMLIMIT (--container-memory),
+	// 0 for none.
+	MemoryLimitMiB float64 `json:"memoryLimitMiB,omitempty"`
+	CPUSeconds     float64 `json:"cpuSeconds"`
+	Idle           Idle    `json:"idle"`
 	// Baseline is nil when the run had none (--baseline-plans 0).
 	Baseline *Baseline `json:"baseline,omitempty"`
 }
@@ -95,6 +99,9 @@ type options struct {
 	kubectl          string
 	baselinePlans    int
 	baselineParallel int
+	// containerMemory, when set, runs the reconciler as in a container of
+	// that memory limit (GOMEMLIMIT at 90% of it).
+	containerMemory string
 }
 
 func main() {
@@ -107,6 +114,7 @@ func main() {
 	flag.StringVar(&o.kubectl, "kubectl", "", "the baseline's kubectl (default: Debian's, where hack/kubectl.sh puts it)")
 	flag.IntVar(&o.baselinePlans, "baseline-plans", -1, "clusters the kubectl baseline migrates, 0 for no baseline (default: plans, at most 100)")
 	flag.IntVar(&o.baselineParallel, "baseline-parallel", 10, "baseline scripts running at once")
+	flag.StringVar(&o.containerMemory, "container-memory", "", "run the reconciler as in a container with this memory limit (e.g. 300Mi): GOMEMLIMIT at 90% of it, as the reconciler sets it from its cgroup (default: no limit)")
 	out := flag.String("out", "", "JSON file for the figures (default bin/bench-<plans>.json)")
 	timeout := flag.Duration("timeout", 40*time.Minute, "give up after this long")
 	flag.Parse()
@@ -235,8 +243,20 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
 	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
+	var env []string
+	var limitMiB float64
+	if o.containerMemory != "" {
+		q, err := resource.ParseQuantity(o.containerMemory)
+		if err != nil {
+			return nil, fmt.Errorf("--container-memory %q: %w", o.containerMemory, err)
+		}
+		limit := q.Value() * 9 / 10
+		limitMiB = float64(limit) / (1 << 20)
+		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", limit))
+		logf("the reconciler runs as in a container of %s: GOMEMLIMIT=%.0fMiB", o.containerMemory, limitMiB)
+	}
 	logf("starting %s run (log: %s)", o.reconciler, logFile)
-	pid, err := p.StartProcess(bin, args, logFile)
+	pid, err := p.StartProcess(bin, args, logFile, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +343,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		GitHubCalls:      float64(len(gh.Calls(""))-gh0) * per,
 		CloudCalls:       float64(cloud.requests.Load()-cl0) * per,
 	}
-	res.PeakRSSMiB = peakRSSMiB(pid)
+	res.PeakRSSMiB, res.MemoryLimitMiB = peakRSSMiB(pid), limitMiB
 	if profile := os.Getenv("FERRY_BENCH_HEAP"); profile != "" {
 		if resp, err := http.Get("http://" + metrics + "/debug/pprof/heap"); err == nil {
 			data, _ := io.ReadAll(resp.Body)
@@ -503,6 +523,10 @@ func peakRSSMiB(pid int) float64 {
 }
 
 func printTable(w io.Writer, r *Result) {
+	rss := fmt.Sprintf("%.0f MiB", r.PeakRSSMiB)
+	if r.MemoryLimitMiB > 0 {
+		rss += fmt.Sprintf(" (GOMEMLIMIT %.0f MiB)", r.MemoryLimitMiB)
+	}
 	rows := [][2]string{
 		{"plans", strconv.Itoa(r.Plans)},
 		{"steps (per plan)", fmt.Sprintf("%d (%.1f)", r.Steps, r.StepsPerPlan)},
@@ -514,7 +538,7 @@ func printTable(w io.Writer, r *Result) {
 		{"Git fetches / pushes", fmt.Sprintf("%.0f / %.0f", r.GitFetches, r.GitPushes)},
 		{"GitHub API calls per plan", fmt.Sprintf("%.1f", r.GitHubPerPlan)},
 		{"OpenStack API calls per plan", fmt.Sprintf("%.1f", r.CloudPerPlan)},
-		{"reconciler peak RSS", fmt.Sprintf("%.0f MiB", r.PeakRSSMiB)},
+		{"reconciler peak RSS", rss},
 		{"reconciler CPU during the migration", fmt.Sprintf("%.1f s", r.CPUSeconds)},
 		{fmt.Sprintf("idle, per %.0f s poll interval: CPU", r.Idle.IntervalSeconds), fmt.Sprintf("%.2f s (%.2f%% of a core)", r.Idle.CPUSeconds, r.Idle.CorePercent)},
 		{"idle: management / workload API requests", fmt.Sprintf("%.0f / %.0f", r.Idle.KubeRequests, r.Idle.WorkloadRequests)},

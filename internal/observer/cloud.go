@@ -61,15 +61,19 @@ type cachedCloud struct {
 	at      time.Time
 }
 
-// Forget drops plan's cached observation, and its project's: a step that
-// changed the cloud for one plan changed it for the plans that share it.
+// Forget drops plan's cached observation, and its project's keypairs: an
+// openstack step of one plan may have created a keypair the plans that
+// share the project see. The project's servers are kept until MaxAge: no
+// step of ferry's creates or deletes a server (CAPO does), and listing a
+// fleet's servers after each step of each plan would cost more than all
+// the rest of an observation.
 func (o *OpenStack) Forget(plan string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.cache, plan)
 	if pr := o.projects[o.planProject[plan]]; pr != nil {
 		pr.mu.Lock()
-		pr.at = time.Time{}
+		pr.keypairsAt = time.Time{}
 		pr.mu.Unlock()
 	}
 }
@@ -179,12 +183,14 @@ func (pr *cloudProject) resolve(ctx context.Context, p *v1alpha1.MigrationPlan) 
 // keypairs and the names resolved. A fleet in one project is read once per
 // MaxAge, not once per plan.
 type cloudProject struct {
-	mu       sync.Mutex
-	api      CloudAPI
-	at       time.Time
-	servers  map[string]string
-	keypairs []string
-	resolved map[string]observed.Resolution
+	mu  sync.Mutex
+	api CloudAPI
+	// at is when the servers were listed and the resolved names cleared;
+	// keypairsAt, when the keypairs were listed.
+	at, keypairsAt time.Time
+	servers        map[string]string
+	keypairs       []string
+	resolved       map[string]observed.Resolution
 }
 
 // project returns the fresh shared observation of the credentials' project
@@ -210,7 +216,8 @@ func (o *OpenStack) project(ctx context.Context, creds openstack.Credentials, pl
 
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if pr.api != nil && !pr.at.IsZero() && o.now().Sub(pr.at) < o.maxAge() {
+	fresh := func(at time.Time) bool { return !at.IsZero() && o.now().Sub(at) < o.maxAge() }
+	if pr.api != nil && fresh(pr.at) && fresh(pr.keypairsAt) {
 		return pr, nil
 	}
 	if pr.api == nil {
@@ -223,18 +230,24 @@ func (o *OpenStack) project(ctx context.Context, creds openstack.Credentials, pl
 			return nil, err
 		}
 		pr.api = api
+		pr.at, pr.keypairsAt = time.Time{}, time.Time{}
 	}
-	servers, err := pr.api.Servers(ctx)
-	if err != nil {
-		pr.api = nil // connect again next time
-		return nil, err
+	if !fresh(pr.at) {
+		servers, err := pr.api.Servers(ctx)
+		if err != nil {
+			pr.api = nil // connect again next time
+			return nil, err
+		}
+		pr.servers, pr.resolved, pr.at = servers, map[string]observed.Resolution{}, o.now()
 	}
-	keypairs, err := pr.api.Keypairs(ctx)
-	if err != nil {
-		pr.api = nil
-		return nil, err
+	if !fresh(pr.keypairsAt) {
+		keypairs, err := pr.api.Keypairs(ctx)
+		if err != nil {
+			pr.api = nil
+			return nil, err
+		}
+		pr.keypairs, pr.keypairsAt = keypairs, o.now()
 	}
-	pr.servers, pr.keypairs, pr.resolved, pr.at = servers, keypairs, map[string]observed.Resolution{}, o.now()
 	return pr, nil
 }
 

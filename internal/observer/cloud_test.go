@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,15 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/openstack"
 )
 
 // projectAPI is one project's cloud for a unit test of the observation
-// cache: it counts the listings and serves whatever servers it has now.
+// cache: it counts the listings and serves whatever servers and keypairs
+// it has now.
 type projectAPI struct {
-	mu      sync.Mutex
-	servers map[string]string
-	listed  int
+	mu       sync.Mutex
+	servers  map[string]string
+	keypairs []string
+	listed   int
 }
 
 func (a *projectAPI) Resolve(context.Context, openstack.Kind, string) (string, error) {
@@ -33,7 +37,11 @@ func (a *projectAPI) Servers(context.Context) (map[string]string, error) {
 	a.listed++
 	return maps.Clone(a.servers), nil
 }
-func (a *projectAPI) Keypairs(context.Context) ([]string, error) { return nil, nil }
+func (a *projectAPI) Keypairs(context.Context) ([]string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.keypairs), nil
+}
 func (a *projectAPI) FlavorSize(context.Context, string) (int, int, error) {
 	return 1, 512, nil
 }
@@ -43,8 +51,10 @@ func (a *projectAPI) Tagged(context.Context, string) ([]openstack.Resource, erro
 }
 
 // TestCloudProjectShared: plans of one project share one listing of its
-// servers; after a step of one plan, every plan sees the project's new
-// servers, including a plan whose own observation is still cached.
+// servers and keypairs. After an openstack step of one plan every plan
+// sees the project's keypairs anew, including a plan whose own
+// observation is still cached; the servers are listed again only after
+// MaxAge (ferry's steps do not change them).
 func TestCloudProjectShared(t *testing.T) {
 	ctx := context.Background()
 	var objs []client.Object
@@ -61,6 +71,7 @@ func TestCloudProjectShared(t *testing.T) {
 			Data: map[string][]byte{openstack.CloudsKey: []byte("clouds: {}")}})
 	}
 	api := &projectAPI{servers: map[string]string{"a-0": "1"}}
+	now := time.Unix(0, 0)
 	connects := 0
 	o := &OpenStack{
 		Client: fake.NewClientBuilder().WithObjects(objs...).Build(),
@@ -69,8 +80,9 @@ func TestCloudProjectShared(t *testing.T) {
 			return api, nil
 		},
 		MaxAge: time.Hour,
+		Now:    func() time.Time { return now },
 	}
-	observe := func(name string) map[string]string {
+	observe := func(name string) *observed.Cloud {
 		t.Helper()
 		cloud, err := o.ObserveCloud(ctx, plans[name])
 		if err != nil {
@@ -79,23 +91,31 @@ func TestCloudProjectShared(t *testing.T) {
 		if cloud.Resolved["network/net"].ID != "id" {
 			t.Errorf("ObserveCloud(%s).Resolved = %v; want network/net resolved", name, cloud.Resolved)
 		}
-		return cloud.Servers
+		return cloud
 	}
-	if got := observe("a"); got["a-0"] != "1" {
+	if got := observe("a").Servers; got["a-0"] != "1" {
 		t.Fatalf("servers of a = %v", got)
 	}
-	if got := observe("b"); got["a-0"] != "1" || api.listed != 1 || connects != 1 {
+	if got := observe("b").Servers; got["a-0"] != "1" || api.listed != 1 || connects != 1 {
 		t.Fatalf("servers of b = %v after %d listings and %d connections; want a-0 from the one listing", got, api.listed, connects)
 	}
 
 	api.mu.Lock()
 	api.servers["b-0"] = "2"
+	api.keypairs = []string{"key-a"}
 	api.mu.Unlock()
-	o.Forget("a") // a step of plan a ran in the cloud
-	if got := observe("a"); got["b-0"] != "2" || api.listed != 2 {
-		t.Fatalf("servers of a after Forget = %v (%d listings); want b-0 from a new listing", got, api.listed)
+	o.Forget("a") // plan a's ensure-keypair step ran
+	if got := observe("a"); !slices.Equal(got.Keypairs, []string{"key-a"}) || api.listed != 1 {
+		t.Fatalf("after Forget(a): keypairs %v, %d server listings; want key-a, and the servers not listed again", got.Keypairs, api.listed)
 	}
-	if got := observe("b"); got["b-0"] != "2" || api.listed != 2 {
-		t.Errorf("servers of b, cached, = %v (%d listings); want the project's latest without listing again", got, api.listed)
+	if got := observe("b"); !slices.Equal(got.Keypairs, []string{"key-a"}) {
+		t.Errorf("keypairs of b, cached, = %v; want the project's latest", got.Keypairs)
+	}
+	now = now.Add(time.Hour)
+	if got := observe("b").Servers; got["b-0"] != "2" || api.listed != 2 {
+		t.Errorf("servers of b after MaxAge = %v (%d listings); want b-0 from a new listing", got, api.listed)
+	}
+	if got := observe("a").Servers; got["b-0"] != "2" || api.listed != 2 {
+		t.Errorf("servers of a = %v (%d listings); want the project's latest without listing again", got, api.listed)
 	}
 }

@@ -109,8 +109,9 @@ func (p *Program) Fatalf(format string, args ...any) {
 // StartProcess runs bin with args until p closes, its output in logFile,
 // in a process group of its own (so that Ctrl-C reaches the program, which
 // stops it): at Close it gets SIGTERM, to shut down as in production, and
-// SIGKILL 15 seconds later. It returns the process ID.
-func (p *Program) StartProcess(bin string, args []string, logFile string) (int, error) {
+// SIGKILL 15 seconds later. env is added to this process's environment.
+// It returns the process ID.
+func (p *Program) StartProcess(bin string, args []string, logFile string, env ...string) (int, error) {
 	if err := os.MkdirAll(filepath.Dir(logFile), 0o755); err != nil {
 		return 0, err
 	}
@@ -120,6 +121,7 @@ func (p *Program) StartProcess(bin string, args []string, logFile string) (int, 
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		log.Close()
