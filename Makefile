@@ -50,7 +50,7 @@ test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run th
 	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: bench
-bench: tools build ## Benchmarks: a step's round trip over NATS, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans).
+bench: tools ## Benchmarks: a step's round trip over NATS, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans).
 	hack/kubectl.sh
 	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/
 	kubectl=$$(hack/kubectl.sh --path); \

@@ -100,7 +100,8 @@ type options struct {
 	baselinePlans    int
 	baselineParallel int
 	// containerMemory, when set, runs the reconciler as in a container of
-	// that memory limit (GOMEMLIMIT at 90% of it).
+	// that memory limit (GOMEMLIMIT at 80% of it, as memoryLimitShare in
+	// cmd/reconciler).
 	containerMemory string
 }
 
@@ -108,13 +109,13 @@ func main() {
 	var o options
 	flag.IntVar(&o.plans, "plans", 100, "clusters (plans) to migrate at once")
 	flag.IntVar(&o.workers, "workers", 2, "worker nodes per cluster (more workers, more steps per plan)")
-	flag.StringVar(&o.reconciler, "reconciler", "", "the reconciler binary to measure (default: build ./cmd/reconciler into bin/reconciler first)")
+	flag.StringVar(&o.reconciler, "reconciler", "", "the reconciler binary to measure (default: build ./cmd/reconciler into bin/bench/reconciler first, as make image does)")
 	flag.DurationVar(&o.interval, "interval", 30*time.Second, "the reconciler's --interval")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "how long to measure idleness")
 	flag.StringVar(&o.kubectl, "kubectl", "", "the baseline's kubectl (default: Debian's, where hack/kubectl.sh puts it)")
 	flag.IntVar(&o.baselinePlans, "baseline-plans", -1, "clusters the kubectl baseline migrates, 0 for no baseline (default: plans, at most 100)")
 	flag.IntVar(&o.baselineParallel, "baseline-parallel", 10, "baseline scripts running at once")
-	flag.StringVar(&o.containerMemory, "container-memory", "", "run the reconciler as in a container with this memory limit (e.g. 300Mi): GOMEMLIMIT at 90% of it, as the reconciler sets it from its cgroup (default: no limit)")
+	flag.StringVar(&o.containerMemory, "container-memory", "", "run the reconciler as in a container with this memory limit (e.g. 300Mi): GOMEMLIMIT at 80% of it, as the reconciler sets it from its cgroup (default: no limit)")
 	out := flag.String("out", "", "JSON file for the figures (default bin/bench-<plans>.json)")
 	timeout := flag.Duration("timeout", 40*time.Minute, "give up after this long")
 	flag.Parse()
@@ -187,10 +188,14 @@ func (o *options) resolveBaseline() error {
 func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o options) (*Result, error) {
 	n, interval, idle := o.plans, o.interval, o.idle
 	if o.reconciler == "" {
-		// A binary left from an older build would measure older code.
-		o.reconciler = "bin/reconciler"
-		logf("building ./cmd/reconciler into %s", o.reconciler)
-		if out, err := exec.CommandContext(ctx, "go", "build", "-o", o.reconciler, "./cmd/reconciler").CombinedOutput(); err != nil {
+		// A binary left from an older build would measure older code. It
+		// is built as the image's is (make image): static, stripped; what
+		// of the binary is read into memory counts in its RSS.
+		o.reconciler = "bin/bench/reconciler"
+		logf("building ./cmd/reconciler into %s as make image does", o.reconciler)
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", o.reconciler, "./cmd/reconciler")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("build the reconciler: %w\n%s", err, out)
 		}
 	}
@@ -242,7 +247,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
-	logFile := filepath.Join(filepath.Dir(bin), fmt.Sprintf("bench-%d-reconciler.log", n))
+	logFile := filepath.Join("bin", fmt.Sprintf("bench-%d-reconciler.log", n))
 	var env []string
 	var limitMiB float64
 	if o.containerMemory != "" {
@@ -250,7 +255,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		if err != nil {
 			return nil, fmt.Errorf("--container-memory %q: %w", o.containerMemory, err)
 		}
-		limit := q.Value() * 9 / 10
+		limit := q.Value() * 8 / 10
 		limitMiB = float64(limit) / (1 << 20)
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", limit))
 		logf("the reconciler runs as in a container of %s: GOMEMLIMIT=%.0fMiB", o.containerMemory, limitMiB)
@@ -360,7 +365,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		return nil, err
 	}
 	b := &baseline{kubectl: o.kubectl, plans: o.baselinePlans, parallel: o.baselineParallel,
-		example: filepath.Join(filepath.Dir(bin), "bench-baseline-example.sh"),
+		example: filepath.Join("bin", "bench-baseline-example.sh"),
 		mgmt:    mgmt, workload: workload, proxy: proxy, cloud: cloud, ferry: f}
 	if res.Baseline, err = b.run(ctx, p, logf); err != nil {
 		return nil, fmt.Errorf("kubectl baseline: %w", err)

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,17 +103,42 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, 200, map[string]any{"flavor": flavor})
 		}
 	case p == "/compute/v2.1/servers/detail", p == "/compute/v2.1/servers" && r.Method == http.MethodGet:
-		var list []any
+		type server struct{ id, name string }
+		var match []server
 		if q.Get("tags") == "" { // nothing carries a ferry-plan tag here
 			c.mu.Lock()
 			for name, id := range c.servers {
 				if n := q.Get("name"); n == "" || strings.Contains(n, name) {
-					list = append(list, map[string]any{"id": id, "name": name, "status": "ACTIVE", "tags": []string{}})
+					match = append(match, server{id, name})
 				}
 			}
 			c.mu.Unlock()
 		}
-		writeJSON(w, 200, map[string]any{"servers": nonNil(list)})
+		// Pages as Nova's: by ID here, at most limit (and 1,000) each,
+		// the next one after the marker's ID, linked while a page is full.
+		slices.SortFunc(match, func(a, b server) int { return strings.Compare(a.id, b.id) })
+		if m := q.Get("marker"); m != "" {
+			match = match[sort.Search(len(match), func(i int) bool { return match[i].id > m }):]
+		}
+		limit := 1000
+		if l, err := strconv.Atoi(q.Get("limit")); err == nil && l > 0 && l < limit {
+			limit = l
+		}
+		body := map[string]any{}
+		if len(match) > limit {
+			match = match[:limit]
+			next := *r.URL
+			v := next.Query()
+			v.Set("marker", match[limit-1].id)
+			next.RawQuery, next.Scheme, next.Host = v.Encode(), "http", r.Host
+			body["servers_links"] = []any{map[string]any{"rel": "next", "href": next.String()}}
+		}
+		list := []any{}
+		for _, sv := range match {
+			list = append(list, map[string]any{"id": sv.id, "name": sv.name, "status": "ACTIVE", "tags": []string{}})
+		}
+		body["servers"] = list
+		writeJSON(w, 200, body)
 	case p == "/compute/v2.1/os-keypairs" && r.Method == http.MethodGet:
 		var list []any
 		c.mu.Lock()

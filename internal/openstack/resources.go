@@ -169,16 +169,20 @@ func (c *Client) ProviderID(ctx context.Context, nodeName string) (string, error
 	return ProviderIDPrefix + id, nil
 }
 
+// serverPage is how many servers a page of Servers' listing asks for:
+// a project of thousands is not held in memory as one JSON document.
+var serverPage = 500
+
 // Servers returns the IDs of the project's servers by name, for the
 // planner's snapshot. A name that two servers share is left out: it cannot
 // identify a node's server.
 func (c *Client) Servers(ctx context.Context) (map[string]string, error) {
 	// The plain listing (not /servers/detail) has what is needed, names
-	// and IDs, at a fraction of the bytes to read and decode; pages are
-	// decoded one at a time.
+	// and IDs, at a fraction of the bytes to read and decode; pages of
+	// serverPage are decoded one at a time.
 	byName := map[string]string{}
 	dup := map[string]bool{}
-	err := servers.ListSimple(c.compute, servers.ListOpts{}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+	err := servers.ListSimple(c.compute, servers.ListOpts{Limit: serverPage}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
 		var list []struct {
 			ID   string `json:"id"`
 			Name string `json:"name"`
