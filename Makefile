@@ -16,6 +16,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 TEST_FLAGS ?= -race -count=1 -timeout 20m
 # The fleet sizes `make bench` migrates (hack/bench).
 BENCH_PLANS ?= 100 1000
+# The bench runs the reconciler as in a container of BENCH_MEMORY (its Go
+# memory limit at 80% of it); empty for no limit.
+BENCH_MEMORY ?= 300Mi
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -50,11 +53,11 @@ test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run th
 	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: bench
-bench: tools ## Benchmarks: a step's round trip over NATS, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans).
+bench: tools ## Benchmarks: a step's round trip over NATS, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans), in a container of BENCH_MEMORY (300Mi).
 	hack/kubectl.sh
 	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/
 	kubectl=$$(hack/kubectl.sh --path); \
-	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --kubectl "$$kubectl" --out bin/bench-$$n.json; done
+	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --kubectl "$$kubectl" --container-memory "$(BENCH_MEMORY)" --out bin/bench-$$n.json; done
 
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).
