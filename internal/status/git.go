@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"regexp"
@@ -51,6 +52,13 @@ var (
 	retryMax  = 3 * time.Second
 )
 
+// compactAfter is how many objects the Writer stores (a blob per changed
+// status file, trees, the commit) before it drops its cache once a push
+// succeeded, to fetch the branch afresh at the next call. go-git never
+// packs the loose objects it writes: one 1,000-plan migration left 77 MB
+// in 18,567 files. A fresh fetch gets the branch as one pack, with deltas.
+var compactAfter = 20000
+
 // Writer writes plans' statuses to status/<plan>.yaml on a branch of a Git
 // repository with go-git, and reads them back. It keeps a bare clone of
 // that branch alone in CacheDir between calls and fetches only when the
@@ -80,6 +88,8 @@ type Writer struct {
 
 	mu    sync.Mutex
 	store storage.Storer
+	// stored counts the objects written into store since it was opened.
+	stored int
 	// beforePush, when set (by tests), runs after the commit is built and
 	// before it is pushed: the window in which someone else may push.
 	beforePush func(attempt int)
@@ -136,6 +146,7 @@ func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, err
 		err = w.push(ctx, commit)
 		w.pushes.Add(1)
 		if err == nil {
+			w.compact()
 			return commit.String(), nil
 		}
 		if !rejected(err) {
@@ -246,6 +257,24 @@ func (w *Writer) headTree(ctx context.Context) (*object.Tree, error) {
 		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.branch(), err)
 	}
 	return t, nil
+}
+
+// compact drops the cache when it holds compactAfter objects written
+// since it was opened: the remote has them all, and the next call fetches
+// the branch afresh. Callers hold w.mu.
+func (w *Writer) compact() {
+	if w.stored < compactAfter {
+		return
+	}
+	if w.CacheDir != "" {
+		if err := os.RemoveAll(w.CacheDir); err != nil {
+			return // the cache stays as it is; the next push tries again
+		}
+	}
+	if c, ok := w.store.(io.Closer); ok {
+		_ = c.Close()
+	}
+	w.store, w.stored = nil, 0
 }
 
 // open opens or creates the cache.
@@ -406,6 +435,7 @@ func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumb
 		if err := storeBlob(w.store, data); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store %s: %w", p, err)
 		}
+		w.stored++
 		changed[p] = h
 		plans = append(plans, strings.TrimSuffix(path.Base(p), ".yaml"))
 	}
@@ -443,6 +473,7 @@ func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumb
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("store status commit on branch %s: %w", w.branch(), err)
 	}
+	w.stored += 3 // the commit and the two trees along status/
 	return id, nil
 }
 

@@ -366,3 +366,58 @@ func TestStatusWriterRedacts(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusWriterCompacts: once the Writer stored compactAfter objects
+// in its cache it drops the cache after a push, and fetches the branch
+// afresh: the loose objects are gone, and the next commit still builds on
+// the branch's head.
+func TestStatusWriterCompacts(t *testing.T) {
+	defer func(n int) { compactAfter = n }(compactAfter)
+	compactAfter = 8
+	g := testenv.StartGit(t, seed)
+	ctx := t.Context()
+	cache := t.TempDir()
+	w := &Writer{URL: g.URL, CacheDir: cache}
+	sts := statusesOf("blocked", "failed", "normal")
+	loose := func() int {
+		n := 0
+		_ = filepath.WalkDir(filepath.Join(cache, "objects"), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && len(filepath.Base(filepath.Dir(p))) == 2 {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+
+	first, err := w.Write(ctx, sts) // 3 blobs, 2 trees, 1 commit: under 8
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := loose(); n != 6 {
+		t.Fatalf("after the first write the cache holds %d loose objects; want 6", n)
+	}
+	ApplyResult(sts[1], evt(keypair, events.Succeeded, 4, 100, time.Second, "created keypair capi-key", ""))
+	second, err := w.Write(ctx, sts) // 4 more: 10, the cache is dropped
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := loose(); n != 0 {
+		t.Errorf("after %d objects the cache still holds %d loose objects; want it dropped", compactAfter, n)
+	}
+	ApplyResult(sts[2], evt(keypair, events.Succeeded, 4, 100, time.Second, "created keypair capi-key", ""))
+	third, err := w.Write(ctx, sts)
+	if err != nil {
+		t.Fatalf("write after the cache was dropped: %v", err)
+	}
+	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", third); parents != second {
+		t.Errorf("third commit's parents %q; want %s", parents, second)
+	}
+	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", second); parents != first {
+		t.Errorf("second commit's parents %q; want %s", parents, first)
+	}
+	got, err := w.Read(ctx, "normal")
+	if err != nil || !reflect.DeepEqual(got, sts[2]) {
+		t.Errorf("Read(normal) after the cache was dropped = %+v, %v; want the third write's", got, err)
+	}
+}
