@@ -54,9 +54,9 @@ var (
 
 // compactAfter is how many objects the Writer stores (a blob per changed
 // status file, trees, the commit) before it drops its cache once a push
-// succeeded, to fetch the branch afresh at the next call. go-git never
-// packs the loose objects it writes: one 1,000-plan migration left 77 MB
-// in 18,567 files. A fresh fetch gets the branch as one pack, with deltas.
+// succeeded, to fetch the branch's head afresh at the next call. go-git
+// never packs the loose objects it writes: one 1,000-plan migration left
+// 77 MB in 18,567 files. The fetch is shallow: one commit and its tree.
 var compactAfter = 20000
 
 // Writer writes plans' statuses to status/<plan>.yaml on a branch of a Git
@@ -383,12 +383,16 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 			return remoteHead, nil
 		}
 	}
+	// Only the head commit and its tree: a commit needs its parent and
+	// the parent's tree, never the branch's history, which grows with
+	// every status commit. Pushes send what the remote's head lacks.
 	err = rem.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
 		RefSpecs:   []config.RefSpec{w.fetchSpec()},
 		Auth:       auth,
 		Tags:       git.NoTags,
 		Force:      true,
+		Depth:      1,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), err)

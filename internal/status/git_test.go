@@ -368,9 +368,9 @@ func TestStatusWriterRedacts(t *testing.T) {
 }
 
 // TestStatusWriterCompacts: once the Writer stored compactAfter objects
-// in its cache it drops the cache after a push, and fetches the branch
-// afresh: the loose objects are gone, and the next commit still builds on
-// the branch's head.
+// in its cache it drops the cache after a push, and fetches the branch's
+// head afresh, shallow: the loose objects are gone, and the next commit
+// still builds on the branch's head.
 func TestStatusWriterCompacts(t *testing.T) {
 	defer func(n int) { compactAfter = n }(compactAfter)
 	compactAfter = 8
@@ -409,6 +409,10 @@ func TestStatusWriterCompacts(t *testing.T) {
 	third, err := w.Write(ctx, sts)
 	if err != nil {
 		t.Fatalf("write after the cache was dropped: %v", err)
+	}
+	// It fetched the head alone, not the branch's history.
+	if shallow, err := os.ReadFile(filepath.Join(cache, "shallow")); err != nil || strings.TrimSpace(string(shallow)) != second {
+		t.Errorf("the cache's shallow file = %q, %v; want the head it fetched, %s", shallow, err, second)
 	}
 	if parents := gitOut(t, g.Dir, "log", "-1", "--format=%P", third); parents != second {
 		t.Errorf("third commit's parents %q; want %s", parents, second)
