@@ -61,12 +61,13 @@ type cachedCloud struct {
 	at      time.Time
 }
 
-// Forget drops plan's cached observation, and its project's keypairs: an
-// openstack step of one plan may have created a keypair the plans that
-// share the project see. The project's servers are kept until MaxAge: no
-// step of ferry's creates or deletes a server (CAPO does), and listing a
-// fleet's servers after each step of each plan would cost more than all
-// the rest of an observation.
+// Forget drops plan's cached observation, and its project's keypairs and
+// names that did not resolve: an openstack step of one plan may have
+// created a keypair, or found an image that was missing, for all the
+// plans that share the project. The project's servers are kept until
+// MaxAge: no step of ferry's creates or deletes a server (CAPO does), and
+// listing a fleet's servers after each step of each plan would cost more
+// than all the rest of an observation.
 func (o *OpenStack) Forget(plan string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -74,6 +75,11 @@ func (o *OpenStack) Forget(plan string) {
 	if pr := o.projects[o.planProject[plan]]; pr != nil {
 		pr.mu.Lock()
 		pr.keypairsAt = time.Time{}
+		for key, r := range pr.resolved {
+			if r.Error != "" {
+				delete(pr.resolved, key)
+			}
+		}
 		pr.mu.Unlock()
 	}
 }

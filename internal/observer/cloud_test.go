@@ -25,10 +25,16 @@ type projectAPI struct {
 	mu       sync.Mutex
 	servers  map[string]string
 	keypairs []string
+	missing  map[string]bool // names that do not resolve
 	listed   int
 }
 
-func (a *projectAPI) Resolve(context.Context, openstack.Kind, string) (string, error) {
+func (a *projectAPI) Resolve(_ context.Context, kind openstack.Kind, name string) (string, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.missing[name] {
+		return "", &openstack.NotFoundError{Kind: kind, Name: name}
+	}
 	return "id", nil
 }
 func (a *projectAPI) Servers(context.Context) (map[string]string, error) {
@@ -51,10 +57,11 @@ func (a *projectAPI) Tagged(context.Context, string) ([]openstack.Resource, erro
 }
 
 // TestCloudProjectShared: plans of one project share one listing of its
-// servers and keypairs. After an openstack step of one plan every plan
-// sees the project's keypairs anew, including a plan whose own
-// observation is still cached; the servers are listed again only after
-// MaxAge (ferry's steps do not change them).
+// servers and keypairs, and the names resolved. After an openstack step
+// of one plan every plan sees the project's keypairs anew, including a
+// plan whose own observation is still cached, and a name that did not
+// resolve is asked again; the servers are listed again only after MaxAge
+// (ferry's steps do not change them).
 func TestCloudProjectShared(t *testing.T) {
 	ctx := context.Background()
 	var objs []client.Object
@@ -70,7 +77,7 @@ func TestCloudProjectShared(t *testing.T) {
 		objs = append(objs, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: p.Spec.Target.Identity.SecretName},
 			Data: map[string][]byte{openstack.CloudsKey: []byte("clouds: {}")}})
 	}
-	api := &projectAPI{servers: map[string]string{"a-0": "1"}}
+	api := &projectAPI{servers: map[string]string{"a-0": "1"}, missing: map[string]bool{"net": true}}
 	now := time.Unix(0, 0)
 	connects := 0
 	o := &OpenStack{
@@ -88,13 +95,10 @@ func TestCloudProjectShared(t *testing.T) {
 		if err != nil {
 			t.Fatalf("ObserveCloud(%s): %v", name, err)
 		}
-		if cloud.Resolved["network/net"].ID != "id" {
-			t.Errorf("ObserveCloud(%s).Resolved = %v; want network/net resolved", name, cloud.Resolved)
-		}
 		return cloud
 	}
-	if got := observe("a").Servers; got["a-0"] != "1" {
-		t.Fatalf("servers of a = %v", got)
+	if got := observe("a"); got.Servers["a-0"] != "1" || got.Resolved["network/net"].Error == "" {
+		t.Fatalf("observation of a = %+v; want server a-0, and network net not found", got)
 	}
 	if got := observe("b").Servers; got["a-0"] != "1" || api.listed != 1 || connects != 1 {
 		t.Fatalf("servers of b = %v after %d listings and %d connections; want a-0 from the one listing", got, api.listed, connects)
@@ -103,10 +107,12 @@ func TestCloudProjectShared(t *testing.T) {
 	api.mu.Lock()
 	api.servers["b-0"] = "2"
 	api.keypairs = []string{"key-a"}
+	api.missing = nil
 	api.mu.Unlock()
-	o.Forget("a") // plan a's ensure-keypair step ran
-	if got := observe("a"); !slices.Equal(got.Keypairs, []string{"key-a"}) || api.listed != 1 {
-		t.Fatalf("after Forget(a): keypairs %v, %d server listings; want key-a, and the servers not listed again", got.Keypairs, api.listed)
+	o.Forget("a") // plan a's steps ran: ensure-keypair, and a resolve that found the network
+	if got := observe("a"); !slices.Equal(got.Keypairs, []string{"key-a"}) || got.Resolved["network/net"].ID != "id" || api.listed != 1 {
+		t.Fatalf("after Forget(a): keypairs %v, network %+v, %d server listings; want key-a, net resolved, and the servers not listed again",
+			got.Keypairs, got.Resolved["network/net"], api.listed)
 	}
 	if got := observe("b"); !slices.Equal(got.Keypairs, []string{"key-a"}) {
 		t.Errorf("keypairs of b, cached, = %v; want the project's latest", got.Keypairs)
