@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/memlimit"
 )
 
 // natsFlags are the flags that say where the event bus is.
@@ -107,7 +108,7 @@ func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Wr
 		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	setMemoryLimit(log)
+	memlimit.Set(log)
 	c, err := managementClient(*kubeconfig, *kubeContext)
 	if err != nil {
 		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)

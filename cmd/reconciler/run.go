@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
@@ -105,7 +106,7 @@ func runReconciler(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	f.nats.dataDir = f.dataDir
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	setMemoryLimit(log)
+	memlimit.Set(log)
 	if err := serve(ctx, &f, log); err != nil {
 		fmt.Fprintf(stderr, "reconciler run: %v\n", err)
 		return 1

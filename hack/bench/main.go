@@ -49,6 +49,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -100,8 +101,8 @@ type options struct {
 	baselinePlans    int
 	baselineParallel int
 	// containerMemory, when set, runs the reconciler as in a container of
-	// that memory limit (GOMEMLIMIT at 80% of it, as memoryLimitShare in
-	// cmd/reconciler).
+	// that memory limit (GOMEMLIMIT at memlimit.Share of it, as the
+	// reconciler sets it from its cgroup).
 	containerMemory string
 }
 
@@ -255,7 +256,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		if err != nil {
 			return nil, fmt.Errorf("--container-memory %q: %w", o.containerMemory, err)
 		}
-		limit := q.Value() * 8 / 10
+		limit := memlimit.Of(q.Value())
 		limitMiB = float64(limit) / (1 << 20)
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", limit))
 		logf("the reconciler runs as in a container of %s: GOMEMLIMIT=%.0fMiB", o.containerMemory, limitMiB)

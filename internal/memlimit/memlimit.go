@@ -1,4 +1,7 @@
-package main
+// Package memlimit gives the Go runtime a soft memory limit from the
+// container's, for the reconciler's commands and for the benchmark that
+// runs them as in a container.
+package memlimit
 
 import (
 	"errors"
@@ -11,22 +14,22 @@ import (
 	"strings"
 )
 
-// memoryLimitShare is the part of a container's memory limit the Go
+// Share is the part of a container's memory limit the Go
 // runtime aims to stay under: it collects garbage harder as its memory
 // nears it. The rest is for what the runtime does not count: mostly the
 // pages of the binary the kernel has read (about 50 MiB of the 70 MiB
 // static binary at 1,000 plans), which a container's memory counts too.
-const memoryLimitShare = 0.8
+const Share = 0.8
 
 // cgroupMemoryFiles hold a container's memory limit: cgroup v2's, then
 // v1's as container runtimes mount it.
 var cgroupMemoryFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
 
-// setMemoryLimit gives the Go runtime a soft memory limit of
-// memoryLimitShare of the container's, when GOMEMLIMIT does not set one,
+// Set gives the Go runtime a soft memory limit of Share of the
+// container's, when GOMEMLIMIT does not set one,
 // so that a fleet's migration in a container sized for it collects
 // garbage more often instead of being killed. It logs what it set.
-func setMemoryLimit(log *slog.Logger) {
+func Set(log *slog.Logger) {
 	if v := os.Getenv("GOMEMLIMIT"); v != "" {
 		log.Info("memory limit from GOMEMLIMIT", "GOMEMLIMIT", v)
 		return
@@ -39,10 +42,13 @@ func setMemoryLimit(log *slog.Logger) {
 	if limit == 0 {
 		return
 	}
-	soft := int64(float64(limit) * memoryLimitShare)
+	soft := Of(int64(limit))
 	debug.SetMemoryLimit(soft)
 	log.Info("memory limit set from the container's", "container_bytes", limit, "soft_limit_bytes", soft, "file", file)
 }
+
+// Of is the soft limit for a container limit of n bytes: Share of it.
+func Of(n int64) int64 { return int64(float64(n) * Share) }
 
 // cgroupMemoryLimit reads the first of files that exists (paths in fsys,
 // which is rooted at /): the limit in bytes, or 0 when there is no limit.
