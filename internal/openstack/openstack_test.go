@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gophercloud/gophercloud/v2"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/flavors"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
@@ -194,11 +196,10 @@ func TestOpenStack(t *testing.T) {
 		plan := "capi-quickstart-" + f.Suffix
 		// Should the test stop half-way, what it made still goes.
 		t.Cleanup(func() { _, _ = c.Cleanup(context.Background(), plan, nil) })
-		gw, err := c.CreateServer(ctx(t), openstack.ServerSpec{Name: "vpn-gateway-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: plan})
+		gw, err := ostest.CreateActive(ctx(t), t, f.Admin().Compute, func(ctx context.Context) (string, error) {
+			return c.CreateServer(ctx, openstack.ServerSpec{Name: "vpn-gateway-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: plan})
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		if err := servers.WaitForStatus(ctx(t), f.Admin().Compute, gw, "ACTIVE"); err != nil {
 			t.Fatalf("gateway server: %v", err)
 		}
 		sg, err := c.CreateSecurityGroup(ctx(t), "ferry-temp-"+f.Suffix, plan)
@@ -246,6 +247,41 @@ func TestOpenStack(t *testing.T) {
 		deleted, err = c.Cleanup(ctx(t), plan, nil)
 		if err != nil || len(deleted) != 0 {
 			t.Errorf("second Cleanup = %v, %v; want nothing", deleted, err)
+		}
+	})
+
+	// The local Nova fails a build now and then; ostest.CreateActive makes
+	// a server again when its build failed, and leaves none behind. A
+	// flavor that requires a trait no host has fails every build.
+	t.Run("a failed build is made again, then reported", func(t *testing.T) {
+		admin := f.Admin().Compute
+		fl, err := flavors.Create(ctx(t), admin, flavors.CreateOpts{Name: "nowhere-" + f.Suffix, VCPUs: 1, RAM: 512, Disk: gophercloud.IntToPointer(1)}).Extract()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer flavors.Delete(context.Background(), admin, fl.ID)
+		if _, err := flavors.CreateExtraSpecs(ctx(t), admin, fl.ID, flavors.ExtraSpecsOpts{"trait:CUSTOM_FERRY_NOWHERE": "required"}).Extract(); err != nil {
+			t.Fatal(err)
+		}
+		var made []string
+		_, err = ostest.CreateActive(ctx(t), t, admin, func(ctx context.Context) (string, error) {
+			s, err := servers.Create(ctx, admin, servers.CreateOpts{Name: "nowhere-" + f.Suffix, FlavorRef: fl.ID, ImageRef: f.ImageID, Networks: []servers.Network{{UUID: f.NetworkID}}}, nil).Extract()
+			if err != nil {
+				return "", err
+			}
+			made = append(made, s.ID)
+			return s.ID, nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "attempt 3: ") || !strings.Contains(err.Error(), "went to ERROR: No valid host") {
+			t.Errorf("CreateActive = %v, want three attempts that went to ERROR (no valid host)", err)
+		}
+		if len(made) != 3 {
+			t.Errorf("made %d servers, want 3", len(made))
+		}
+		for _, id := range made {
+			if _, err := servers.Get(ctx(t), admin, id).Extract(); !gophercloud.ResponseCodeIs(err, 404) {
+				t.Errorf("failed server %s left behind: %v", id, err)
+			}
 		}
 	})
 }

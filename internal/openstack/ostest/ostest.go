@@ -15,13 +15,13 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -222,16 +222,82 @@ func New(t testenv.T, clusterName string) *Fixture {
 	cleanup("servers", func() error { return deleteServers(a.Compute, f.Servers) })
 	for _, s := range NodeSuffixes {
 		nodeName := clusterName + "-" + s + "-" + f.Suffix
-		srv, err := servers.Create(ctx, user, servers.CreateOpts{
-			Name: nodeName, FlavorRef: fl.ID, ImageRef: img.ID, Networks: []servers.Network{{UUID: net.ID}},
-		}, nil).Extract()
-		fatal("create server "+nodeName, err)
-		f.Servers[nodeName] = srv.ID
-		if err := servers.WaitForStatus(ctx, user, srv.ID, "ACTIVE"); err != nil {
-			t.Fatalf("ostest: server %s did not become ACTIVE: %v", nodeName, err)
-		}
+		id, err := CreateActive(ctx, t, user, func(ctx context.Context) (string, error) {
+			srv, err := servers.Create(ctx, user, servers.CreateOpts{
+				Name: nodeName, FlavorRef: fl.ID, ImageRef: img.ID, Networks: []servers.Network{{UUID: net.ID}},
+			}, nil).Extract()
+			if err != nil {
+				return "", err
+			}
+			f.Servers[nodeName] = srv.ID // cleaned up even if the test stops while it builds
+			return srv.ID, nil
+		})
+		fatal("server "+nodeName, err)
+		f.Servers[nodeName] = id
 	}
 	return f
+}
+
+// buildAttempts and buildTimeout bound CreateActive: the local Nova runs
+// on SQLite, and now and then a build fails with "database is locked" (the
+// server goes to ERROR) or is left in BUILD.
+const (
+	buildAttempts = 3
+	buildTimeout  = 2 * time.Minute
+)
+
+// CreateActive creates a server with create and waits for it to be ACTIVE.
+// A server whose build fails or does not end within buildTimeout is
+// deleted and created again, up to buildAttempts times in all; the error
+// names each attempt's server, status and fault.
+func CreateActive(ctx context.Context, t testenv.T, c *gophercloud.ServiceClient, create func(context.Context) (string, error)) (string, error) {
+	t.Helper()
+	var errs []error
+	for attempt := 1; attempt <= buildAttempts; attempt++ {
+		id, err := create(ctx)
+		if err != nil {
+			return "", fmt.Errorf("create: %w", err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, buildTimeout)
+		err = WaitActive(wctx, c, id)
+		cancel()
+		if err == nil {
+			return id, nil
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+		if err := deleteServers(c, map[string]string{id: id}); err != nil {
+			t.Logf("ostest: delete failed build: %v", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		if attempt < buildAttempts {
+			t.Logf("ostest: %v; trying again", err)
+		}
+	}
+	return "", errors.Join(errs...)
+}
+
+// WaitActive waits until server id is ACTIVE. A server that goes to ERROR
+// ends the wait at once, with Nova's fault.
+func WaitActive(ctx context.Context, c *gophercloud.ServiceClient, id string) error {
+	for {
+		s, err := servers.Get(ctx, c, id).Extract()
+		if err != nil {
+			return fmt.Errorf("server %s: %w", id, err)
+		}
+		switch s.Status {
+		case "ACTIVE":
+			return nil
+		case "ERROR":
+			return fmt.Errorf("server %s went to ERROR: %s", id, strings.TrimSpace(s.Fault.Message))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server %s still %s (task %q): %w", id, s.Status, s.TaskState, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // deleteServers deletes servers and waits until Nova has removed them.
