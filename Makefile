@@ -53,9 +53,9 @@ test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run th
 	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: bench
-bench: tools ## Benchmarks: a step's round trip over NATS, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans), in a container of BENCH_MEMORY (300Mi).
+bench: tools ## Benchmarks: a step's round trip over NATS and a status file's encoding, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans), in a container of BENCH_MEMORY (300Mi).
 	hack/kubectl.sh
-	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/
+	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/ ./internal/status/
 	kubectl=$$(hack/kubectl.sh --path); \
 	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --kubectl "$$kubectl" --container-memory "$(BENCH_MEMORY)" --out bin/bench-$$n.json; done
 

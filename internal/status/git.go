@@ -425,16 +425,15 @@ func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumb
 	}
 	changed := map[string]plumbing.Hash{}
 	var plans []string
+	dirs := treeDirs{root: base}
 	for p, st := range files {
 		data, err := Encode(st)
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
 		h := plumbing.ComputeHash(plumbing.BlobObject, data)
-		if base != nil {
-			if e, err := base.FindEntry(p); err == nil && e.Hash == h && e.Mode.IsFile() {
-				continue
-			}
+		if e := dirs.find(p); e != nil && e.Hash == h && e.Mode.IsFile() {
+			continue
 		}
 		if err := storeBlob(w.store, data); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("store %s: %w", p, err)

@@ -1,14 +1,12 @@
 package status
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/ferry-dev/ferry/internal/events"
@@ -230,49 +228,6 @@ func (st *PlanStatus) Clone() *PlanStatus {
 	}
 	return &c
 }
-
-// Encode renders the status as the YAML document of status/<plan>.yaml:
-// fields in the order of the structs, and strings that a YAML 1.1 reader
-// would take for booleans quoted, so that every YAML tool reads it back
-// the same.
-func Encode(st *PlanStatus) ([]byte, error) {
-	j, err := json.Marshal(st)
-	if err != nil {
-		return nil, fmt.Errorf("encode status of %s: %w", st.Plan, err)
-	}
-	// JSON keeps the struct order that sigs.k8s.io/yaml would sort away;
-	// yaml.v3 reads JSON as YAML into nodes, in order.
-	var doc yaml.Node
-	if err := yaml.Unmarshal(j, &doc); err != nil {
-		return nil, fmt.Errorf("encode status of %s: %w", st.Plan, err)
-	}
-	blockStyle(&doc)
-	var b bytes.Buffer
-	enc := yaml.NewEncoder(&b)
-	enc.SetIndent(2)
-	if err := enc.Encode(&doc); err != nil {
-		return nil, fmt.Errorf("encode status of %s: %w", st.Plan, err)
-	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode status of %s: %w", st.Plan, err)
-	}
-	return b.Bytes(), nil
-}
-
-// blockStyle drops the flow and quoting styles that JSON input gives every
-// node; yaml.v3 then quotes only the strings that need it under YAML 1.2,
-// and the YAML 1.1 booleans are quoted here.
-func blockStyle(n *yaml.Node) {
-	n.Style = 0
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && yaml11Bool[strings.ToLower(n.Value)] {
-		n.Style = yaml.DoubleQuotedStyle
-	}
-	for _, c := range n.Content {
-		blockStyle(c)
-	}
-}
-
-var yaml11Bool = map[string]bool{"y": true, "yes": true, "n": true, "no": true, "on": true, "off": true}
 
 // Decode reads a status document written by Encode (or by hand). Unknown
 // fields are ignored, so that an older ferry reads a newer one's status.

@@ -2,6 +2,7 @@ package status
 
 import (
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 
@@ -30,6 +31,41 @@ func storeBlob(s storer.EncodedObjectStorer, data []byte) error {
 	}
 	_, err = s.SetEncodedObject(obj)
 	return err
+}
+
+// treeDirs finds entries of a tree by path, decoding each directory once:
+// go-git's Tree.FindEntry decodes the directory again for every path one
+// level down (its cache starts at two), and status/ holds a fleet's files.
+type treeDirs struct {
+	root *object.Tree // nil: an empty tree
+	dirs map[string]*object.Tree
+}
+
+// find returns the entry at p, or nil when there is none.
+func (d *treeDirs) find(p string) *object.TreeEntry {
+	if d.root == nil {
+		return nil
+	}
+	dir, name := path.Split(p)
+	t := d.root
+	if dir != "" {
+		var ok bool
+		if t, ok = d.dirs[dir]; !ok {
+			t, _ = d.root.Tree(strings.TrimSuffix(dir, "/")) // nil when not a directory
+			if d.dirs == nil {
+				d.dirs = map[string]*object.Tree{}
+			}
+			d.dirs[dir] = t
+		}
+		if t == nil {
+			return nil
+		}
+	}
+	e, err := t.FindEntry(name)
+	if err != nil {
+		return nil
+	}
+	return e
 }
 
 // writeTree stores base (nil: an empty tree) with files put in at their
