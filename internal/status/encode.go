@@ -19,7 +19,7 @@ import (
 //
 // The document's nodes are built here, field by field, rather than by
 // reading json.Marshal's output back as YAML: that round trip took half of
-// Encode's time, and Encode one eighth of the reconciler's CPU at 1,000
+// Encode's time, and Encode a sixth of the reconciler's CPU at 1,000
 // plans. Most documents are then written by writeBlock, byte for byte as
 // yaml.v3 would write them: its emitter keeps every event of a document,
 // some 500 KB for a plan's status. TestEncodeMatchesJSON holds Encode to
