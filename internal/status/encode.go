@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ferry-dev/ferry/internal/events"
 )
 
 // Encode renders the status as the YAML document of status/<plan>.yaml:
@@ -50,35 +52,25 @@ func planNode(st *PlanStatus) *yaml.Node {
 	m.str("revision", st.Revision)
 	m.strOmit("approve", st.Approve)
 	m.strOmit("approved", st.Approved)
-	if len(st.ApprovedBy) > 0 {
-		s := m.seq("approvedBy")
-		for _, a := range st.ApprovedBy {
-			am := nb.mapping()
-			am.str("phase", a.Phase)
-			am.str("by", a.By)
-			am.intOmit("pr", a.PR)
-			am.strOmit("commit", a.Commit)
-			s.Content = append(s.Content, am.n)
-		}
-	}
-	if st.Phases == nil {
+	mappings(m, "approvedBy", st.ApprovedBy, func(am mapping, a *Approval) {
+		am.str("phase", a.Phase)
+		am.str("by", a.By)
+		am.intOmit("pr", a.PR)
+		am.strOmit("commit", a.Commit)
+	})
+	switch {
+	case st.Phases == nil:
 		m.add("phases", nb.scalar("!!null", "null"))
-	} else {
-		s := m.seq("phases")
-		for i := range st.Phases {
-			s.Content = append(s.Content, phaseNode(nb, &st.Phases[i]))
-		}
+	case len(st.Phases) == 0:
+		m.seq("phases") // [], as JSON has it
+	default:
+		mappings(m, "phases", st.Phases, phaseFields)
 	}
-	if len(st.Created) > 0 {
-		s := m.seq("created")
-		for _, r := range st.Created {
-			rm := nb.mapping()
-			rm.str("kind", r.Kind)
-			rm.strOmit("id", r.ID)
-			rm.str("name", r.Name)
-			s.Content = append(s.Content, rm.n)
-		}
-	}
+	mappings(m, "created", st.Created, func(rm mapping, r *events.Resource) {
+		rm.str("kind", r.Kind)
+		rm.strOmit("id", r.ID)
+		rm.str("name", r.Name)
+	})
 	m.strs("checks", st.Checks)
 	m.strOmit("stopped", st.Stopped)
 	m.strs("invalid", st.Invalid)
@@ -87,8 +79,7 @@ func planNode(st *PlanStatus) *yaml.Node {
 	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{m.n}}
 }
 
-func phaseNode(nb *nodes, ph *PhaseStatus) *yaml.Node {
-	m := nb.mapping()
+func phaseFields(m mapping, ph *PhaseStatus) {
 	m.str("name", ph.Name)
 	m.str("state", string(ph.State))
 	m.strOmit("reason", ph.Reason)
@@ -96,17 +87,10 @@ func phaseNode(nb *nodes, ph *PhaseStatus) *yaml.Node {
 	m.int("left", ph.Left)
 	m.time("started", ph.Started)
 	m.time("finished", ph.Finished)
-	if len(ph.Steps) > 0 {
-		s := m.seq("steps")
-		for i := range ph.Steps {
-			s.Content = append(s.Content, stepNode(nb, &ph.Steps[i]))
-		}
-	}
-	return m.n
+	mappings(m, "steps", ph.Steps, stepFields)
 }
 
-func stepNode(nb *nodes, s *StepStatus) *yaml.Node {
-	m := nb.mapping()
+func stepFields(m mapping, s *StepStatus) {
 	m.str("key", s.Key)
 	m.str("executor", s.Executor)
 	m.str("action", s.Action)
@@ -122,7 +106,6 @@ func stepNode(nb *nodes, s *StepStatus) *yaml.Node {
 	if s.Duration != 0 {
 		m.str("duration", time.Duration(s.Duration).String())
 	}
-	return m.n
 }
 
 // nodes hands out a document's nodes from slabs: a plan's status has
@@ -185,6 +168,20 @@ func (m mapping) intOmit(key string, v int) {
 func (m mapping) time(key string, t time.Time) {
 	if !t.IsZero() {
 		m.str(key, t.Format(time.RFC3339Nano))
+	}
+}
+
+// mappings adds key with a mapping per item, its fields put by fields;
+// nothing when there are no items (omitempty).
+func mappings[T any](m mapping, key string, items []T, fields func(mapping, *T)) {
+	if len(items) == 0 {
+		return
+	}
+	s := m.seq(key)
+	for i := range items {
+		im := m.nb.mapping()
+		fields(im, &items[i])
+		s.Content = append(s.Content, im.n)
 	}
 }
 
