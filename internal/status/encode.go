@@ -358,11 +358,15 @@ func plainString(s string, column int) bool {
 	case '0' <= c && c <= '9':
 		return hexLetter && !strings.HasPrefix(s, "0b") && strings.Trim(s, "0123456789abcdef") == ""
 	case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z':
-		return len(s) > 5 || !notString[strings.ToLower(s)]
+		if len(s) > 5 {
+			return true
+		}
+		l := strings.ToLower(s)
+		return !yaml11Bool[l] && !yaml12Word[l]
 	}
 	return false
 }
 
-// notString are the plain words YAML reads as booleans or null, in YAML
-// 1.2 and (yes, no, on, off, y, n) in 1.1.
-var notString = map[string]bool{"true": true, "false": true, "null": true, "yes": true, "no": true, "on": true, "off": true, "y": true, "n": true}
+// yaml12Word are the plain words YAML 1.2 reads as booleans or null;
+// yaml11Bool the ones YAML 1.1 adds.
+var yaml12Word = map[string]bool{"true": true, "false": true, "null": true}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func encodeViaJSON(st *PlanStatus) ([]byte, error) {
 	var block func(n *yaml.Node)
 	block = func(n *yaml.Node) {
 		n.Style = 0
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && yaml11Bool[lower(n.Value)] {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!str" && yaml11Bool[strings.ToLower(n.Value)] {
 			n.Style = yaml.DoubleQuotedStyle
 		}
 		for _, c := range n.Content {
@@ -42,16 +43,6 @@ func encodeViaJSON(st *PlanStatus) ([]byte, error) {
 	}
 	err = enc.Close()
 	return b.Bytes(), err
-}
-
-func lower(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + 'a' - 'A'
-		}
-	}
-	return string(b)
 }
 
 // trickyStrings are values a YAML writer must quote, escape or fold.

@@ -222,18 +222,17 @@ func New(t testenv.T, clusterName string) *Fixture {
 	cleanup("servers", func() error { return deleteServers(a.Compute, f.Servers) })
 	for _, s := range NodeSuffixes {
 		nodeName := clusterName + "-" + s + "-" + f.Suffix
-		id, err := CreateActive(ctx, t, user, func(ctx context.Context) (string, error) {
+		_, err := CreateActive(ctx, t, user, func(ctx context.Context) (string, error) {
 			srv, err := servers.Create(ctx, user, servers.CreateOpts{
 				Name: nodeName, FlavorRef: fl.ID, ImageRef: img.ID, Networks: []servers.Network{{UUID: net.ID}},
 			}, nil).Extract()
 			if err != nil {
 				return "", err
 			}
-			f.Servers[nodeName] = srv.ID // cleaned up even if the test stops while it builds
+			f.Servers[nodeName] = srv.ID // the last attempt's; cleaned up even if the test stops while it builds
 			return srv.ID, nil
 		})
 		fatal("server "+nodeName, err)
-		f.Servers[nodeName] = id
 	}
 	return f
 }
