@@ -4,12 +4,17 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# kube-apiserver and etcd for the test environment, built by `make tools`
-# into a cache directory outside the repository.
+# kube-apiserver and etcd, and the Cluster API and CAPO managers, for the
+# test environment, built by `make tools` into cache directories outside the
+# repository.
 TOOLS_DIR := $(shell hack/tools.sh --dir)
 export KUBEBUILDER_ASSETS := $(TOOLS_DIR)
+export FERRY_MANAGERS_DIR := $(shell hack/tools.sh --managers-dir)
+# The checksum database answers 404 for this module of CAPO's graph
+# (hack/tools/capi).
+export GONOSUMDB := sigs.k8s.io/cluster-api/test
 
-GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd
+GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd hack/tools/capi
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -count=1: the integration tests talk to servers they start, so a cached
 # result would say nothing about this run.
@@ -68,7 +73,7 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	go run ./hack/schemagen
 
 .PHONY: tools
-tools: ## Build kube-apiserver and etcd for the test environment (idempotent).
+tools: ## Build kube-apiserver, etcd and the CAPI and CAPO managers for the test environment (idempotent).
 	hack/tools.sh
 
 # verify regenerates first, so that a schema that is out of date with the

@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
-# Builds the binaries that the test environment runs, kube-apiserver and etcd,
-# from the versions pinned in hack/tools/*/go.mod, into a cache directory
-# outside the repository (binaries are never committed).
+# Builds the programs that the test environment runs, from the versions
+# pinned in hack/tools/*/go.mod, into cache directories outside the
+# repository (binaries are never committed):
 #
-#   hack/tools.sh            build what is missing; a second run does nothing
-#   hack/tools.sh --dir      print the directory the binaries live in
+#   - kube-apiserver and etcd (hack/tools/kube-apiserver, hack/tools/etcd);
+#   - the Cluster API managers (core, kubeadm bootstrap, KubeadmControlPlane)
+#     and the CAPO manager (hack/tools/capi).
 #
-# The directory is $FERRY_TOOLS_DIR when set, otherwise
-# ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/kube-apiserver-<v>_etcd-<v>, so a
-# version bump builds into a new directory instead of reusing a stale binary.
-# internal/testenv computes the same default.
+#   hack/tools.sh                  build what is missing; a second run does nothing
+#   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
+#   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
+#
+# The directories are $FERRY_TOOLS_DIR and $FERRY_MANAGERS_DIR when set,
+# otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/ followed by
+# kube-apiserver-<v>_etcd-<v> and capi-<v>_capo-<v>, so that a version bump
+# builds into a new directory instead of reusing a stale binary.
+# internal/testenv computes the same defaults. Two runs at once take turns
+# (flock): neither sees the other's half-written binary.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 apiserver_mod=$root/hack/tools/kube-apiserver
 etcd_mod=$root/hack/tools/etcd
+capi_mod=$root/hack/tools/capi
 
 # required_version prints the version a tools module requires of a module.
 required_version() {
@@ -23,30 +31,49 @@ required_version() {
 
 k8s_version=$(required_version "$apiserver_mod" k8s.io/kubernetes)
 etcd_version=$(required_version "$etcd_mod" go.etcd.io/etcd/server/v3)
-dir=${FERRY_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/kube-apiserver-${k8s_version}_etcd-${etcd_version}}
+capi_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api)
+capo_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api-provider-openstack)
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools
+dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}}
+managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}}
 
-if [[ ${1:-} == --dir ]]; then
+case ${1:-} in
+--dir)
 	echo "$dir"
 	exit 0
-fi
+	;;
+--managers-dir)
+	echo "$managers_dir"
+	exit 0
+	;;
+esac
+
+# The checksum database answers 404 for this module of CAPO's graph.
+export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/cluster-api/test
 
 # works reports whether a binary exists and runs; a half-written or foreign
 # binary is rebuilt rather than trusted.
 works() {
-	[[ -x $1 ]] && "$1" --version >/dev/null 2>&1
+	[[ -x $1 ]] && "$1" "${2:---version}" >/dev/null 2>&1
 }
 
-# build compiles one main package with `go build -v` and turns its package list
-# into a progress line every 100 packages; compiler errors are passed through.
+# build compiles one main package with `go build -v` into out, and turns its
+# package list into a progress line every 100 packages; compiler errors are
+# passed through. It writes to a file of its own and renames it into place,
+# so that an interrupted build leaves nothing that looks finished.
 build() {
-	local name=$1 moddir=$2 pkg=$3 ldflags=$4 hint=${5:-}
-	local out=$dir/$name start=$SECONDS total n=0 line
+	local out=$1 moddir=$2 pkg=$3 ldflags=$4 hint=${5:-}
+	local name start=$SECONDS total n=0 line partial
+	name=$(basename "$out")
 	echo "==> $name: downloading modules for $pkg"
 	(cd "$moddir" && go mod download)
 	total=$(cd "$moddir" && go list -deps "$pkg" | wc -l)
 	echo "==> $name: compiling up to $total packages${hint:+ ($hint)}"
-	mkdir -p "$dir"
-	(cd "$moddir" && go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$out.partial" "$pkg" 2>&1) |
+	mkdir -p "$(dirname "$out")"
+	partial=$(mktemp "$out.XXXXXX.partial")
+	# shellcheck disable=SC2064 # expand now: the trap must remove this build's file
+	trap "rm -f '$partial'" EXIT
+	(cd "$moddir" && go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$partial" "$pkg" 2>&1) |
 		while IFS= read -r line; do
 			if [[ $line == '#'* || $line == *' '* ]]; then
 				echo "$line" # a compiler message, not a package name
@@ -54,17 +81,50 @@ build() {
 				echo "    $name: $n/$total packages compiled, $((SECONDS - start))s"
 			fi
 		done
-	mv "$out.partial" "$out"
-	echo "==> $name: built in $((SECONDS - start))s: $("$out" --version 2>&1 | head -n 1)"
+	mv "$partial" "$out"
+	trap - EXIT
+	echo "==> $name: built in $((SECONDS - start))s"
 }
 
-if works "$dir/kube-apiserver" && works "$dir/etcd"; then
-	echo "tools up to date in $dir (kube-apiserver $k8s_version, etcd $etcd_version); nothing to do"
+# The managers print their usage and exit 0 on --help; they have no
+# --version flag.
+managers=(
+	"cluster-api-manager sigs.k8s.io/cluster-api"
+	"kubeadm-bootstrap-manager sigs.k8s.io/cluster-api/bootstrap/kubeadm"
+	"kubeadm-control-plane-manager sigs.k8s.io/cluster-api/controlplane/kubeadm"
+	"capo-manager sigs.k8s.io/cluster-api-provider-openstack"
+)
+
+up_to_date() {
+	works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
+	local m
+	for m in "${managers[@]}"; do
+		works "$managers_dir/${m%% *}" --help || return 1
+	done
+}
+
+if up_to_date; then
+	echo "tools up to date in $dir and $managers_dir; nothing to do"
 	exit 0
 fi
 
-works "$dir/etcd" || build etcd "$etcd_mod" go.etcd.io/etcd/server/v3 "-s -w"
-works "$dir/kube-apiserver" || build kube-apiserver "$apiserver_mod" k8s.io/kubernetes/cmd/kube-apiserver \
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+if ! flock -n 9; then
+	echo "==> another hack/tools.sh is building; waiting for it"
+	flock 9
+fi
+
+works "$dir/etcd" || build "$dir/etcd" "$etcd_mod" go.etcd.io/etcd/server/v3 "-s -w"
+works "$dir/kube-apiserver" || build "$dir/kube-apiserver" "$apiserver_mod" k8s.io/kubernetes/cmd/kube-apiserver \
 	"-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")" \
 	"a cold build takes 3 to 8 minutes on 2 cores"
-echo "tools ready in $dir"
+hint="the first takes 2 to 5 minutes cold, the others seconds"
+for m in "${managers[@]}"; do
+	name=${m%% *} pkg=${m#* }
+	ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version"
+	[[ $pkg == *provider-openstack* ]] && ldflags="-s -w -X sigs.k8s.io/cluster-api-provider-openstack/version.gitVersion=$capo_version"
+	works "$managers_dir/$name" --help || build "$managers_dir/$name" "$capi_mod" "$pkg" "$ldflags" "$hint"
+	hint=
+done
+echo "tools ready in $dir and $managers_dir"

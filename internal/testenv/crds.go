@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,21 +19,44 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// The modules whose CRDs the API server is started with, read from the Go
-// module cache at the versions go.mod pins, and the directories inside each.
+// The modules whose CRDs and webhook configurations the test environment
+// uses, read from the Go module cache at the versions go.mod pins.
 const (
 	mainModule = "github.com/ferry-dev/ferry"
 	capiModule = "sigs.k8s.io/cluster-api"
 	capoModule = "sigs.k8s.io/cluster-api-provider-openstack"
+	// orcModule is not a dependency of ferry's: CAPO's manager watches its
+	// Image objects, so the CRD comes from the module cache of the tools
+	// module that builds CAPO (hack/tools/capi).
+	orcModule = "github.com/k-orc/openstack-resource-controller"
 )
 
-var crdDirs = map[string][]string{
-	capiModule: {
-		"config/crd/bases",                      // Cluster, Machine, MachineDeployment, MachineSet, ...
-		"bootstrap/kubeadm/config/crd/bases",    // KubeadmConfig, KubeadmConfigTemplate
-		"controlplane/kubeadm/config/crd/bases", // KubeadmControlPlane
-	},
-	capoModule: {"config/crd/bases"}, // OpenStackCluster, OpenStackMachine(Template), OpenStackServer, ...
+// contractLabel is the label by which Cluster API finds the version of a
+// provider's CRD that implements its v1beta1 contract; a reference to a
+// kind whose CRD lacks it fails in CAPI's controllers and webhooks.
+const contractLabel = "cluster.x-k8s.io/v1beta1"
+
+// crdSource is a directory of CRDs and the labels the project's own
+// kustomization adds to them (config/crd/kustomization.yaml), which the
+// raw files lack.
+type crdSource struct {
+	module, dir string
+	labels      map[string]string
+	// only, when set, keeps just the files named.
+	only []string
+}
+
+var crdSources = []crdSource{
+	// Cluster, Machine, MachineDeployment, MachineSet, ClusterClass, ...
+	{module: capiModule, dir: "config/crd/bases", labels: map[string]string{"cluster.x-k8s.io/provider": "cluster-api"}},
+	// KubeadmConfig, KubeadmConfigTemplate
+	{module: capiModule, dir: "bootstrap/kubeadm/config/crd/bases", labels: map[string]string{contractLabel: "v1beta1"}},
+	// KubeadmControlPlane, KubeadmControlPlaneTemplate
+	{module: capiModule, dir: "controlplane/kubeadm/config/crd/bases", labels: map[string]string{contractLabel: "v1beta1"}},
+	// OpenStackCluster, OpenStackMachine(Template), OpenStackServer, ...
+	{module: capoModule, dir: "config/crd/bases", labels: map[string]string{contractLabel: "v1alpha7_v1beta1"}},
+	// ORC's Image, which CAPO's manager watches.
+	{module: orcModule, dir: "config/crd/bases", only: []string{"openstack.k-orc.cloud_images.yaml"}},
 }
 
 // kamajiCRDs are the KamajiControlPlane CRDs; see crds/kamaji/README.md for
@@ -40,59 +65,98 @@ var crdDirs = map[string][]string{
 //go:embed crds/kamaji/*.yaml
 var kamajiCRDs embed.FS
 
-// moduleDirs runs `go list -m` once per process for the directories of this
-// module and of the modules that ship CRDs.
-var moduleDirs = sync.OnceValues(func() (map[string]string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Path}} {{.Dir}}", mainModule, capiModule, capoModule)
+// goListDirs runs `go list -m` in dir (a module) for the directories of
+// modules in the module cache.
+func goListDirs(dir string, modules ...string) (map[string]string, error) {
+	cmd := exec.Command("go", append([]string{"list", "-m", "-f", "{{.Path}} {{.Dir}}"}, modules...)...)
+	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("go list -m: %w: %s", err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("go list -m in %s: %w: %s", dir, err, strings.TrimSpace(stderr.String()))
 	}
 	dirs := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
-		path, dir, _ := strings.Cut(sc.Text(), " ")
-		if dir == "" {
-			return nil, fmt.Errorf("module %s is not in the module cache: run `go mod download %s`", path, path)
+		path, d, _ := strings.Cut(sc.Text(), " ")
+		if d == "" {
+			return nil, fmt.Errorf("module %s is not in the module cache: run `make tools`, which downloads it", path)
 		}
-		dirs[path] = dir
+		dirs[path] = d
 	}
+	return dirs, nil
+}
+
+// moduleDirs finds, once per process, the directories of this module, of
+// the modules that ship CRDs and of ORC.
+var moduleDirs = sync.OnceValues(func() (map[string]string, error) {
+	dirs, err := goListDirs("", mainModule, capiModule, capoModule)
+	if err != nil {
+		return nil, err
+	}
+	orc, err := goListDirs(filepath.Join(dirs[mainModule], "hack", "tools", "capi"), orcModule)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(dirs, orc)
 	return dirs, nil
 })
 
-// crdPaths returns the CRD directories of CAPI and CAPO in the module cache.
-func crdPaths() ([]string, error) {
+// parsedCRDs reads every CRD once per process: those of CAPI, CAPO and ORC
+// from the module cache with their kustomizations' labels, and Kamaji's.
+var parsedCRDs = sync.OnceValues(func() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	dirs, err := moduleDirs()
 	if err != nil {
 		return nil, err
 	}
-	var paths []string
-	for _, mod := range []string{capiModule, capoModule} {
-		for _, sub := range crdDirs[mod] {
-			p := filepath.Join(dirs[mod], sub)
-			if _, err := os.Stat(p); err != nil {
-				return nil, fmt.Errorf("CRDs of %s: %w", mod, err)
-			}
-			paths = append(paths, p)
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, src := range crdSources {
+		fsys := os.DirFS(filepath.Join(dirs[src.module], src.dir))
+		got, err := decodeCRDs(fsys, src.only)
+		if err != nil {
+			return nil, fmt.Errorf("CRDs of %s in %s: %w", src.module, src.dir, err)
 		}
+		for _, crd := range got {
+			if crd.Labels == nil {
+				crd.Labels = map[string]string{}
+			}
+			maps.Copy(crd.Labels, src.labels)
+		}
+		crds = append(crds, got...)
 	}
-	return paths, nil
-}
-
-// parsedKamajiCRDs decodes the embedded Kamaji CRDs once per process.
-var parsedKamajiCRDs = sync.OnceValues(func() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	files, err := kamajiCRDs.ReadDir("crds/kamaji")
+	kamaji, err := fs.Sub(kamajiCRDs, "crds/kamaji")
 	if err != nil {
 		return nil, err
 	}
-	var crds []*apiextensionsv1.CustomResourceDefinition
-	for _, f := range files {
-		if !strings.HasSuffix(f.Name(), ".yaml") {
-			continue
+	got, err := decodeCRDs(kamaji, nil)
+	if err != nil {
+		return nil, fmt.Errorf("CRDs in crds/kamaji: %w", err)
+	}
+	return append(crds, got...), nil
+})
+
+// decodeCRDs decodes the CRDs of the .yaml files in fsys (only those named
+// in only, when set).
+func decodeCRDs(fsys fs.FS, only []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names := only
+	if len(names) == 0 {
+		files, err := fs.ReadDir(fsys, ".")
+		if err != nil {
+			return nil, err
 		}
-		data, err := kamajiCRDs.ReadFile("crds/kamaji/" + f.Name())
+		for _, f := range files {
+			if strings.HasSuffix(f.Name(), ".yaml") {
+				names = append(names, f.Name())
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, errors.New("no CRD files")
+	}
+	var crds []*apiextensionsv1.CustomResourceDefinition
+	for _, name := range names {
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +166,7 @@ var parsedKamajiCRDs = sync.OnceValues(func() ([]*apiextensionsv1.CustomResource
 			if err := dec.Decode(crd); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, fmt.Errorf("decode crds/kamaji/%s: %w", f.Name(), err)
+				return nil, fmt.Errorf("decode %s: %w", name, err)
 			}
 			if crd.Name != "" { // skip empty documents
 				crds = append(crds, crd)
@@ -110,13 +174,13 @@ var parsedKamajiCRDs = sync.OnceValues(func() ([]*apiextensionsv1.CustomResource
 		}
 	}
 	return crds, nil
-})
+}
 
-// kamajiCRDCopies returns fresh copies of the Kamaji CRDs: envtest writes
-// server-set fields into the objects it creates, and each API server needs
-// objects that were never created anywhere.
-func kamajiCRDCopies() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds, err := parsedKamajiCRDs()
+// crdCopies returns fresh copies of every CRD: envtest writes server-set
+// fields into the objects it creates, and each API server needs objects
+// that were never created anywhere.
+func crdCopies() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	crds, err := parsedCRDs()
 	if err != nil {
 		return nil, err
 	}
@@ -131,16 +195,27 @@ func kamajiCRDCopies() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // $KUBEBUILDER_ASSETS when set (the Makefile sets it), otherwise the
 // directory that hack/tools.sh builds into.
 func toolsDir() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+	return toolsScriptDir("KUBEBUILDER_ASSETS", "--dir")
+}
+
+// managersDir returns the directory holding the CAPI and CAPO managers:
+// $FERRY_MANAGERS_DIR when set (the Makefile sets it), otherwise the
+// directory that hack/tools.sh builds into.
+func managersDir() (string, error) {
+	return toolsScriptDir("FERRY_MANAGERS_DIR", "--managers-dir")
+}
+
+func toolsScriptDir(env, flag string) (string, error) {
+	if dir := os.Getenv(env); dir != "" {
 		return dir, nil
 	}
 	dirs, err := moduleDirs()
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("bash", filepath.Join(dirs[mainModule], "hack", "tools.sh"), "--dir").Output()
+	out, err := exec.Command("bash", filepath.Join(dirs[mainModule], "hack", "tools.sh"), flag).Output()
 	if err != nil {
-		return "", fmt.Errorf("hack/tools.sh --dir: %w", err)
+		return "", fmt.Errorf("hack/tools.sh %s: %w", flag, err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

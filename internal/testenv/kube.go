@@ -40,6 +40,13 @@ var quietControllerRuntime sync.Once
 // seconds; start it once per test that needs it.
 func StartKube(t T) *Kube {
 	t.Helper()
+	return StartKubeWith(t, nil)
+}
+
+// StartKubeWith is StartKube for a workload cluster with the authorities
+// and service-account key of pki (nil: envtest's own).
+func StartKubeWith(t T, pki *PKI) *Kube {
+	t.Helper()
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
 	bin, err := toolsDir()
@@ -51,11 +58,7 @@ func StartKube(t T) *Kube {
 			t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", name, bin)
 		}
 	}
-	paths, err := crdPaths()
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	kamaji, err := kamajiCRDCopies()
+	crds, err := crdCopies()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
@@ -64,14 +67,13 @@ func StartKube(t T) *Kube {
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: bin,
 		Scheme:                scheme,
-		CRDInstallOptions: envtest.CRDInstallOptions{
-			Paths:              paths,
-			CRDs:               kamaji,
-			ErrorIfPathMissing: true,
-		},
+		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		// Generous: two API servers starting at once on a loaded 2-core
 		// machine take far longer than the usual 7 seconds.
 		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
+	if pki != nil {
+		pki.configureAPIServer(t, env.ControlPlane.GetAPIServer())
 	}
 	start := time.Now()
 	cfg, err := env.Start()
