@@ -34,14 +34,17 @@ func Default(p *MigrationPlan) {
 		setDefault(&s.Target.Workers[i].FailureDomain, s.Target.FailureDomain)
 	}
 
-	// A hosted control plane owns its endpoint (seed 004): CAPO must create
-	// neither a load balancer nor a floating IP for it.
+	// The running cluster's endpoint is kept as it is: CAPO creates neither
+	// a load balancer nor a floating IP unless the plan asks. A load
+	// balancer that CAPO builds for a running cluster takes over the
+	// endpoint's address before it has a member (an outage); a hosted
+	// control plane owns its endpoint (seed 004).
 	kamaji := s.Target.ControlPlane.Provider == ProviderKamaji
 	if s.Target.APIServer == nil {
 		s.Target.APIServer = &APIServer{}
 	}
-	setDefaultBool(&s.Target.APIServer.LoadBalancer, !kamaji)
-	setDefaultBool(&s.Target.APIServer.FloatingIP, !kamaji)
+	setDefaultBool(&s.Target.APIServer.LoadBalancer, false)
+	setDefaultBool(&s.Target.APIServer.FloatingIP, false)
 	if kamaji {
 		if s.Target.ControlPlane.Kubelet == nil {
 			s.Target.ControlPlane.Kubelet = &Kubelet{}

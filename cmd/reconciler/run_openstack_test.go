@@ -29,7 +29,7 @@ import (
 func TestRunOpenStack(t *testing.T) {
 	f := ostest.NewAdoptable(t, "capi-quickstart")
 	mgmt := f.Mgmt
-	testenv.StartControllerStandIns(t, mgmt, 0)
+	testenv.StartManagers(t, mgmt)
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
@@ -28,6 +29,15 @@ import (
 // finds them up to date and replaces nothing on its own.
 
 const kubeProviderIDPrefix = "openstack:///"
+
+// kubeAdoptedTemplateHash is the machine-template-hash label of the
+// MachineSet that owns a pool's adopted Machines, and of those Machines.
+// The MachineDeployment controller reads the label from every MachineSet
+// it owns (it fails without one) and puts it into the set's selector; a
+// Machine without it would no longer be the set's, and the set would
+// create new machines in its place. Its value is any label value: CAPI
+// only compares it.
+const kubeAdoptedTemplateHash = "adopted"
 
 // buildKubeadmConfig: the bootstrap config of a running control-plane node.
 func (e *KubeExecutor) buildKubeadmConfig(ctx context.Context, s *kubeStep) (client.Object, error) {
@@ -103,7 +113,7 @@ func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Ob
 		Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(s.key.Name)},
 	}}
 	if v := s.param("bootstrap"); v != "" {
-		if m.Spec.Bootstrap.ConfigRef, err = kubeRef("bootstrap", v); err != nil {
+		if m.Spec.Bootstrap.ConfigRef, err = kubeRef("bootstrap", v, s.key.Namespace); err != nil {
 			return nil, err
 		}
 	}
@@ -123,6 +133,7 @@ func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Ob
 	}
 	if v := s.param("machineSet"); v != "" {
 		m.Labels[clusterv1.MachineSetNameLabel] = v
+		m.Labels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
 	}
 	ann := m.GetAnnotations()
 	if ann == nil {
@@ -222,7 +233,9 @@ func (e *KubeExecutor) buildKubeadmConfigTemplate(_ context.Context, s *kubeStep
 }
 
 // buildMachineDeployment: a worker pool. Its selector is the cluster and
-// the pool's name, the labels every Machine of the pool carries.
+// the pool's name, the labels every Machine of the pool carries. The
+// strategy is CAPI's default, written out: the controller fails on a
+// MachineDeployment without one, and only CAPI's webhook would fill it.
 func (e *KubeExecutor) buildMachineDeployment(ctx context.Context, s *kubeStep) (client.Object, error) {
 	replicas, err := kubeReplicas(s)
 	if err != nil {
@@ -245,6 +258,15 @@ func (e *KubeExecutor) buildMachineDeployment(ctx context.Context, s *kubeStep) 
 		ClusterName: s.cluster(),
 		Replicas:    replicas,
 		Selector:    metav1.LabelSelector{MatchLabels: selected},
+		Strategy: &clusterv1.MachineDeploymentStrategy{
+			Type: clusterv1.RollingUpdateMachineDeploymentStrategyType,
+			RollingUpdate: &clusterv1.MachineRollingUpdateDeployment{
+				MaxSurge:       ptr.To(intstr.FromInt32(1)),
+				MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				DeletePolicy:   ptr.To(string(clusterv1.RandomMachineSetDeletePolicy)),
+			},
+		},
+		MinReadySeconds: ptr.To(int32(0)),
 		Template: clusterv1.MachineTemplateSpec{
 			ObjectMeta: clusterv1.ObjectMeta{Labels: maps.Clone(selected)},
 			Spec: clusterv1.MachineSpec{
@@ -300,7 +322,10 @@ func (e *KubeExecutor) kubeVersion(ctx context.Context, s *kubeStep) (*string, e
 
 // buildMachineSet: the set that owns a pool's adopted Machines, owned by
 // its MachineDeployment and with the same machine template, so that the
-// MachineDeployment finds it current and does not roll a new one.
+// MachineDeployment finds it current and does not roll a new one. Its
+// labels, selector and template labels are those the MachineDeployment
+// controller would give it (the deployment's, with the template hash), so
+// that the controller's own update of the set changes nothing.
 func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client.Object, error) {
 	owner, err := kubeRefParam(s, "owner")
 	if err != nil {
@@ -322,14 +347,14 @@ func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client
 	if selector.MatchLabels == nil {
 		selector.MatchLabels = map[string]string{}
 	}
-	selector.MatchLabels[clusterv1.MachineSetNameLabel] = s.key.Name
+	selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
 	template := md.Spec.Template.DeepCopy()
 	if template.Labels == nil {
 		template.Labels = map[string]string{}
 	}
-	template.Labels[clusterv1.MachineSetNameLabel] = s.key.Name
+	template.Labels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
 	if v := s.param("infrastructureRef"); v != "" {
-		infra, err := kubeRef("infrastructureRef", v)
+		infra, err := kubeRef("infrastructureRef", v, s.key.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +367,7 @@ func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client
 		Template:    *template,
 	}}
 	kubeMeta(ms, s, kubeFlagTrue(s, "paused"))
+	maps.Copy(ms.Labels, template.Labels)
 	ms.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
 	ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&md, clusterv1.GroupVersion.WithKind(kubeKindMD))}
 	return ms, nil

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,7 +100,7 @@ func kubeRefParam(s *kubeStep, name string) (*corev1.ObjectReference, error) {
 	if err != nil {
 		return nil, err
 	}
-	return kubeRef(name, v)
+	return kubeRef(name, v, s.key.Namespace)
 }
 
 // buildCluster: the CAPI Cluster around a running cluster, created paused
@@ -136,6 +137,16 @@ func (e *KubeExecutor) buildCluster(ctx context.Context, s *kubeStep) (client.Ob
 // buildOpenStackCluster: CAPO's infrastructure from the plan's target,
 // with the running control-plane endpoint (the Cluster's when it has one).
 //
+// The endpoint's address, when it is an IP, is also apiServerFloatingIP:
+// CAPO deletes every floating IP of a control-plane server it deletes
+// (a rollout, a scale-down) except that one, and it may be set only at
+// creation. With the load balancer and the floating IP off, CAPO does
+// nothing else with it.
+//
+// Security groups are managed only when the plan asks: CAPO never attaches
+// its groups to the ports of servers it adopts, and its groups admit only
+// their members, so new machines in them could not reach the running ones.
+//
 // The plan's dnsNameservers are not set: CAPO v1beta1 applies them only to
 // subnets it creates (managedSubnets), and the plan names an existing
 // network, whose subnets keep their own DNS servers.
@@ -154,6 +165,7 @@ func (e *KubeExecutor) buildOpenStackCluster(ctx context.Context, s *kubeStep) (
 		DisableAPIServerFloatingIP:    ptr.To(!ptr.Deref(api.FloatingIP, false)),
 		ManagedSecurityGroups:         kubeSecurityGroups(t.SecurityGroups),
 		ControlPlaneEndpoint:          &ep,
+		APIServerFloatingIP:           kubeEndpointIP(ep),
 		ControlPlaneAvailabilityZones: []string{t.FailureDomain},
 		IdentityRef:                   infrav1.OpenStackIdentityReference{Name: t.Identity.SecretName, CloudName: t.Identity.CloudName},
 	}
@@ -185,6 +197,14 @@ func (e *KubeExecutor) clusterEndpoint(ctx context.Context, s *kubeStep) (cluste
 	return e.kubeEndpoint(ctx, s)
 }
 
+// kubeEndpointIP is the endpoint's host when it is an IP address.
+func kubeEndpointIP(ep clusterv1.APIEndpoint) *string {
+	if net.ParseIP(ep.Host) == nil {
+		return nil
+	}
+	return ptr.To(ep.Host)
+}
+
 // kubeNetworkParam is a plan's network as CAPO's filter: by ID, or by name.
 func kubeNetworkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
 	switch {
@@ -203,14 +223,15 @@ func kubeSubnetParam(r *v1alpha1.ResourceRef) infrav1.SubnetParam {
 	return infrav1.SubnetParam{Filter: &infrav1.SubnetFilter{Name: r.Name}}
 }
 
-// kubeSecurityGroups: CAPO always manages the cluster's security groups
-// (the kubelet, etcd and API server rules), with the plan's extra rules on
-// every node.
+// kubeSecurityGroups: with spec.target.securityGroups, CAPO manages the
+// cluster's security groups (the kubelet, etcd and API server rules) for
+// the machines it creates, with the plan's extra rules on every node;
+// without, none.
 func kubeSecurityGroups(sg *v1alpha1.SecurityGroups) *infrav1.ManagedSecurityGroups {
-	out := &infrav1.ManagedSecurityGroups{}
 	if sg == nil {
-		return out
+		return nil
 	}
+	out := &infrav1.ManagedSecurityGroups{}
 	out.AllowAllInClusterTraffic = sg.AllowAllInClusterTraffic
 	for _, r := range sg.AllNodesRules {
 		rule := infrav1.SecurityGroupRuleSpec{Name: r.Name, Direction: r.Direction}

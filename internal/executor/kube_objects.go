@@ -75,9 +75,11 @@ func kubeNewObject(kind string) client.Object {
 }
 
 // kubeRef parses a reference parameter, "Kind/name", into an object
-// reference in the same namespace (CAPI's references are namespace-local).
+// reference in namespace (CAPI's references are namespace-local). The
+// namespace is always written: CAPI's controllers look a reference up in
+// the namespace it names, and only its webhooks fill in an empty one.
 // A malformed one or an unknown kind is a defect of the step: terminal.
-func kubeRef(param, value string) (*corev1.ObjectReference, error) {
+func kubeRef(param, value, namespace string) (*corev1.ObjectReference, error) {
 	kind, name, ok := kubeSplitPair(value, "/")
 	if !ok {
 		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q is not Kind/name", param, value))
@@ -86,7 +88,7 @@ func kubeRef(param, value string) (*corev1.ObjectReference, error) {
 	if !known {
 		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q: kind %s is not one ferry references", param, value, kind))
 	}
-	return &corev1.ObjectReference{APIVersion: gv.String(), Kind: kind, Name: name}, nil
+	return &corev1.ObjectReference{APIVersion: gv.String(), Kind: kind, Name: name, Namespace: namespace}, nil
 }
 
 // kubeSameRef reports whether a reference already points at want: same

@@ -101,7 +101,7 @@ func kubePatchField(obj client.Object, s *kubeStep, name, value string) (string,
 		kubeSetPause(obj, s.ev.Plan)
 		return "paused", nil
 	case "infrastructureRef", "controlPlaneRef", "machineTemplate.infrastructureRef":
-		want, err := kubeRef(name, value)
+		want, err := kubeRef(name, value, s.key.Namespace)
 		if err != nil {
 			return "", err
 		}

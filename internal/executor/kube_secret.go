@@ -112,12 +112,11 @@ func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Repo
 }
 
 func (e *KubeExecutor) createSecretCopy(ctx context.Context, s *kubeStep, src *corev1.Secret, from string, keys []kubeKeyCopy, labels map[string]string) (events.Report, error) {
+	// Opaque, whatever the source's type: Cluster API's
+	// KubeadmControlPlane makes itself the controller of every Secret of
+	// type cluster.x-k8s.io/secret it reads, so that deleting it would
+	// garbage-collect the cluster's CA with it.
 	sec := &corev1.Secret{Data: map[string][]byte{}, Type: corev1.SecretTypeOpaque}
-	if s.param("keys") == "" {
-		// A whole copy keeps the type (CAPI's cluster.x-k8s.io/secret);
-		// renamed keys may not fit the source type's required keys.
-		sec.Type = src.Type
-	}
 	kubeMeta(sec, s, false)
 	for k, v := range labels {
 		sec.Labels[k] = v

@@ -21,17 +21,20 @@ type CloudOps interface {
 	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
 	Shortfall(ctx context.Context, need openstack.Need) (string, error)
 	Cleanup(ctx context.Context, plan string, recorded []openstack.Resource) ([]openstack.Resource, error)
+	ServerBinding(ctx context.Context, id string) (*openstack.ServerBinding, error)
 }
 
 var _ CloudOps = (*openstack.Client)(nil)
 
 // OpenStackExecutor carries out the steps on the OpenStack side: the
 // preflight (names resolve, quota covers the new machines), the SSH keypair,
-// and the clean-up of what ferry created. It authenticates with the plan's
+// the binding of adopted servers to CAPO's OpenStackServers, and the
+// clean-up of what ferry created. It authenticates with the plan's
 // identity Secret, read from the management cluster for each step, so a
 // rotated password is picked up.
 type OpenStackExecutor struct {
-	// Client reads Secrets in the management cluster.
+	// Client reads Secrets in the management cluster and writes the
+	// OpenStackServers of adopted servers.
 	Client client.Client
 	// Connect opens the cloud; nil uses openstack.Connect.
 	Connect func(ctx context.Context, creds openstack.Credentials) (CloudOps, error)
@@ -85,6 +88,8 @@ func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (
 		}
 		return events.Report{Message: "created keypair " + key.Name,
 			Created: []events.Resource{{Kind: openstack.ResourceKeypair, Name: key.Name}}}, nil
+	case s.Action == "bind" && s.Target.Kind == "OpenStackServer":
+		return e.bindServer(ctx, cloud, ev)
 	case s.Action == "delete" && s.Target.Kind == "TaggedResources":
 		deleted, err := cloud.Cleanup(ctx, p.Metadata.Name, recorded(s.Params["recorded"]))
 		var names []string

@@ -142,6 +142,12 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 			return events.Report{}, err
 		}
 		return waitService(ctx, s, cs)
+	case a == "set-provider-id" && target.Kind == "Node":
+		cs, err := e.workloadClientset(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		return setProviderID(ctx, s, cs)
 	case (a == "cordon" || a == "drain" || a == "delete") && target.Kind == "Node":
 		cs, err := e.workloadClientset(ctx, ev.Spec)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
@@ -75,6 +77,36 @@ func getWorkloadNode(ctx context.Context, cs kubernetes.Interface, name string) 
 		return nil, fmt.Errorf("get Node %s: %w", name, err)
 	}
 	return n, nil
+}
+
+// setProviderID gives a Node the provider ID of its server, which is how
+// Cluster API's Machine controller finds a Machine's Node (it compares
+// spec.providerID, nothing else). A kubelet without a cloud provider leaves
+// it empty, and the cloud controller manager fills it only on nodes that
+// join after it runs. The field can be set once: a Node that has another
+// one is left alone and the step fails for a person to look at.
+func setProviderID(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+	name, want := s.ev.Step.Target.Name, s.param("providerID")
+	if !strings.HasPrefix(want, "openstack:///") {
+		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id Node %s: providerID %q is not openstack:///<server-id>: the node's server was not found", name, want))
+	}
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("set-provider-id: %w", err)
+	case n == nil:
+		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id: Node %s is gone", name))
+	case n.Spec.ProviderID == want:
+		return events.Report{Message: fmt.Sprintf("Node %s already has provider ID %s", name, want)}, nil
+	case n.Spec.ProviderID != "":
+		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id: Node %s has provider ID %s, not %s, and a provider ID cannot change", name, n.Spec.ProviderID, want))
+	}
+	s.log.InfoContext(ctx, "setting the node's provider ID", "node", name, "providerID", want)
+	patch := []byte(`{"spec":{"providerID":` + strconv.Quote(want) + `}}`)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		return events.Report{}, fmt.Errorf("set the provider ID of Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("Node %s has provider ID %s", name, want)}, nil
 }
 
 // cordon marks a Node unschedulable.

@@ -4,8 +4,11 @@ import "slices"
 
 // AdoptSecrets are the suffixes of the Secrets <cluster>-<suffix> a running
 // kubeadm cluster is adopted with; regenerating any of them would cut the
-// running nodes off (a new CA, new SA keys).
-var AdoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa"}
+// running nodes off (a new CA, new SA keys), and Cluster API's
+// KubeadmControlPlane generates each one that is missing. Without the
+// front-proxy CA (-proxy), a control-plane node it builds later would
+// trust another aggregation-layer CA than the running ones.
+var AdoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa", "proxy"}
 
 // Secret returns the Secret namespace/name, or nil.
 func (s *Snapshot) Secret(namespace, name string) *Secret {

@@ -40,6 +40,10 @@ type Snapshot struct {
 	MachineDeployments []MachineDeployment `json:"machineDeployments,omitempty"`
 	// OpenStackMachines are the names of the cluster's OpenStackMachines.
 	OpenStackMachines []string `json:"openStackMachines,omitempty"`
+	// BoundServers are the names of the cluster's OpenStackServers that
+	// record their Nova server (status.instanceID) and that ferry does not
+	// hold paused.
+	BoundServers []string `json:"boundServers,omitempty"`
 
 	// Workload is the workload cluster; nil when it could not be reached,
 	// and WorkloadError then says why.
@@ -176,6 +180,9 @@ type Workload struct {
 	// KubeadmConfig is true when the kube-system/kubeadm-config ConfigMap
 	// exists: the running kubeadm spec the control plane is adopted with.
 	KubeadmConfig bool `json:"kubeadmConfig,omitempty"`
+	// KubernetesVersion is kubeadm's kubernetesVersion in that ConfigMap:
+	// the control plane's version, which kube-proxy's image carries.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 }
 
 // Node is the part of a Node the planner reads.

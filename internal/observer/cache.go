@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -31,6 +32,7 @@ var cachedKinds = []client.Object{
 	&clusterv1.Cluster{}, &clusterv1.Machine{}, &clusterv1.MachineSet{}, &clusterv1.MachineDeployment{},
 	&controlplanev1.KubeadmControlPlane{}, &bootstrapv1.KubeadmConfig{}, &bootstrapv1.KubeadmConfigTemplate{},
 	&infrav1.OpenStackCluster{}, &infrav1.OpenStackMachine{}, &infrav1.OpenStackMachineTemplate{},
+	&infrav1alpha1.OpenStackServer{},
 }
 
 // clusterField indexes the cached kinds by the cluster an object belongs

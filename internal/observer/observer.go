@@ -22,6 +22,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -142,6 +143,7 @@ func (o *Observer) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, recor
 	errs = append(errs, o.controlPlane(ctx, p, s))
 	errs = append(errs, o.machines(ctx, ns, name, s))
 	errs = append(errs, o.names(ctx, ns, name, s))
+	errs = append(errs, o.boundServers(ctx, ns, name, s))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("observe cluster %s/%s: %w", ns, name, err)
 	}
@@ -420,6 +422,25 @@ func (o *Observer) names(ctx context.Context, ns, name string, s *observed.Snaps
 		slices.Sort(names)
 		*l.into = names
 	}
+	return nil
+}
+
+// boundServers records the cluster's OpenStackServers that name their
+// Nova server and are not held paused by ferry.
+func (o *Observer) boundServers(ctx context.Context, ns, name string, s *observed.Snapshot) error {
+	var list infrav1alpha1.OpenStackServerList
+	if err := o.listCluster(ctx, &list, ns, name); err != nil {
+		return err
+	}
+	s.BoundServers = nil
+	for i := range list.Items {
+		oss := &list.Items[i]
+		if oss.Labels[clusterv1.ClusterNameLabel] != name || oss.Status.InstanceID == nil || oss.Annotations[observed.AnnotationPausedBy] != "" {
+			continue
+		}
+		s.BoundServers = append(s.BoundServers, oss.Name)
+	}
+	slices.Sort(s.BoundServers)
 	return nil
 }
 

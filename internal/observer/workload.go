@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -115,6 +116,14 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 	switch {
 	case err == nil:
 		w.KubeadmConfig = true
+		var cc struct {
+			KubernetesVersion string `json:"kubernetesVersion"`
+		}
+		// A ClusterConfiguration that does not parse is the kube
+		// executor's to report, with the line; here it only has no version.
+		if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil {
+			w.KubernetesVersion = cc.KubernetesVersion
+		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get kube-system/kubeadm-config: %w", err)
 	}

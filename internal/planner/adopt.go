@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -96,7 +97,17 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 		b.block("ConfigMap kube-system/kubeadm-config is missing in the workload cluster: the running kubeadm spec cannot be recovered")
 	}
 	cp := c.plan.Spec.Target.ControlPlane
-	version := kubeletVersion(cpNodes)
+	// The control plane's version is kubeadm's, which kube-proxy's image
+	// carries: KubeadmControlPlane sets kube-proxy's image to its version
+	// on every pass, and rolls out machines of another version. Kubelets
+	// may lag behind it.
+	version := s.Workload.KubernetesVersion
+	if version == "" {
+		version = kubeletVersion(cpNodes)
+	}
+	if version != "" && !strings.HasPrefix(version, "v") {
+		version = "v" + version // KubeadmControlPlane compares versions as strings
+	}
 	kubeadmSpec := "from kube-system/kubeadm-config of the workload cluster"
 
 	for _, n := range cpNodes {
@@ -147,6 +158,8 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 		}
 	}
 	b.group()
+	c.bindServers(b, cpNodes)
+	c.nodeProviderIDs(b, cpNodes)
 	for _, n := range cpNodes {
 		m := s.Machine(n.Name)
 		b.unpause(kindMachine, n.Name, m != nil, pauseOfMachine(m))
@@ -288,6 +301,8 @@ func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []ob
 		}
 	}
 	b.group()
+	c.bindServers(b, nodes)
+	c.nodeProviderIDs(b, nodes)
 	b.unpause(kindMD, md, d != nil, pauseOfMD(d))
 	if len(sets) == 0 {
 		b.unpause(kindMachineSet, ms, false, observed.Pause{})

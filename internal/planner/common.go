@@ -18,6 +18,7 @@ const (
 	kindOSC          = "OpenStackCluster"
 	kindOSMT         = "OpenStackMachineTemplate"
 	kindOSM          = "OpenStackMachine"
+	kindOSS          = "OpenStackServer"
 	kindKCP          = v1alpha1.ProviderKubeadm
 	kindKamaji       = v1alpha1.ProviderKamaji
 	kindKubeadmCfg   = "KubeadmConfig"
@@ -109,6 +110,37 @@ func (c *planCtx) providerID(b *phaseBuilder, n observed.Node) string {
 		return ""
 	}
 	return "lookup in Nova by node name"
+}
+
+// bindServers records each node's running server in the OpenStackServer
+// that CAPO's OpenStackMachine of the node reconciles through: CAPO then
+// finds the server by ID and adopts its ports, where otherwise it would
+// look it up by name and first create a port that nothing attaches.
+func (c *planCtx) bindServers(b *phaseBuilder, nodes []observed.Node) {
+	for _, n := range nodes {
+		b.step(has(c.snap.BoundServers, n.Name), ExecOpenStack, "bind", Target{Kind: kindOSS, Name: n.Name},
+			params("providerID", c.providerID(b, n), "owner", ref(kindOSM, n.Name)),
+			"CAPO finds the running server by ID and adopts its ports instead of creating new ones")
+	}
+	b.group()
+}
+
+// nodeProviderIDs gives every node the provider ID of its server before
+// its Machine is unpaused: Cluster API's Machine controller finds a
+// Machine's Node by spec.providerID and nothing else, and a kubelet that
+// ran without a cloud provider left it empty. A Node's provider ID can be
+// set once, so one that names something else blocks the phase.
+func (c *planCtx) nodeProviderIDs(b *phaseBuilder, nodes []observed.Node) {
+	for _, n := range nodes {
+		id := c.providerID(b, n)
+		if n.ProviderID != "" && n.ProviderID != id && strings.HasPrefix(id, providerIDPrefix) {
+			b.block("node %s has provider ID %s, but its server's is %s: Cluster API matches a Machine to its Node by provider ID, and a Node's cannot change", n.Name, n.ProviderID, id)
+			continue
+		}
+		b.step(n.ProviderID == id, ExecWorkload, "set-provider-id", Target{Kind: kindNode, Name: n.Name},
+			params("providerID", id), "Cluster API finds a Machine's Node by its provider ID")
+	}
+	b.group()
 }
 
 // kubeletVersion is the highest kubelet version among nodes, the version
@@ -211,10 +243,18 @@ func (b *phaseBuilder) openStackCluster(c *planCtx) {
 			"apiServerLoadBalancer", strconv.FormatBool(*t.APIServer.LoadBalancer),
 			"disableAPIServerFloatingIP", strconv.FormatBool(!*t.APIServer.FloatingIP),
 			"apiServerFixedIP", t.APIServer.FixedIP,
-			"managedSecurityGroups", fmt.Sprintf("allowAllInClusterTraffic=%t,allNodesRules=%d", allowAll, rules),
+			"apiServerFloatingIP", "the endpoint's address when it is an IP, so that deleting a control-plane machine keeps it",
+			"managedSecurityGroups", managedSecurityGroups(t.SecurityGroups != nil, allowAll, rules),
 			"controlPlaneEndpoint", "kept from the Cluster",
 		),
 		"the cluster's OpenStack infrastructure: network, security groups, endpoint")
+}
+
+func managedSecurityGroups(set, allowAll bool, rules int) string {
+	if !set {
+		return "none (the running servers keep theirs; spec.target.securityGroups asks CAPO to manage some)"
+	}
+	return fmt.Sprintf("allowAllInClusterTraffic=%t,allNodesRules=%d", allowAll, rules)
 }
 
 // waitOpenStackCluster adds the wait for CAPO to report the infrastructure ready.

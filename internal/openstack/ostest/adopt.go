@@ -15,13 +15,17 @@ import (
 // Adoptable is a seed 000 cluster ready to be adopted onto the local
 // OpenStack: a fixture in the cloud, a management API server with the
 // orphaned cluster (Secrets kept, CAPI objects gone) and its identity
-// Secret holding the project's clouds.yaml, and a workload API server
-// whose Nodes are named like the fixture's servers.
+// Secret holding the project's clouds.yaml, and a workload API server,
+// running with the cluster's authorities, whose Nodes are named like the
+// fixture's servers.
 type Adoptable struct {
 	*Fixture
 	// Name is the cluster's name, in namespace default.
 	Name           string
 	Mgmt, Workload *testenv.Kube
+	// PKI holds the authorities the workload API server runs with and the
+	// cluster's Secrets hold.
+	PKI *testenv.PKI
 	// ControlPlane and Workers are the node (and server) names, sorted.
 	ControlPlane, Workers []string
 }
@@ -40,11 +44,13 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 	}
 	sort.Strings(a.ControlPlane)
 	sort.Strings(a.Workers)
+	a.PKI = testenv.NewPKI(t, name)
 	a.Mgmt = testenv.StartKube(t)
-	a.Workload = testenv.StartKube(t)
+	a.Workload = testenv.StartKubeWith(t, a.PKI)
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
 		Name: name, Namespace: "default",
 		ControlPlaneNodes: a.ControlPlane, WorkerNodes: a.Workers, KubeletVersion: "v1.31.4",
+		PKI: a.PKI,
 	})
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-cloud-config"},
