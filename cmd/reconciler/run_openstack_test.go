@@ -18,19 +18,25 @@ import (
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// TestRunOpenStack is a seed 000 migration driven through pull requests:
-// `reconciler run` (executors in process, embedded NATS) watches a real Git
-// server and writes to the GitHub stand-in; the management and workload
-// clusters are real API servers, with stand-ins for the CAPI and CAPO
-// controllers; the nodes' servers are in the local OpenStack. Pull request
-// 1 approves cluster (preview, merge, phase runs); pull request 2 approves
-// the rest; the status lands on the status branch and in one progress
-// comment per pull request.
+// TestRunOpenStack is a seed 000 migration driven through three pull
+// requests: `reconciler run` (executors in process, embedded NATS) watches
+// a real Git server and writes to the GitHub stand-in; the management and
+// workload clusters are real API servers, and the real Cluster API (core,
+// kubeadm bootstrap, KubeadmControlPlane) and CAPO managers act on what
+// ferry creates; the nodes' servers are in the local OpenStack. Pull
+// request 1 approves cluster (preview, merge, phase runs), 2 the control
+// plane, 3 the workers; the status lands on the status branch and in one
+// progress comment per pull request. Then the adoption is checked against
+// the world as it was before (ostest.Verify: the same servers, every
+// Machine Running with its Node, nothing rolled out, no certificate
+// regenerated, no stray port), and the workers are scaled up by one, which
+// the real controllers build as a new server.
 func TestRunOpenStack(t *testing.T) {
 	f := ostest.NewAdoptable(t, "capi-quickstart")
 	mgmt := f.Mgmt
+	before := f.Record(t)
 	testenv.StartManagers(t, mgmt)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 
 	plan := func(approve string) string {
@@ -89,27 +95,33 @@ func TestRunOpenStack(t *testing.T) {
 	}
 	waitComment(1, "progress/capi-quickstart", "| cluster | Succeeded |")
 
-	// The next pull request raises approve to workers: the rest runs.
-	repo.OpenPR(2, "Approve control-plane and workers", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("workers")})
+	repo.OpenPR(2, "Approve control-plane", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("control-plane")})
 	waitComment(2, "preview", "Steps of phase control-plane:")
-	merge2 := repo.MergePR(2, "carol")
+	repo.MergePR(2, "carol")
+	waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhasePending})
+	waitComment(2, "progress/capi-quickstart", "| control-plane | Succeeded |")
+
+	repo.OpenPR(3, "Approve workers", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("workers")})
+	waitComment(3, "preview", "Steps of phase workers:")
+	merge3 := repo.MergePR(3, "carol")
 	st = waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhaseSucceeded})
+	unpaused := time.Now() // the workers' unpause was before this
 	found := false
 	for _, a := range st.ApprovedBy {
-		found = found || a == (status.Approval{Phase: "workers", By: "carol", PR: 2, Commit: merge2})
+		found = found || a == (status.Approval{Phase: "workers", By: "carol", PR: 3, Commit: merge3})
 	}
 	if !found {
-		t.Errorf("approvedBy = %+v; want workers approved by carol in #2", st.ApprovedBy)
+		t.Errorf("approvedBy = %+v; want workers approved by carol in #3", st.ApprovedBy)
 	}
 	var mds clusterv1.MachineDeploymentList
 	if err := mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil || len(mds.Items) != 1 || mds.Items[0].Spec.Paused {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
 	}
-	waitComment(2, "progress/capi-quickstart", "| workers | Succeeded |")
+	waitComment(3, "progress/capi-quickstart", "| workers | Succeeded |")
 	for ctx.Err() == nil {
 		success := 0
 		for _, s := range gh.Statuses() {
-			if s.SHA == merge2 && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/capi-quickstart/") {
+			if s.SHA == merge3 && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/capi-quickstart/") {
 				success++
 			}
 		}
@@ -119,6 +131,44 @@ func TestRunOpenStack(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	if ctx.Err() != nil {
-		fatal("no success statuses for the three phases on %s: %+v", merge2, gh.Statuses())
+		fatal("no success statuses for the three phases on %s: %+v", merge3, gh.Statuses())
+	}
+
+	// What the real controllers made of it: checked 60 s after the last
+	// unpause at the earliest, so that a rollout would have shown by then;
+	// conditions the controllers are still moving towards get 2 minutes.
+	time.Sleep(time.Until(unpaused.Add(60 * time.Second)))
+	checks := verifyUntil(ctx, f, before, 2*time.Minute)
+	for _, c := range checks {
+		t.Log(c)
+		if !c.OK {
+			t.Errorf("adoption check failed: %s", c)
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for _, c := range f.ScaleUp(ctx, "capi-quickstart-md-0") {
+		t.Log(c)
+		if !c.OK {
+			t.Errorf("scale-up check failed: %s", c)
+		}
+	}
+}
+
+// verifyUntil runs f.Verify until every check holds or wait passes, and
+// returns the last checks.
+func verifyUntil(ctx context.Context, f *ostest.Adoptable, before *ostest.Before, wait time.Duration) []ostest.Check {
+	deadline := time.Now().Add(wait)
+	for {
+		checks := f.Verify(ctx, before)
+		ok := true
+		for _, c := range checks {
+			ok = ok && c.OK
+		}
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
+			return checks
+		}
+		time.Sleep(2 * time.Second)
 	}
 }

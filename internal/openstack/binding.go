@@ -36,14 +36,15 @@ func (c *Client) ServerBinding(ctx context.Context, id string) (*ServerBinding, 
 		Image  map[string]any `json:"image"`
 		Flavor map[string]any `json:"flavor"`
 	}
-	err := servers.Get(ctx, c.compute, id).ExtractInto(&struct {
-		Server any `json:"server"`
-	}{&srv})
+	err := servers.Get(ctx, c.compute, id).ExtractInto(&srv)
 	switch {
 	case gophercloud.ResponseCodeIs(err, 404):
 		return nil, failure.Terminal(fmt.Errorf("server %s not found in cloud %q", id, c.cloud))
 	case err != nil:
 		return nil, fmt.Errorf("get server %s in cloud %q: %w", id, c.cloud, err)
+	}
+	if srv.ID != id {
+		return nil, fmt.Errorf("get server %s in cloud %q: Nova answered with server %q", id, c.cloud, srv.ID)
 	}
 	b := &ServerBinding{ID: srv.ID, Name: srv.Name, Status: srv.Status}
 	// A server booted from a volume has no image ("image": "").

@@ -17,6 +17,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,6 +39,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/external"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/networks"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
 	"golang.org/x/crypto/ssh"
 
@@ -219,7 +221,9 @@ func New(t testenv.T, clusterName string) *Fixture {
 	// project, as its user creates them; one at a time, which the services
 	// on SQLite take better than a burst.
 	user := f.UserCompute(t)
-	cleanup("servers", func() error { return deleteServers(a.Compute, f.Servers) })
+	// Every server and port of the project goes, also those that CAPO
+	// made when a test scaled a pool up.
+	cleanup("servers and ports", func() error { return f.deleteAll(a) })
 	for _, s := range NodeSuffixes {
 		nodeName := clusterName + "-" + s + "-" + f.Suffix
 		_, err := CreateActive(ctx, t, user, func(ctx context.Context) (string, error) {
@@ -264,8 +268,11 @@ func CreateActive(ctx context.Context, t testenv.T, c *gophercloud.ServiceClient
 			return id, nil
 		}
 		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
-		if err := deleteServers(c, map[string]string{id: id}); err != nil {
-			t.Logf("ostest: delete failed build: %v", err)
+		dctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		derr := deleteServers(dctx, c, map[string]string{id: id})
+		cancel()
+		if derr != nil {
+			t.Logf("ostest: delete failed build: %v", derr)
 		}
 		if ctx.Err() != nil {
 			break
@@ -299,10 +306,65 @@ func WaitActive(ctx context.Context, c *gophercloud.ServiceClient, id string) er
 	}
 }
 
-// deleteServers deletes servers and waits until Nova has removed them.
-func deleteServers(c *gophercloud.ServiceClient, ids map[string]string) error {
+// deleteAll deletes the project's servers, waits until Nova has removed
+// them, and deletes the ports left on its networks (a port that CAPO made
+// outlives its server).
+func (f *Fixture) deleteAll(a *Admin) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	ids := map[string]string{}
+	maps.Copy(ids, f.Servers)
+	list, err := f.ProjectServers(ctx)
+	if err != nil {
+		return err
+	}
+	for _, s := range list {
+		ids[s.ID] = s.ID
+	}
+	if err := deleteServers(ctx, a.Compute, ids); err != nil {
+		return err
+	}
+	for _, net := range []string{f.NetworkID, f.ExternalNetworkID} {
+		pages, err := ports.List(a.Network, ports.ListOpts{NetworkID: net}).AllPages(ctx)
+		if err != nil {
+			return err
+		}
+		left, err := ports.ExtractPorts(pages)
+		if err != nil {
+			return err
+		}
+		for _, p := range left {
+			if p.DeviceOwner == "" || strings.HasPrefix(p.DeviceOwner, "compute:") {
+				if err := ports.Delete(ctx, a.Network, p.ID).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ProjectServers lists the fixture project's servers, as its admin sees
+// them.
+func (f *Fixture) ProjectServers(ctx context.Context) ([]servers.Server, error) {
+	pages, err := servers.List(f.admin.Compute, servers.ListOpts{AllTenants: true, TenantID: f.ProjectID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the servers of project %s: %w", f.ProjectID, err)
+	}
+	return servers.ExtractServers(pages)
+}
+
+// ProjectPorts lists the ports on the fixture's cluster network.
+func (f *Fixture) ProjectPorts(ctx context.Context) ([]ports.Port, error) {
+	pages, err := ports.List(f.admin.Network, ports.ListOpts{NetworkID: f.NetworkID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the ports of network %s: %w", f.NetworkID, err)
+	}
+	return ports.ExtractPorts(pages)
+}
+
+// deleteServers deletes servers and waits until Nova has removed them.
+func deleteServers(ctx context.Context, c *gophercloud.ServiceClient, ids map[string]string) error {
 	for _, id := range ids {
 		if err := servers.Delete(ctx, c, id).ExtractErr(); err != nil && !gophercloud.ResponseCodeIs(err, 404) {
 			return err
