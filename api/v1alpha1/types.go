@@ -184,11 +184,18 @@ type SSHKey struct {
 	PublicKey string `json:"publicKey,omitempty"`
 }
 
-// APIServer is how the control-plane endpoint is exposed.
+// APIServer is how the control-plane endpoint is exposed. By default the
+// running cluster's endpoint is kept as it is, and CAPO creates neither a
+// load balancer nor a floating IP.
 type APIServer struct {
-	// LoadBalancer has CAPO create an Octavia load balancer for the API server.
+	// LoadBalancer has CAPO create an Octavia load balancer for the API
+	// server (default false). CAPO moves the endpoint's address onto the
+	// new load balancer before it has a member: the API is unreachable
+	// until the control-plane machines join it. It needs Octavia in the
+	// cloud's catalog, which the preflight checks.
 	LoadBalancer *bool `json:"loadBalancer,omitempty"`
-	// FloatingIP has CAPO attach a floating IP to the API server.
+	// FloatingIP has CAPO attach a floating IP from the external network
+	// to the API server (default false). Needs externalNetwork.
 	FloatingIP *bool `json:"floatingIP,omitempty"`
 	// FixedIP is the API server's fixed IP on the cluster network. Must be
 	// empty with KamajiControlPlane, which owns the endpoint.

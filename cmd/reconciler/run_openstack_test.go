@@ -30,7 +30,10 @@ import (
 // the world as it was before (ostest.Verify: the same servers, every
 // Machine Running with its Node, nothing rolled out, no certificate
 // regenerated, no stray port), and the workers are scaled up by one, which
-// the real controllers build as a new server.
+// the real controllers build as a new server. The cluster's endpoint is a
+// floating IP of its control-plane server (on a loopback subnet, so that
+// the workload API server listens on it); after each phase it must answer
+// through it, and the floating IP must still be the server's.
 func TestRunOpenStack(t *testing.T) {
 	f := ostest.NewAdoptable(t, "capi-quickstart")
 	mgmt := f.Mgmt
@@ -94,18 +97,27 @@ func TestRunOpenStack(t *testing.T) {
 		t.Fatalf("Cluster after phase cluster: paused=%t, %v", cl.Spec.Paused, err)
 	}
 	waitComment(1, "progress/capi-quickstart", "| cluster | Succeeded |")
+	endpointKept := func(after string) {
+		t.Helper()
+		if c := f.CheckEndpoint(ctx); !c.OK {
+			t.Errorf("after phase %s: %s", after, c)
+		}
+	}
+	endpointKept("cluster")
 
 	repo.OpenPR(2, "Approve control-plane", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("control-plane")})
 	waitComment(2, "preview", "Steps of phase control-plane:")
 	repo.MergePR(2, "carol")
 	waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhasePending})
 	waitComment(2, "progress/capi-quickstart", "| control-plane | Succeeded |")
+	endpointKept("control-plane")
 
 	repo.OpenPR(3, "Approve workers", "alice", map[string]string{"plans/capi-quickstart.yaml": plan("workers")})
 	waitComment(3, "preview", "Steps of phase workers:")
 	merge3 := repo.MergePR(3, "carol")
 	st = waitPhases(map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhaseSucceeded})
 	unpaused := time.Now() // the workers' unpause was before this
+	endpointKept("workers")
 	found := false
 	for _, a := range st.ApprovedBy {
 		found = found || a == (status.Approval{Phase: "workers", By: "carol", PR: 3, Commit: merge3})

@@ -6,13 +6,17 @@
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
 // scripts find it, a project with servers named like the nodes in the local
 // OpenStack (hack/openstack-up.sh must be running: `make demo` starts it),
-// a Git server with the plans repository, a stand-in for GitHub's API and
-// stand-ins for the CAPI and CAPO controllers. It then runs `reconciler run`
+// the real Cluster API (core, kubeadm bootstrap, KubeadmControlPlane) and
+// CAPO managers (`make tools` builds them), a Git server with the plans
+// repository and a stand-in for GitHub's API. It then runs `reconciler run`
 // (the real binary, unchanged) against all of them, and for each phase
 // opens a pull request, prints ferry's preview comment, merges, waits for
 // the phase and prints the progress comment. It ends with `reconciler
-// status` and the status commits, and exits 0 only when the migration
-// finished. Everything it started stops when it ends, also on Ctrl-C.
+// status`, the status commits and the checks of what the real controllers
+// made of the adopted cluster (the same servers, every Machine Running,
+// nothing rolled out, no certificate regenerated, no stray port), and exits
+// 0 only when the migration finished and every check holds. Everything it
+// started stops when it ends, also on Ctrl-C.
 package main
 
 import (
@@ -46,7 +50,7 @@ import (
 func main() {
 	reconciler := flag.String("reconciler", "bin/reconciler", "the reconciler binary to run (make build)")
 	logFile := flag.String("log", "bin/demo-reconciler.log", "file that receives the reconciler's log")
-	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	flag.Parse()
 
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -56,7 +60,7 @@ func main() {
 	out := newDisplay(os.Stdout)
 	r := testenv.NewProgram(func(format string, args ...any) { out.say("    "+format, args...) })
 	err := r.Do(func() error { return demo(ctx, r, out, *reconciler, *logFile) })
-	out.say("==> cleaning up: stopping the reconciler, the servers and the stand-ins, deleting the OpenStack fixture")
+	out.say("==> cleaning up: stopping the reconciler, the controllers and the servers, deleting the OpenStack fixture")
 	r.Close()
 	switch {
 	case err == nil:
@@ -85,8 +89,9 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 	out.say("==> building the cluster to adopt: a project, networks and servers in the local OpenStack, and two API servers")
 	a := ostest.NewAdoptable(r, "capi-quickstart")
 	out.say("    servers (and nodes): %s", strings.Join(append(slices.Clone(a.ControlPlane), a.Workers...), ", "))
-	out.say("==> starting stand-ins for the CAPI and CAPO controllers (they only move status, as the real ones would)")
-	testenv.StartControllerStandIns(r, a.Mgmt, 0)
+	before := a.Record(r)
+	out.say("==> starting the real Cluster API and CAPO controller managers against the management API server")
+	testenv.StartManagers(r, a.Mgmt)
 
 	plan := func(approve string) string {
 		return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
@@ -129,6 +134,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 	repo := testenv.NewPlansRepo(r, g, gh)
 	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
 	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}
+	var unpaused time.Time // when the last phase, which unpauses the workers, succeeded
 	for i, phase := range phases {
 		n := i + 1
 		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
@@ -143,6 +149,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 		if err := waitPhase(ctx, out, reader, phase); err != nil {
 			return err
 		}
+		unpaused = time.Now()
 		progress, err := waitComment(ctx, out, gh, n, "progress/capi-quickstart", "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
 		if err != nil {
 			return err
@@ -169,6 +176,45 @@ func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, log
 		if ph.State != status.PhaseSucceeded {
 			return fmt.Errorf("phase %s ended %s", ph.Name, ph.State)
 		}
+	}
+	return verify(ctx, out, a, before, unpaused)
+}
+
+// verify prints what the real controllers made of the adopted cluster,
+// checked no earlier than a minute after the last unpause (a rollout
+// would have begun by then), and fails when a check does not hold.
+func verify(ctx context.Context, out *display, a *ostest.Adoptable, before *ostest.Before, unpaused time.Time) error {
+	out.say("\n==> checking what the real Cluster API and CAPO controllers made of the cluster")
+	// Conditions the controllers are still moving towards get two more
+	// minutes.
+	ctx, cancel := context.WithDeadline(ctx, unpaused.Add(3*time.Minute))
+	defer cancel()
+	var checks []ostest.Check
+	err := out.wait(ctx, "a minute after the last unpause, every check to hold", func() (bool, string) {
+		if wait := time.Until(unpaused.Add(time.Minute)); wait > 0 {
+			return false, fmt.Sprintf("%ds to go before checking: a rollout would have begun by then", int(wait.Seconds())+1)
+		}
+		checks = a.Verify(ctx, before)
+		var failing []string
+		for _, c := range checks {
+			if !c.OK {
+				failing = append(failing, c.Name)
+			}
+		}
+		return len(failing) == 0 && time.Since(unpaused) > time.Minute, "not yet: " + strings.Join(failing, ", ")
+	})
+	if checks == nil {
+		return err
+	}
+	failed := 0
+	for _, c := range checks {
+		out.say("    %s", c)
+		if !c.OK {
+			failed++
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 	}
 	return nil
 }

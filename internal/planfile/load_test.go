@@ -117,12 +117,12 @@ func TestDefaults(t *testing.T) {
 			want: []string{"tenants", "clouds.yaml", "openstack"},
 		},
 		{
-			name: "kubeadm gets a load balancer and a floating IP",
+			name: "kubeadm keeps its endpoint: no load balancer, no floating IP",
 			plan: func(t *testing.T) *v1alpha1.MigrationPlan { return load(t, examplesDir+"/vsphere-workers.yaml") },
 			got: func(p *v1alpha1.MigrationPlan) any {
 				return []any{deref(p.Spec.Target.APIServer.LoadBalancer), deref(p.Spec.Target.APIServer.FloatingIP)}
 			},
-			want: []any{true, true},
+			want: []any{false, false},
 		},
 		{
 			name: "kamaji gets neither",

@@ -235,6 +235,9 @@ func (v *validator) manifestPath(field, file string) {
 }
 
 func (v *validator) kubeadm(p *v1alpha1.MigrationPlan) {
+	if api := p.Spec.Target.APIServer; api != nil && api.FloatingIP != nil && *api.FloatingIP && p.Spec.Target.ExternalNetwork == nil {
+		v.add("spec.target.apiServer.floatingIP", "needs spec.target.externalNetwork: the floating IP comes from it (CAPO refuses a floating IP without an external network)")
+	}
 	cp := &p.Spec.Target.ControlPlane
 	if cp.Flavor == "" {
 		v.add("spec.target.controlPlane.flavor", "required with KubeadmControlPlane: the control-plane machines need a flavor")

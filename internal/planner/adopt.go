@@ -23,6 +23,9 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 		from = c.plan.Spec.Adopt.SecretsFrom
 	}
 	for _, suffix := range observed.AdoptSecrets {
+		if suffix == "proxy" && c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
+			continue // Kamaji keeps the front-proxy CA of its hosted control plane itself
+		}
 		name := c.name + "-" + suffix
 		if s.Secret(c.ns, name) != nil {
 			b.phase.Done++

@@ -3,6 +3,7 @@ package testenv
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -40,12 +41,22 @@ var quietControllerRuntime sync.Once
 // seconds; start it once per test that needs it.
 func StartKube(t T) *Kube {
 	t.Helper()
-	return StartKubeWith(t, nil)
+	return StartKubeWith(t, KubeOptions{})
 }
 
-// StartKubeWith is StartKube for a workload cluster with the authorities
-// and service-account key of pki (nil: envtest's own).
-func StartKubeWith(t T, pki *PKI) *Kube {
+// KubeOptions are the settings of a workload cluster's API server.
+type KubeOptions struct {
+	// PKI gives the API server a cluster's authorities and
+	// service-account key (nil: envtest's own).
+	PKI *PKI
+	// Address is the IP address the API server listens on, e.g. a
+	// floating IP of the local OpenStack on a loopback subnet (empty:
+	// 127.0.0.1). It needs a PKI, whose CA signs a certificate for it.
+	Address string
+}
+
+// StartKubeWith is StartKube with opts.
+func StartKubeWith(t T, opts KubeOptions) *Kube {
 	t.Helper()
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
@@ -72,8 +83,16 @@ func StartKubeWith(t T, pki *PKI) *Kube {
 		// machine take far longer than the usual 7 seconds.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
-	if pki != nil {
-		pki.configureAPIServer(t, env.ControlPlane.GetAPIServer())
+	if opts.Address != "" && opts.PKI == nil {
+		t.Fatalf("testenv: an API server on %s needs a PKI to sign its certificate", opts.Address)
+	}
+	if opts.PKI != nil {
+		api := env.ControlPlane.GetAPIServer()
+		opts.PKI.configureAPIServer(t, api, opts.Address)
+		if opts.Address != "" {
+			api.SecureServing.Address = opts.Address
+			api.SecureServing.Port = strconv.Itoa(freePortOn(t, opts.Address))
+		}
 	}
 	start := time.Now()
 	cfg, err := env.Start()

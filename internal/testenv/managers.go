@@ -220,7 +220,7 @@ func (ms *Managers) stop(t T) {
 			<-p.exited
 		}
 		if failed(t) {
-			t.Logf("testenv: %s's log is %s; its last lines:\n%s", name, p.log, tail(p.log, 20))
+			t.Logf("testenv: %s's log is %s; its last errors:\n%s", name, p.log, lastErrors(p.log, 10))
 		}
 	}
 	if !failed(t) {
@@ -265,12 +265,37 @@ func waitReady(ctx context.Context, p *managerProc, port int) error {
 // freePort asks the kernel for a free port on 127.0.0.1.
 func freePort(t T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return freePortOn(t, "127.0.0.1")
+}
+
+// freePortOn asks the kernel for a free port on address.
+func freePortOn(t T, address string) int {
+	t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
 	if err != nil {
 		t.Fatalf("testenv: free port: %v", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// lastErrors returns the last n lines of a manager's log that klog marks
+// as errors (E...), or its last n lines when there are none.
+func lastErrors(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	var errs []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "E") {
+			errs = append(errs, line)
+		}
+	}
+	if len(errs) == 0 {
+		return tail(path, n)
+	}
+	return strings.Join(errs[max(0, len(errs)-n):], "\n")
 }
 
 // tail returns the last n lines of a file.

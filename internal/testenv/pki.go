@@ -151,10 +151,14 @@ func (kp KeyPair) sign(cn string, organizations []string, hosts ...string) (KeyP
 // certificate and service-account keys are written into a certificate
 // directory of its own, and client certificates (the admin's too) are
 // signed by p's CA.
-func (p *PKI) configureAPIServer(t T, api *envtest.APIServer) {
+func (p *PKI) configureAPIServer(t T, api *envtest.APIServer, address string) {
 	t.Helper()
 	dir := t.TempDir()
-	serving, err := p.CA.sign("kube-apiserver", nil, "127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc")
+	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"}
+	if address != "" {
+		hosts = append(hosts, address)
+	}
+	serving, err := p.CA.sign("kube-apiserver", nil, hosts...)
 	if err != nil {
 		t.Fatalf("testenv: API server certificate: %v", err)
 	}

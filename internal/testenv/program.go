@@ -99,6 +99,13 @@ func (p *Program) Errorf(format string, args ...any) {
 	}
 }
 
+// Failed reports whether Errorf or Fatalf was called.
+func (p *Program) Failed() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.failed != nil
+}
+
 func (p *Program) Fatal(args ...any) { p.Fatalf("%s", fmt.Sprint(args...)) }
 
 func (p *Program) Fatalf(format string, args ...any) {

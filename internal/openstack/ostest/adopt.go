@@ -2,12 +2,17 @@ package ostest
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -26,6 +31,11 @@ type Adoptable struct {
 	// PKI holds the authorities the workload API server runs with and the
 	// cluster's Secrets hold.
 	PKI *testenv.PKI
+	// Endpoint is the control-plane endpoint's address: a floating IP of
+	// the first control-plane server's port, on which the workload API
+	// server listens. EndpointFIP and EndpointPort are the floating IP's
+	// and that port's IDs.
+	Endpoint, EndpointFIP, EndpointPort string
 	// ControlPlane and Workers are the node (and server) names, sorted.
 	ControlPlane, Workers []string
 }
@@ -45,8 +55,9 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 	sort.Strings(a.ControlPlane)
 	sort.Strings(a.Workers)
 	a.PKI = testenv.NewPKI(t, name)
+	a.floatingEndpoint(t)
 	a.Mgmt = testenv.StartKube(t)
-	a.Workload = testenv.StartKubeWith(t, a.PKI)
+	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint})
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
 		Name: name, Namespace: "default",
 		ControlPlaneNodes: a.ControlPlane, WorkerNodes: a.Workers, KubeletVersion: "v1.31.4",
@@ -60,6 +71,61 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 		t.Fatalf("ostest: create the identity Secret: %v", err)
 	}
 	return a
+}
+
+// floatingEndpoint gives the first control-plane server's port a floating
+// IP, the cluster's endpoint, as a cluster that an API load balancer does
+// not front has it.
+func (a *Adoptable) floatingEndpoint(t testenv.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	id := a.Servers[a.ControlPlane[0]]
+	pages, err := ports.List(a.admin.Network, ports.ListOpts{DeviceID: id}).AllPages(ctx)
+	if err != nil {
+		t.Fatalf("ostest: ports of server %s: %v", id, err)
+	}
+	list, err := ports.ExtractPorts(pages)
+	if err != nil || len(list) == 0 {
+		t.Fatalf("ostest: ports of server %s: %d, %v", id, len(list), err)
+	}
+	fip, err := floatingips.Create(ctx, a.admin.Network, floatingips.CreateOpts{
+		FloatingNetworkID: a.ExternalNetworkID, PortID: list[0].ID, ProjectID: a.ProjectID,
+	}).Extract()
+	if err != nil {
+		t.Fatalf("ostest: floating IP for server %s: %v", id, err)
+	}
+	t.Cleanup(func() { _ = floatingips.Delete(context.Background(), a.admin.Network, fip.ID).ExtractErr() })
+	a.Endpoint, a.EndpointFIP, a.EndpointPort = fip.FloatingIP, fip.ID, list[0].ID
+}
+
+// CheckEndpoint checks that the cluster's endpoint answers, through the
+// floating IP, and that the floating IP is still the control-plane
+// server's.
+func (a *Adoptable) CheckEndpoint(ctx context.Context) Check {
+	c := Check{Name: "endpoint kept"}
+	fip, err := floatingips.Get(ctx, a.admin.Network, a.EndpointFIP).Extract()
+	if err != nil {
+		c.Detail = fmt.Sprintf("floating IP %s: %v", a.Endpoint, err)
+		return c
+	}
+	if fip.PortID != a.EndpointPort {
+		c.Detail = fmt.Sprintf("floating IP %s is on port %q, not the control-plane server's %s", a.Endpoint, fip.PortID, a.EndpointPort)
+		return c
+	}
+	cs, err := kubernetes.NewForConfig(a.Workload.Config)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	body, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	if err != nil {
+		c.Detail = fmt.Sprintf("%s does not answer: %v", a.Workload.Config.Host, err)
+		return c
+	}
+	c.OK = true
+	c.Detail = fmt.Sprintf("%s answers /readyz %q through floating IP %s, still on the control-plane server's port", a.Workload.Config.Host, body, a.Endpoint)
+	return c
 }
 
 // Plan is an adopt plan for the cluster on the fixture's cloud (its

@@ -184,7 +184,12 @@ func New(t testenv.T, clusterName string) *Fixture {
 	fatal("create external network", err)
 	f.ExternalNetworkID = ext.ID
 	cleanup("external network", func() error { return networks.Delete(context.Background(), a.Network, ext.ID).ExtractErr() })
-	_, err = subnets.Create(ctx, a.Network, subnets.CreateOpts{NetworkID: ext.ID, Name: name("public-subnet"), CIDR: "203.0.113.0/24", IPVersion: 4, ProjectID: p.ID}).Extract()
+	// The external subnet is on loopback, 127.<n>.<m>.0/24, without DHCP
+	// (Neutron refuses a loopback subnet with it): a floating IP from it
+	// is an address of this machine, where a test's API server can listen
+	// as a cluster's endpoint does on its floating IP.
+	_, err = subnets.Create(ctx, a.Network, subnets.CreateOpts{NetworkID: ext.ID, Name: name("public-subnet"), CIDR: loopbackCIDR(t),
+		IPVersion: 4, ProjectID: p.ID, EnableDHCP: gophercloud.Disabled}).Extract()
 	fatal("create external subnet", err)
 	net, err := networks.Create(ctx, a.Network, networks.CreateOpts{Name: f.Network, ProjectID: p.ID}).Extract()
 	fatal("create network", err)
@@ -449,6 +454,15 @@ func roleID(ctx context.Context, t testenv.T, a *Admin, name string) string {
 		t.Fatalf("ostest: role %q not found (%v)", name, err)
 	}
 	return all[0].ID
+}
+
+// loopbackCIDR picks a /24 of 127.0.0.0/8 away from 127.0.0.x.
+func loopbackCIDR(t testenv.T) string {
+	b := make([]byte, 2)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("ostest: %v", err)
+	}
+	return fmt.Sprintf("127.%d.%d.0/24", 100+int(b[0])%100, b[1])
 }
 
 func randomHex(t testenv.T, n int) string {

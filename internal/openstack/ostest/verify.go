@@ -14,6 +14,8 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/retry"
+	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,7 +111,8 @@ func (a *Adoptable) kubeProxyImage(ctx context.Context) (string, error) {
 // security groups, every Machine with its Node and Running, the control
 // plane and every pool ready at their current generation, no Machine but
 // the adopted ones, the front-proxy CA and kube-proxy's image as they
-// were, and no port left unattached that was not there before.
+// were, no port left unattached that was not there before, and the
+// endpoint's floating IP kept and answering.
 func (a *Adoptable) Verify(ctx context.Context, before *Before) []Check {
 	var checks []Check
 	add := func(name string, ok bool, format string, args ...any) {
@@ -197,8 +200,19 @@ func (a *Adoptable) Verify(ctx context.Context, before *Before) []Check {
 		}
 		add("no stray port", len(stray) == 0, "%s", sameText(len(stray) == 0, fmt.Sprintf("%d ports on the network, every new one attached", len(ports)), "unattached: "+strings.Join(stray, ", ")))
 	}
-	return checks
+
+	var osc infrav1.OpenStackCluster
+	if err := a.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &osc); err != nil {
+		add("OpenStackCluster keeps the endpoint", false, "%v", err)
+	} else {
+		ep, fip := osc.Spec.ControlPlaneEndpoint, ptrString(osc.Spec.APIServerFloatingIP)
+		ok := ep != nil && ep.Host == a.Endpoint && fip == a.Endpoint && !ptrBool(osc.Spec.APIServerLoadBalancer.Enabled)
+		add("OpenStackCluster keeps the endpoint", ok, "endpoint %v, apiServerFloatingIP %q (so that deleting a control-plane machine keeps it), load balancer off", ep, fip)
+	}
+	return append(checks, a.CheckEndpoint(ctx))
 }
+
+func ptrBool(p *bool) bool { return p != nil && *p }
 
 func sameText(ok bool, yes, no string) string {
 	if ok {
@@ -284,9 +298,17 @@ func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
 	if err := a.Workload.Client.Create(ctx, node); err != nil {
 		return add("new Machine Running", false, "stand-in kubelet: register Node %s: %v", m.Name, err)
 	}
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
-	node.Status.NodeInfo.KubeletVersion = ptrString(m.Spec.Version)
-	if err := a.Workload.Client.Status().Update(ctx, node); err != nil {
+	// The Machine controller annotates the Node as soon as it sees it: read
+	// it again on a conflict, as a kubelet does.
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := a.Workload.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return err
+		}
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+		node.Status.NodeInfo.KubeletVersion = ptrString(m.Spec.Version)
+		return a.Workload.Client.Status().Update(ctx, node)
+	})
+	if err != nil {
 		return add("new Machine Running", false, "stand-in kubelet: mark Node %s Ready: %v", m.Name, err)
 	}
 	for ctx.Err() == nil {
