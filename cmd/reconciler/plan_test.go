@@ -77,6 +77,8 @@ func TestPlanSeed000(t *testing.T) {
 		"create Machine capi-quickstart-control-plane-7xk2p",                                                              // 3.
 		"create OpenStackMachineTemplate capi-quickstart-control-plane",                                                   // 4. (5. set at creation)
 		"create OpenStackMachine capi-quickstart-control-plane-7xk2p",                                                     // 6. (7. set at creation)
+		"bind OpenStackServer capi-quickstart-control-plane-7xk2p",                                                        // CAPO finds the server by ID
+		"set-provider-id Node capi-quickstart-control-plane-7xk2p",                                                        // CAPI finds the Node by it
 		"unpause Machine capi-quickstart-control-plane-7xk2p + unpause KubeadmControlPlane capi-quickstart-control-plane", // 8.
 		"wait KubeadmControlPlane capi-quickstart-control-plane",                                                          // 9.
 		"apply Manifest manifests/openstack-cloud-controller-manager.yaml",                                                // 10.
@@ -104,8 +106,8 @@ func TestPlanSeed000(t *testing.T) {
 	}
 	res = runPlan(t, planFile, kubeconfig)
 	assertSteps(t, res, "cluster", []string{"ensure-keypair Keypair capi-key"})
-	if ph := res.Result.Phase("cluster"); ph.Done != 9 {
-		t.Errorf("cluster phase: %d steps done, want 9", ph.Done)
+	if ph := res.Result.Phase("cluster"); ph.Done != 10 {
+		t.Errorf("cluster phase: %d steps done, want 10", ph.Done)
 	}
 
 	// The text form is the PR preview; it shows the defaults and never a

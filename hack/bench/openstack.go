@@ -139,6 +139,30 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		body["servers"] = list
 		writeJSON(w, 200, body)
+	case strings.HasPrefix(p, "/compute/v2.1/servers/") && r.Method == http.MethodGet:
+		// One server, as ferry reads it to bind it to an OpenStackServer.
+		id := strings.TrimPrefix(p, "/compute/v2.1/servers/")
+		name := ""
+		c.mu.Lock()
+		for n, sid := range c.servers {
+			if sid == id {
+				name = n
+			}
+		}
+		c.mu.Unlock()
+		if name == "" {
+			writeJSON(w, 404, map[string]any{"itemNotFound": map[string]any{"code": 404, "message": "Instance " + id + " could not be found."}})
+			return
+		}
+		writeJSON(w, 200, map[string]any{"server": map[string]any{"id": id, "name": name, "status": "ACTIVE",
+			"image": map[string]any{"id": "image-1"}, "flavor": map[string]any{"id": "flavor-1"}}})
+	case p == "/network/v2.0/ports":
+		// A server's port: one per server, on the cluster network.
+		list := []any{}
+		if d := q.Get("device_id"); d != "" {
+			list = append(list, map[string]any{"id": "port-" + d, "name": "", "network_id": "net-1", "device_id": d, "device_owner": "compute:nova"})
+		}
+		writeJSON(w, 200, map[string]any{"ports": list})
 	case p == "/compute/v2.1/os-keypairs" && r.Method == http.MethodGet:
 		var list []any
 		c.mu.Lock()

@@ -27,9 +27,10 @@ func kubeExpect(t *testing.T, what string, got, want any) {
 	}
 }
 
-// kubeRef is the reference the adopted objects must hold.
+// kubeRefTo is the reference the adopted objects must hold: always with
+// its namespace, which CAPI's controllers look the object up in.
 func kubeRefTo(apiVersion, kind, name string) corev1.ObjectReference {
-	return corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Name: name}
+	return corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Name: name, Namespace: kubeNamespace}
 }
 
 // kubeCheckAdopted checks the adopted cluster in the management cluster,
@@ -83,9 +84,12 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube) {
 	kubeExpect(t, "OpenStackCluster externalNetwork", osc.Spec.ExternalNetwork, &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: "public"}})
 	// optional.Bool is its own pointer type: compare what it points at.
 	kubeExpect(t, "OpenStackCluster disableExternalNetwork", ptr.Deref((*bool)(osc.Spec.DisableExternalNetwork), true), false)
-	kubeExpect(t, "OpenStackCluster apiServerLoadBalancer", osc.Spec.APIServerLoadBalancer, &infrav1.APIServerLoadBalancer{Enabled: ptr.To(true)})
-	kubeExpect(t, "OpenStackCluster disableAPIServerFloatingIP", ptr.Deref((*bool)(osc.Spec.DisableAPIServerFloatingIP), true), false)
-	kubeExpect(t, "OpenStackCluster managedSecurityGroups", osc.Spec.ManagedSecurityGroups, &infrav1.ManagedSecurityGroups{})
+	// The endpoint is kept: no load balancer, no floating IP of CAPO's, and
+	// its address recorded so that deleting a control-plane machine keeps it.
+	kubeExpect(t, "OpenStackCluster apiServerLoadBalancer", osc.Spec.APIServerLoadBalancer, &infrav1.APIServerLoadBalancer{Enabled: ptr.To(false)})
+	kubeExpect(t, "OpenStackCluster disableAPIServerFloatingIP", ptr.Deref((*bool)(osc.Spec.DisableAPIServerFloatingIP), false), true)
+	kubeExpect(t, "OpenStackCluster apiServerFloatingIP", ptr.Deref(osc.Spec.APIServerFloatingIP, ""), kubeWorkloadEndpoint(t, workload).Host)
+	kubeExpect(t, "OpenStackCluster managedSecurityGroups", osc.Spec.ManagedSecurityGroups, (*infrav1.ManagedSecurityGroups)(nil))
 	kubeExpect(t, "OpenStackCluster controlPlaneEndpoint", *osc.Spec.ControlPlaneEndpoint, cl.Spec.ControlPlaneEndpoint)
 	kubeExpect(t, "OpenStackCluster controlPlaneAvailabilityZones", osc.Spec.ControlPlaneAvailabilityZones, []string{"nova"})
 
@@ -134,7 +138,9 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube) {
 	kubeExpect(t, "MachineSet owner", len(set.OwnerReferences) == 1 && set.OwnerReferences[0].UID == d.UID &&
 		set.OwnerReferences[0].Kind == "MachineDeployment" && ptr.Deref(set.OwnerReferences[0].Controller, false), true)
 	kubeExpect(t, "MachineSet replicas", *set.Spec.Replicas, int32(2))
-	kubeExpect(t, "MachineSet selector set-name", set.Spec.Selector.MatchLabels[clusterv1.MachineSetNameLabel], ms)
+	kubeExpect(t, "MachineSet selector template hash", set.Spec.Selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+	kubeExpect(t, "MachineSet template hash label", set.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+	kubeExpect(t, "MachineDeployment strategy", d.Spec.Strategy != nil && d.Spec.Strategy.Type == clusterv1.RollingUpdateMachineDeploymentStrategyType, true)
 	kubeExpect(t, "MachineSet template spec", set.Spec.Template.Spec, d.Spec.Template.Spec)
 
 	machines := []struct {
@@ -154,6 +160,9 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube) {
 		kubeExpect(t, what+" control-plane label", isCP, tc.controlPlane)
 		kubeExpect(t, what+" deployment label", m.Labels[clusterv1.MachineDeploymentNameLabel], tc.deployment)
 		kubeExpect(t, what+" set label", m.Labels[clusterv1.MachineSetNameLabel], tc.set)
+		if tc.set != "" {
+			kubeExpect(t, what+" template hash label", m.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+		}
 		if tc.controlPlane {
 			kubeExpect(t, what+" bootstrap", *m.Spec.Bootstrap.ConfigRef, kubeRefTo("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfig", tc.node))
 			kubeExpect(t, what+" control-plane-name label", m.Labels[clusterv1.MachineControlPlaneNameLabel], cp)

@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -47,13 +48,16 @@ const kubeSecretValue = "ferry-test-password-do-not-print"
 // Steps of the other executors are not run here. They are marked done in
 // the snapshot, as their observers would report them once done: the SSH
 // keypair is put into Snapshot.Cloud.Keypairs (with the Nova servers of
-// the nodes in Cloud.Servers), and the cloud controller manager manifest
-// into Workload.Manifests as applied.
+// the nodes in Cloud.Servers), the servers into BoundServers, the Nodes'
+// provider IDs set, and the cloud controller manager manifest into
+// Workload.Manifests as applied.
 //
-// CAPO's and CAPI's controllers do not run either; the wait steps meet
-// stand-ins for them (capoStandIn, capiStandIn) that report what those
-// controllers would: the OpenStackCluster ready, the control plane and the
-// pool's replicas ready and up to date.
+// This test is of the kube executor alone, without OpenStack: CAPO's and
+// CAPI's controllers do not run, and the wait steps meet STAND-INS for
+// them (capoStandIn, capiStandIn) that only report what those controllers
+// would: the OpenStackCluster ready, the control plane and the pool's
+// replicas ready and up to date. TestAdoptOpenStack and TestRunOpenStack
+// run the same objects past the real controllers.
 func TestKubeAdoptSeed000(t *testing.T) {
 	mgmt := testenv.StartKube(t)
 	workload := testenv.StartKube(t)
@@ -92,6 +96,10 @@ func TestKubeAdoptSeed000(t *testing.T) {
 		}
 		snap.Cloud = &observed.Cloud{Servers: kubeServers, Keypairs: []string{plan.Spec.Target.SSHKey.Name}}
 		snap.CloudError = ""
+		snap.BoundServers = slices.Sorted(maps.Keys(kubeServers))
+		for i := range snap.Workload.Nodes {
+			snap.Workload.Nodes[i].ProviderID = "openstack:///" + kubeServers[snap.Workload.Nodes[i].Name]
+		}
 		snap.Workload.Manifests = map[string]observed.Manifest{
 			plan.Spec.Manifests.CloudControllerManager.Path: {Applied: true, Healthy: true},
 		}

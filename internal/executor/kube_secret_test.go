@@ -46,10 +46,12 @@ func TestKubeCopySecret(t *testing.T) {
 		params: map[string]string{"from": "default/credentials", "keys": cloudKeys, "label": "clusterctl.cluster.x-k8s.io/move=true"},
 		want:   map[string]string{"clouds.yaml": password, "cacert": caCert}, wantType: corev1.SecretTypeOpaque, wantMove: true,
 	}, {
-		name:   "every key and the type when no keys are named",
+		// Opaque: KubeadmControlPlane would make itself the controller of
+		// a cluster.x-k8s.io/secret, and take the CA with it when deleted.
+		name:   "every key, as an Opaque Secret, when no keys are named",
 		target: "whole",
 		params: map[string]string{"from": "default/typed"},
-		want:   map[string]string{"tls.crt": caCert, "tls.key": password}, wantType: clusterv1.ClusterSecretType,
+		want:   map[string]string{"tls.crt": caCert, "tls.key": password}, wantType: corev1.SecretTypeOpaque,
 	}, {
 		name:     "a key the target has is never overwritten; the missing one is added",
 		target:   "kept",

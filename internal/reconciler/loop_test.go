@@ -97,7 +97,7 @@ func (r *recorder) Flush(context.Context, Cycle) error          { return nil }
 // adoptSecrets are the Secrets a seed 000 cluster has before adoption.
 func adoptSecrets() []observed.Secret {
 	var secrets []observed.Secret
-	for _, s := range []string{"kubeconfig", "ca", "etcd", "sa"} {
+	for _, s := range observed.AdoptSecrets {
 		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}})
 	}
 	return append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
