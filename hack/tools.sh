@@ -54,7 +54,16 @@ export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/cluster-api/test
 # works reports whether a binary exists and runs; a half-written or foreign
 # binary is rebuilt rather than trusted.
 works() {
-	[[ -x $1 ]] && "$1" "${2:---version}" >/dev/null 2>&1
+	[[ -x $1 ]] && "$1" --version >/dev/null 2>&1
+}
+
+# manager_works is works for a controller manager, which has no --version
+# (CAPI's) and exits 2 on --help: it must list its webhook flags.
+manager_works() {
+	local usage
+	[[ -x $1 ]] || return 1
+	usage=$("$1" --help 2>&1 || true)
+	[[ $usage == *--webhook-port* ]]
 }
 
 # build compiles one main package with `go build -v` into out, and turns its
@@ -86,8 +95,6 @@ build() {
 	echo "==> $name: built in $((SECONDS - start))s"
 }
 
-# The managers print their usage and exit 0 on --help; they have no
-# --version flag.
 managers=(
 	"cluster-api-manager sigs.k8s.io/cluster-api"
 	"kubeadm-bootstrap-manager sigs.k8s.io/cluster-api/bootstrap/kubeadm"
@@ -99,7 +106,7 @@ up_to_date() {
 	works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
 	local m
 	for m in "${managers[@]}"; do
-		works "$managers_dir/${m%% *}" --help || return 1
+		manager_works "$managers_dir/${m%% *}" || return 1
 	done
 }
 
@@ -124,7 +131,7 @@ for m in "${managers[@]}"; do
 	name=${m%% *} pkg=${m#* }
 	ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version"
 	[[ $pkg == *provider-openstack* ]] && ldflags="-s -w -X sigs.k8s.io/cluster-api-provider-openstack/version.gitVersion=$capo_version"
-	works "$managers_dir/$name" --help || build "$managers_dir/$name" "$capi_mod" "$pkg" "$ldflags" "$hint"
+	manager_works "$managers_dir/$name" || build "$managers_dir/$name" "$capi_mod" "$pkg" "$ldflags" "$hint"
 	hint=
 done
 echo "tools ready in $dir and $managers_dir"

@@ -191,8 +191,8 @@ func verify(ctx context.Context, out *display, a *ostest.Adoptable, before *oste
 	defer cancel()
 	var checks []ostest.Check
 	err := out.wait(ctx, "a minute after the last unpause, every check to hold", func() (bool, string) {
-		if wait := time.Until(unpaused.Add(time.Minute)); wait > 0 {
-			return false, fmt.Sprintf("%ds to go before checking: a rollout would have begun by then", int(wait.Seconds())+1)
+		if time.Until(unpaused.Add(time.Minute)) > 0 {
+			return false, "not checking before then: a rollout would have begun by then"
 		}
 		checks = a.Verify(ctx, before)
 		var failing []string
