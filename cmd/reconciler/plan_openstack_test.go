@@ -55,4 +55,15 @@ func TestPlanOpenStack(t *testing.T) {
 	if strings.Contains(out.Result.Phase("control-plane").Reason, "no Nova server") {
 		t.Errorf("control-plane: %s", out.Result.Phase("control-plane").Reason)
 	}
+
+	// A plan that asks CAPO for an API load balancer is refused before
+	// anything is created: the local cloud has no Octavia.
+	lb := strings.Replace(plan, "  target:\n", "  target:\n    apiServer: {loadBalancer: true}\n", 1)
+	if err := os.WriteFile(planFile, []byte(lb), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = runPlan(t, planFile, kubeconfig)
+	if ph := out.Result.Phase("cluster"); ph.State != "Blocked" || !strings.Contains(ph.Reason, "lists no load-balancer service (Octavia)") {
+		t.Errorf("cluster phase with loadBalancer: true on a cloud without Octavia: %s, %q; want Blocked by the preflight", ph.State, ph.Reason)
+	}
 }

@@ -226,6 +226,8 @@ type Cloud struct {
 	// Tagged are the resources ferry created for this plan and has not yet
 	// removed, as "<kind>/<name>".
 	Tagged []string `json:"tagged,omitempty"`
+	// LoadBalancer is whether the catalog lists a load-balancer service.
+	LoadBalancer bool `json:"loadBalancer,omitempty"`
 }
 
 // Resolution is a name looked up in OpenStack: an ID, or why there is none

@@ -24,6 +24,7 @@ type CloudAPI interface {
 	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
 	Shortfall(ctx context.Context, need openstack.Need) (string, error)
 	Tagged(ctx context.Context, plan string) ([]openstack.Resource, error)
+	HasLoadBalancer() bool
 }
 
 var _ CloudAPI = (*openstack.Client)(nil)
@@ -144,6 +145,7 @@ func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 	if err != nil {
 		return nil, nil, err
 	}
+	cloud.LoadBalancer = api.HasLoadBalancer()
 	if cloud.QuotaShortfall, err = shortfall(ctx, api, p, cloud.Resolved); err != nil {
 		return nil, nil, err
 	}

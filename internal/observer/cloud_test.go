@@ -55,6 +55,7 @@ func (a *projectAPI) Shortfall(context.Context, openstack.Need) (string, error) 
 func (a *projectAPI) Tagged(context.Context, string) ([]openstack.Resource, error) {
 	return nil, nil
 }
+func (a *projectAPI) HasLoadBalancer() bool { return false }
 
 // TestCloudProjectShared: plans of one project share one listing of its
 // servers and keypairs, and the names resolved. After an openstack step

@@ -50,6 +50,12 @@ func (c *Client) ServerBinding(ctx context.Context, id string) (*ServerBinding, 
 	// A server booted from a volume has no image ("image": "").
 	b.ImageID, _ = srv.Image["id"].(string)
 	b.FlavorID, _ = srv.Flavor["id"].(string)
+	if name, _ := srv.Flavor["original_name"].(string); b.FlavorID == "" && name != "" {
+		// Nova 2.47 and later embed the flavor by name, not ID.
+		if b.FlavorID, err = c.Resolve(ctx, KindFlavor, name); err != nil {
+			return nil, fmt.Errorf("flavor of server %s: %w", id, err)
+		}
+	}
 	pages, err := ports.List(c.network, ports.ListOpts{DeviceID: id}).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the ports of server %s in cloud %q: %w", id, c.cloud, err)

@@ -64,7 +64,13 @@ type Client struct {
 	compute *gophercloud.ServiceClient
 	network *gophercloud.ServiceClient
 	image   *gophercloud.ServiceClient
+	// loadBalancer is whether the catalog lists a load-balancer service.
+	loadBalancer bool
 }
+
+// HasLoadBalancer reports whether the cloud's catalog lists a
+// load-balancer service (Octavia), which CAPO's API load balancer needs.
+func (c *Client) HasLoadBalancer() bool { return c.loadBalancer }
 
 // ErrAuth is wrapped by the error of a Connect whose credentials the cloud
 // refused. It is terminal: the same credentials will be refused again.
@@ -107,6 +113,10 @@ func Connect(ctx context.Context, creds Credentials) (*Client, error) {
 	if c.image, err = gcopenstack.NewImageV2(provider, eo); err != nil {
 		return nil, fmt.Errorf("cloud %q: image endpoint: %w", creds.Cloud, err)
 	}
+	// Octavia is optional: only a plan that asks CAPO for an API load
+	// balancer needs it.
+	_, err = gcopenstack.NewLoadBalancerV2(provider, eo)
+	c.loadBalancer = err == nil
 	return c, nil
 }
 

@@ -221,6 +221,10 @@ func (b *phaseBuilder) identitySecret(c *planCtx) {
 // plan, with the running control-plane endpoint.
 func (b *phaseBuilder) openStackCluster(c *planCtx) {
 	t := c.plan.Spec.Target
+	if *t.APIServer.LoadBalancer && c.snap.OpenStackCluster == nil && c.snap.Cloud != nil && !c.snap.Cloud.LoadBalancer {
+		b.block("spec.target.apiServer.loadBalancer is true, but the cloud's catalog lists no load-balancer service (Octavia): CAPO could not build the API load balancer; " +
+			"set it to false to keep the running endpoint as it is")
+	}
 	var subnets []string
 	for i := range t.Subnets {
 		subnets = append(subnets, resource(&t.Subnets[i]))
