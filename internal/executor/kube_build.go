@@ -74,6 +74,11 @@ func (e *KubeExecutor) buildKubeadmControlPlane(ctx context.Context, s *kubeStep
 		Version:           version,
 		MachineTemplate:   controlplanev1.KubeadmControlPlaneMachineTemplate{InfrastructureRef: *infra},
 		KubeadmConfigSpec: kubeControlPlaneSpec(cc, true),
+		// CAPI's default, written out rather than left to its webhook.
+		RolloutStrategy: &controlplanev1.RolloutStrategy{
+			Type:          controlplanev1.RollingUpdateStrategyType,
+			RollingUpdate: &controlplanev1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(1))},
+		},
 	}}
 	kubeMeta(kcp, s, kubeFlagTrue(s, "paused"))
 	return kcp, nil

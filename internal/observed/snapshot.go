@@ -183,6 +183,9 @@ type Workload struct {
 	// KubernetesVersion is kubeadm's kubernetesVersion in that ConfigMap:
 	// the control plane's version, which kube-proxy's image carries.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// ExternalEtcd is true when that ClusterConfiguration names an
+	// external etcd rather than the control-plane nodes' own (stacked).
+	ExternalEtcd bool `json:"externalEtcd,omitempty"`
 }
 
 // Node is the part of a Node the planner reads.

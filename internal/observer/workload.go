@@ -118,11 +118,15 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 		w.KubeadmConfig = true
 		var cc struct {
 			KubernetesVersion string `json:"kubernetesVersion"`
+			Etcd              struct {
+				External *struct{} `json:"external"`
+			} `json:"etcd"`
 		}
 		// A ClusterConfiguration that does not parse is the kube
 		// executor's to report, with the line; here it only has no version.
 		if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil {
 			w.KubernetesVersion = cc.KubernetesVersion
+			w.ExternalEtcd = cc.Etcd.External != nil
 		}
 	case !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("get kube-system/kubeadm-config: %w", err)

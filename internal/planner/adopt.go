@@ -99,6 +99,9 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 	if !s.Workload.KubeadmConfig {
 		b.block("ConfigMap kube-system/kubeadm-config is missing in the workload cluster: the running kubeadm spec cannot be recovered")
 	}
+	if s.ControlPlane == nil && len(cpNodes)%2 == 0 && !s.Workload.ExternalEtcd {
+		b.block("the workload cluster has %d control-plane nodes with stacked etcd: a KubeadmControlPlane must have an odd number of replicas then (an even etcd membership has no majority to spare); scale the control plane to an odd number first", len(cpNodes))
+	}
 	cp := c.plan.Spec.Target.ControlPlane
 	// The control plane's version is kubeadm's, which kube-proxy's image
 	// carries: KubeadmControlPlane sets kube-proxy's image to its version

@@ -118,6 +118,12 @@ func (c *planCtx) providerID(b *phaseBuilder, n observed.Node) string {
 // look it up by name and first create a port that nothing attaches.
 func (c *planCtx) bindServers(b *phaseBuilder, nodes []observed.Node) {
 	for _, n := range nodes {
+		if n.Name == c.name+"-bastion" {
+			// CAPO deletes the OpenStackServer <cluster>-bastion, and its
+			// server, whenever the cluster has no bastion.
+			b.block("node %s has the name CAPO gives the cluster's bastion: CAPO would delete its server as a bastion the cluster does not want", n.Name)
+			continue
+		}
 		b.step(has(c.snap.BoundServers, n.Name), ExecOpenStack, "bind", Target{Kind: kindOSS, Name: n.Name},
 			params("providerID", c.providerID(b, n), "owner", ref(kindOSM, n.Name)),
 			"CAPO finds the running server by ID and adopts its ports instead of creating new ones")

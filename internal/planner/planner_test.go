@@ -206,3 +206,83 @@ func TestStepKeysUnique(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusals: what the real Cluster API and CAPO controllers would do
+// with an adoption blocks its phase before anything is created, with the
+// reason: an even number of stacked-etcd control-plane nodes (the
+// KubeadmControlPlane webhook refuses it), a node named like CAPO's bastion
+// (CAPO deletes it), a Node whose provider ID is another server's (it
+// cannot change), an API load balancer on a cloud without Octavia.
+func TestRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, approve, phase, want string
+		edit                       func(p *v1alpha1.MigrationPlan, s *observed.Snapshot)
+	}{{
+		name: "two stacked-etcd control-plane nodes", approve: "control-plane", phase: "control-plane",
+		want: "2 control-plane nodes with stacked etcd",
+		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			n := s.Workload.Nodes[0]
+			n.Name += "-second"
+			s.Workload.Nodes = append(s.Workload.Nodes, n)
+		},
+	}, {
+		name: "the same with external etcd", approve: "control-plane", phase: "control-plane",
+		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			n := s.Workload.Nodes[0]
+			n.Name += "-second"
+			s.Workload.Nodes = append(s.Workload.Nodes, n)
+			s.Cloud.Servers[n.Name] = "7d1e0c2b-5f4a-4b3c-9d8e-0a1b2c3d4e5f"
+			s.Workload.ExternalEtcd = true
+		},
+	}, {
+		name: "a node named like the bastion", approve: "control-plane", phase: "control-plane",
+		want: "the name CAPO gives the cluster's bastion",
+		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			s.Cloud.Servers["capi-quickstart-bastion"] = s.Cloud.Servers[s.Workload.Nodes[0].Name]
+			s.Workload.Nodes[0].Name = "capi-quickstart-bastion"
+		},
+	}, {
+		name: "a Node with another server's provider ID", approve: "control-plane", phase: "control-plane",
+		want: "a Node's cannot change",
+		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			s.Workload.Nodes[0].ProviderID = "openstack://RegionOne/0b6a3f4e"
+		},
+	}, {
+		name: "a load balancer without Octavia", approve: "cluster", phase: "cluster",
+		want: "lists no load-balancer service (Octavia)",
+		edit: func(p *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			p.Spec.Target.APIServer.LoadBalancer = new(true)
+		},
+	}, {
+		name: "a load balancer with Octavia", approve: "cluster", phase: "cluster",
+		edit: func(p *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			p.Spec.Target.APIServer.LoadBalancer = new(true)
+			s.Cloud.LoadBalancer = true
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := loadExample(t, "capi-quickstart")
+			c := loadCase(t, filepath.Join("testdata", "cases", "capi-quickstart", "01-fresh-cluster.yaml"))
+			if tc.phase != "cluster" {
+				c = loadCase(t, filepath.Join("testdata", "cases", "capi-quickstart", "03-cluster-done.yaml"))
+			}
+			p.Spec.Approve = tc.approve
+			if c.Snapshot.Cloud == nil {
+				c.Snapshot.Cloud = &observed.Cloud{Servers: map[string]string{}}
+			}
+			tc.edit(p, &c.Snapshot)
+			res, err := Plan(p, &c.Snapshot)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ph := res.Phase(tc.phase)
+			blocked := ph.State == Blocked
+			switch {
+			case tc.want == "" && blocked:
+				t.Errorf("phase %s blocked: %s", tc.phase, ph.Reason)
+			case tc.want != "" && (!blocked || !strings.Contains(ph.Reason, tc.want)):
+				t.Errorf("phase %s is %s (%s); want Blocked with %q", tc.phase, ph.State, ph.Reason, tc.want)
+			}
+		})
+	}
+}
