@@ -146,12 +146,8 @@ func TestRunOpenStack(t *testing.T) {
 		fatal("no success statuses for the three phases on %s: %+v", merge3, gh.Statuses())
 	}
 
-	// What the real controllers made of it: checked 60 s after the last
-	// unpause at the earliest, so that a rollout would have shown by then;
-	// conditions the controllers are still moving towards get 2 minutes.
-	time.Sleep(time.Until(unpaused.Add(60 * time.Second)))
-	checks := verifyUntil(ctx, f, before, 2*time.Minute)
-	for _, c := range checks {
+	// What the real controllers made of it.
+	for _, c := range f.VerifyUntil(ctx, before, unpaused, 2*time.Minute) {
 		t.Log(c)
 		if !c.OK {
 			t.Errorf("adoption check failed: %s", c)
@@ -165,22 +161,5 @@ func TestRunOpenStack(t *testing.T) {
 		if !c.OK {
 			t.Errorf("scale-up check failed: %s", c)
 		}
-	}
-}
-
-// verifyUntil runs f.Verify until every check holds or wait passes, and
-// returns the last checks.
-func verifyUntil(ctx context.Context, f *ostest.Adoptable, before *ostest.Before, wait time.Duration) []ostest.Check {
-	deadline := time.Now().Add(wait)
-	for {
-		checks := f.Verify(ctx, before)
-		ok := true
-		for _, c := range checks {
-			ok = ok && c.OK
-		}
-		if ok || time.Now().After(deadline) || ctx.Err() != nil {
-			return checks
-		}
-		time.Sleep(2 * time.Second)
 	}
 }

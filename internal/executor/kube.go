@@ -116,6 +116,10 @@ func (e *KubeExecutor) handler(action, kind string) kubeHandler {
 		if kind == kubeKindSecret {
 			return e.copySecret
 		}
+	case "label":
+		if kind == kubeKindSecret {
+			return e.labelSecret
+		}
 	case "create":
 		if b := e.builder(kind); b != nil {
 			return func(ctx context.Context, s *kubeStep) (events.Report, error) { return e.create(ctx, s, b) }

@@ -81,16 +81,7 @@ func TestKubeAdoptSeed000(t *testing.T) {
 	obs := &observer.Observer{Client: mgmt.Client}
 	ctx := context.Background()
 
-	var ran []string // one line per group: "action Kind name + ..."
-	var res *planner.Result
-	for round := 0; ; round++ {
-		if round > 40 {
-			t.Fatalf("no end after %d groups:\n%s", round, strings.Join(ran, "\n"))
-		}
-		snap, err := obs.Observe(ctx, plan, observed.Record{})
-		if err != nil {
-			t.Fatalf("observe: %v", err)
-		}
+	ran, res := runAdoption(t, ctx, plan, obs, func(snap *observed.Snapshot) {
 		if snap.Workload == nil {
 			t.Fatalf("workload cluster not observed: %s", snap.WorkloadError)
 		}
@@ -103,24 +94,12 @@ func TestKubeAdoptSeed000(t *testing.T) {
 		snap.Workload.Manifests = map[string]observed.Manifest{
 			plan.Spec.Manifests.CloudControllerManager.Path: {Applied: true, Healthy: true},
 		}
-		if res, err = planner.Plan(plan, snap); err != nil {
-			t.Fatal(err)
+	}, func(st planner.Step) {
+		if st.Executor != planner.ExecKube {
+			t.Fatalf("step %s is for executor %s; the snapshot should have marked it done", st.Key, st.Executor)
 		}
-		g := res.Next()
-		if g == nil {
-			break
-		}
-		var line []string
-		for _, st := range g.Steps {
-			if st.Executor != planner.ExecKube {
-				t.Fatalf("step %s is for executor %s; the snapshot should have marked it done", st.Key, st.Executor)
-			}
-			line = append(line, st.Action+" "+st.Target.Kind+" "+st.Target.Name)
-			kubeRunTwice(t, exec, mgmt.Client, events.NewStepEvent(plan, "rev-1", st, time.Now()))
-		}
-		ran = append(ran, strings.Join(line, " + "))
-	}
-
+		kubeRunTwice(t, exec, mgmt.Client, events.NewStepEvent(plan, "rev-1", st, time.Now()))
+	})
 	for _, ph := range res.Phases {
 		if ph.State != planner.Succeeded {
 			t.Errorf("phase %s is %s (%s); want Succeeded", ph.Name, ph.State, ph.Reason)
@@ -153,6 +132,40 @@ func TestKubeAdoptSeed000(t *testing.T) {
 		t.Errorf("groups run:\n  %s\nwant:\n  %s", strings.Join(ran, "\n  "), strings.Join(want, "\n  "))
 	}
 	kubeCheckAdopted(t, mgmt.Client, workload)
+}
+
+// runAdoption observes, plans and runs the next runnable group, again and
+// again, until nothing is left: adjust edits each snapshot before it is
+// planned from, run carries out one step. It returns one line per group
+// run ("action Kind name + ...") and the last plan.
+func runAdoption(t *testing.T, ctx context.Context, plan *v1alpha1.MigrationPlan, obs *observer.Observer,
+	adjust func(*observed.Snapshot), run func(planner.Step)) ([]string, *planner.Result) {
+	t.Helper()
+	var ran []string
+	for round := 0; ; round++ {
+		if round > 40 {
+			t.Fatalf("no end after %d groups:\n%s", round, strings.Join(ran, "\n"))
+		}
+		snap, err := obs.Observe(ctx, plan, observed.Record{})
+		if err != nil {
+			t.Fatalf("observe: %v", err)
+		}
+		adjust(snap)
+		res, err := planner.Plan(plan, snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := res.Next()
+		if g == nil {
+			return ran, res
+		}
+		var line []string
+		for _, st := range g.Steps {
+			line = append(line, st.Action+" "+st.Target.Kind+" "+st.Target.Name)
+			run(st)
+		}
+		ran = append(ran, strings.Join(line, " + "))
+	}
 }
 
 // kubeRunTwice executes a step twice, as a redelivery would, and fails the

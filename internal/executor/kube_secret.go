@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
@@ -146,4 +147,29 @@ func kubeKeyNames(keys []kubeKeyCopy) string {
 		return "key " + names[0]
 	}
 	return "keys " + strings.Join(names, ", ")
+}
+
+// labelSecret gives an existing Secret of the cluster CAPI's cluster-name
+// label: Cluster API's managers cache only the Secrets that carry it, and
+// a kubeconfig Secret they cannot see is one KubeadmControlPlane tries to
+// create again, failing on every pass. Only the label is changed.
+func (e *KubeExecutor) labelSecret(ctx context.Context, s *kubeStep) (events.Report, error) {
+	var sec corev1.Secret
+	if err := e.get(ctx, s, &sec); err != nil {
+		return events.Report{}, err
+	}
+	want := s.cluster()
+	if sec.Labels[clusterv1.ClusterNameLabel] == want {
+		return events.Report{Message: fmt.Sprintf("%s already has label %s=%s", s.target(), clusterv1.ClusterNameLabel, want)}, nil
+	}
+	before := sec.DeepCopy()
+	if sec.Labels == nil {
+		sec.Labels = map[string]string{}
+	}
+	sec.Labels[clusterv1.ClusterNameLabel] = want
+	s.log.Info("labelling Secret", "object", s.target(), "label", clusterv1.ClusterNameLabel+"="+want)
+	if err := e.Client.Patch(ctx, &sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
+		return events.Report{}, kubeWriteError("label "+s.target(), err)
+	}
+	return events.Report{Message: fmt.Sprintf("labelled %s %s=%s", s.target(), clusterv1.ClusterNameLabel, want)}, nil
 }

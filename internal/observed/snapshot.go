@@ -90,6 +90,8 @@ type Secret struct {
 	Namespace string   `json:"namespace"`
 	Name      string   `json:"name"`
 	Keys      []string `json:"keys,omitempty"`
+	// Cluster is the value of its CAPI cluster-name label.
+	Cluster string `json:"cluster,omitempty"`
 }
 
 // OpenStackCluster is the part of a CAPO OpenStackCluster the planner reads.

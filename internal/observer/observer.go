@@ -247,7 +247,8 @@ func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *ob
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names})
+		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names,
+			Cluster: sec.Labels[clusterv1.ClusterNameLabel]})
 	}
 	return nil
 }

@@ -27,8 +27,11 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 			continue // Kamaji keeps the front-proxy CA of its hosted control plane itself
 		}
 		name := c.name + "-" + suffix
-		if s.Secret(c.ns, name) != nil {
-			b.phase.Done++
+		if sec := s.Secret(c.ns, name); sec != nil {
+			// Cluster API's managers cache only the Secrets with the
+			// cluster's label: one they cannot see, they create again.
+			b.step(sec.Cluster == c.name, ExecKube, "label", Target{Kind: kindSecret, Name: name},
+				params("cluster.x-k8s.io/cluster-name", c.name), "Cluster API's managers see only the Secrets that carry the cluster's label")
 			continue
 		}
 		switch {

@@ -98,7 +98,7 @@ func (r *recorder) Flush(context.Context, Cycle) error          { return nil }
 func adoptSecrets() []observed.Secret {
 	var secrets []observed.Secret
 	for _, s := range observed.AdoptSecrets {
-		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}})
+		secrets = append(secrets, observed.Secret{Namespace: "default", Name: "capi-quickstart-" + s, Keys: []string{"value"}, Cluster: "capi-quickstart"})
 	}
 	return append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
 }

@@ -214,6 +214,26 @@ func (a *Adoptable) Verify(ctx context.Context, before *Before) []Check {
 
 func ptrBool(p *bool) bool { return p != nil && *p }
 
+// VerifyUntil runs Verify no earlier than a minute after unpaused (the
+// last unpause: a rollout would have begun by then), and again until
+// every check holds or wait has passed, for the conditions the controllers
+// are still moving towards. It returns the last checks.
+func (a *Adoptable) VerifyUntil(ctx context.Context, before *Before, unpaused time.Time, wait time.Duration) []Check {
+	sleep(ctx, time.Until(unpaused.Add(time.Minute)))
+	deadline := time.Now().Add(wait)
+	for {
+		checks := a.Verify(ctx, before)
+		ok := true
+		for _, c := range checks {
+			ok = ok && c.OK
+		}
+		if ok || time.Now().After(deadline) || ctx.Err() != nil {
+			return checks
+		}
+		sleep(ctx, 2*time.Second)
+	}
+}
+
 func sameText(ok bool, yes, no string) string {
 	if ok {
 		return yes
