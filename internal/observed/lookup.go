@@ -10,6 +10,15 @@ import "slices"
 // trust another aggregation-layer CA than the running ones.
 var AdoptSecrets = []string{"kubeconfig", "etcd", "ca", "sa", "proxy"}
 
+// ExternalEtcdSecret is the suffix of the API server's client certificate
+// for an external etcd, which a cluster with one is adopted with too:
+// KubeadmControlPlane cannot generate it and stops without it.
+const ExternalEtcdSecret = "apiserver-etcd-client"
+
+// SecretSuffixes are the suffixes of every Secret <cluster>-<suffix> the
+// observer reads for an adoption.
+var SecretSuffixes = append(append([]string(nil), AdoptSecrets...), ExternalEtcdSecret)
+
 // Secret returns the Secret namespace/name, or nil.
 func (s *Snapshot) Secret(namespace, name string) *Secret {
 	for i := range s.Secrets {

@@ -63,7 +63,7 @@ func ClusterOf(obj client.Object) string {
 	case *infrav1.OpenStackCluster:
 		return obj.GetName()
 	case *corev1.Secret:
-		for _, suffix := range append(observed.AdoptSecrets, "cloud-config") {
+		for _, suffix := range append(observed.SecretSuffixes, "cloud-config") {
 			if c, ok := strings.CutSuffix(obj.GetName(), "-"+suffix); ok {
 				return c
 			}

@@ -215,7 +215,7 @@ func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Sna
 func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
 	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
 	var keys []client.ObjectKey
-	for _, suffix := range observed.AdoptSecrets {
+	for _, suffix := range observed.SecretSuffixes {
 		keys = append(keys, client.ObjectKey{Namespace: ns, Name: name + "-" + suffix})
 	}
 	id := p.Spec.Target.Identity
@@ -223,7 +223,7 @@ func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *ob
 		keys = append(keys, client.ObjectKey{Namespace: ns, Name: id.SecretName})
 	}
 	if a := p.Spec.Adopt; a != nil && a.SecretsFrom != "" {
-		for _, suffix := range observed.AdoptSecrets {
+		for _, suffix := range observed.SecretSuffixes {
 			keys = append(keys, client.ObjectKey{Namespace: a.SecretsFrom, Name: name + "-" + suffix})
 		}
 	}

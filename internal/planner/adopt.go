@@ -22,9 +22,13 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	if c.plan.Spec.Adopt != nil {
 		from = c.plan.Spec.Adopt.SecretsFrom
 	}
-	for _, suffix := range observed.AdoptSecrets {
-		if suffix == "proxy" && c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
-			continue // Kamaji keeps the front-proxy CA of its hosted control plane itself
+	suffixes := observed.AdoptSecrets
+	if s.Workload != nil && s.Workload.ExternalEtcd {
+		suffixes = observed.SecretSuffixes
+	}
+	for _, suffix := range suffixes {
+		if (suffix == "proxy" || suffix == observed.ExternalEtcdSecret) && c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
+			continue // Kamaji keeps the certificates of its hosted control plane itself
 		}
 		name := c.name + "-" + suffix
 		if sec := s.Secret(c.ns, name); sec != nil {

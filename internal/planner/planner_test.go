@@ -212,7 +212,9 @@ func TestStepKeysUnique(t *testing.T) {
 // reason: an even number of stacked-etcd control-plane nodes (the
 // KubeadmControlPlane webhook refuses it), a node named like CAPO's bastion
 // (CAPO deletes it), a Node whose provider ID is another server's (it
-// cannot change), an API load balancer on a cloud without Octavia.
+// cannot change), an external etcd without the API server's client
+// certificate (KubeadmControlPlane cannot make it), an API load balancer on
+// a cloud without Octavia.
 func TestRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		name, approve, phase, want string
@@ -246,6 +248,15 @@ func TestRefusals(t *testing.T) {
 		want: "a Node's cannot change",
 		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
 			s.Workload.Nodes[0].ProviderID = "openstack://RegionOne/0b6a3f4e"
+		},
+	}, {
+		name: "external etcd without the API server's etcd client certificate", approve: "cluster", phase: "cluster",
+		want: "Secret default/capi-quickstart-apiserver-etcd-client is missing",
+		edit: func(_ *v1alpha1.MigrationPlan, s *observed.Snapshot) {
+			if s.Workload == nil {
+				s.Workload = &observed.Workload{}
+			}
+			s.Workload.ExternalEtcd = true
 		},
 	}, {
 		name: "a load balancer without Octavia", approve: "cluster", phase: "cluster",
