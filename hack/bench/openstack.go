@@ -29,8 +29,15 @@ type cloudStandIn struct {
 	keypairs map[string]string // name -> public key
 }
 
-// Names of the stand-in's resources, which the benchmark's plans use.
+// Names of the stand-in's resources, which the benchmark's plans use, and
+// their IDs (UUIDs, as CAPO's CRDs require of IDs).
 const (
+	cloudNetworkID  = "11111111-1111-4111-8111-000000000001"
+	cloudExternalID = "11111111-1111-4111-8111-000000000002"
+	cloudSubnetID   = "11111111-1111-4111-8111-000000000003"
+	cloudFlavorID   = "11111111-1111-4111-8111-000000000004"
+	cloudImageID    = "11111111-1111-4111-8111-000000000005"
+
 	cloudNetwork  = "k8s-net"
 	cloudSubnet   = "k8s-subnet"
 	cloudExternal = "public"
@@ -96,7 +103,7 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"versions": []any{map[string]any{"id": "v2.16", "status": "CURRENT",
 			"links": []any{map[string]any{"rel": "self", "href": c.srv.URL + "/image/v2/"}}}}})
 	case strings.HasPrefix(p, "/compute/v2.1/flavors"):
-		flavor := map[string]any{"id": "flavor-1", "name": cloudFlavor, "vcpus": 4, "ram": 8192, "disk": 40}
+		flavor := map[string]any{"id": cloudFlavorID, "name": cloudFlavor, "vcpus": 4, "ram": 8192, "disk": 40}
 		if strings.HasSuffix(p, "/detail") {
 			writeJSON(w, 200, map[string]any{"flavors": []any{flavor}})
 		} else {
@@ -155,12 +162,12 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		writeJSON(w, 200, map[string]any{"server": map[string]any{"id": id, "name": name, "status": "ACTIVE",
-			"image": map[string]any{"id": "image-1"}, "flavor": map[string]any{"id": "flavor-1"}}})
+			"image": map[string]any{"id": cloudImageID}, "flavor": map[string]any{"id": cloudFlavorID}}})
 	case p == "/network/v2.0/ports":
 		// A server's port: one per server, on the cluster network.
 		list := []any{}
 		if d := q.Get("device_id"); d != "" {
-			list = append(list, map[string]any{"id": "port-" + d, "name": "", "network_id": "net-1", "device_id": d, "device_owner": "compute:nova"})
+			list = append(list, map[string]any{"id": "22222222-2222-4222-8222-" + d[len(d)-12:], "name": "", "network_id": cloudNetworkID, "device_id": d, "device_owner": "compute:nova"})
 		}
 		writeJSON(w, 200, map[string]any{"ports": list})
 	case p == "/compute/v2.1/os-keypairs" && r.Method == http.MethodGet:
@@ -209,18 +216,18 @@ func (c *cloudStandIn) serve(w http.ResponseWriter, r *http.Request) {
 		for _, n := range []struct {
 			id, name string
 			external bool
-		}{{"net-1", cloudNetwork, false}, {"net-ext", cloudExternal, true}} {
+		}{{cloudNetworkID, cloudNetwork, false}, {cloudExternalID, cloudExternal, true}} {
 			if q.Get("name") == "" || q.Get("name") == n.name {
 				list = append(list, map[string]any{"id": n.id, "name": n.name, "router:external": n.external, "status": "ACTIVE"})
 			}
 		}
 		writeJSON(w, 200, map[string]any{"networks": nonNil(list)})
 	case p == "/network/v2.0/subnets":
-		writeJSON(w, 200, map[string]any{"subnets": []any{map[string]any{"id": "subnet-1", "name": cloudSubnet, "network_id": "net-1", "cidr": "10.6.0.0/24", "ip_version": 4}}})
+		writeJSON(w, 200, map[string]any{"subnets": []any{map[string]any{"id": cloudSubnetID, "name": cloudSubnet, "network_id": cloudNetworkID, "cidr": "10.6.0.0/24", "ip_version": 4}}})
 	case p == "/network/v2.0/security-groups":
 		writeJSON(w, 200, map[string]any{"security_groups": []any{}})
 	case p == "/image/v2/images":
-		writeJSON(w, 200, map[string]any{"images": []any{map[string]any{"id": "image-1", "name": cloudImage, "status": "active"}}})
+		writeJSON(w, 200, map[string]any{"images": []any{map[string]any{"id": cloudImageID, "name": cloudImage, "status": "active"}}})
 	default:
 		writeJSON(w, 404, map[string]any{"error": "the benchmark's OpenStack stand-in does not serve " + r.Method + " " + p})
 	}

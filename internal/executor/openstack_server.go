@@ -55,7 +55,7 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 		}
 		oss = buildOpenStackServer(&osm, b, ev.Plan)
 		if err := e.Client.Create(ctx, &oss, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return events.Report{}, fmt.Errorf("bind %s: create: %w", target, err)
+			return events.Report{}, kubeWriteError("bind "+target+": create", err)
 		}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&oss), &oss); err != nil {
 			return events.Report{}, fmt.Errorf("bind %s: %w", target, err)

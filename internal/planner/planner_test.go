@@ -297,3 +297,35 @@ func TestRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestControlPlaneVersion: the control plane is adopted at kubeadm's
+// kubernetesVersion, which kube-proxy's image carries, even when kubelets
+// lag behind it; KubeadmControlPlane would re-tag kube-proxy to its own
+// version, and roll out Machines of another one.
+func TestControlPlaneVersion(t *testing.T) {
+	p := loadExample(t, "capi-quickstart")
+	p.Spec.Approve = "control-plane"
+	c := loadCase(t, filepath.Join("testdata", "cases", "capi-quickstart", "03-cluster-done.yaml"))
+	for i := range c.Snapshot.Workload.Nodes {
+		c.Snapshot.Workload.Nodes[i].KubeletVersion = "v1.31.2"
+	}
+	c.Snapshot.Workload.KubernetesVersion = "1.31.4" // kubeadm accepts it without the v
+	res, err := Plan(p, &c.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, g := range res.Phase("control-plane").Groups {
+		for _, st := range g.Steps {
+			if st.Action == "create" && (st.Target.Kind == "KubeadmControlPlane" || st.Target.Kind == "Machine") {
+				seen++
+				if st.Params["version"] != "v1.31.4" {
+					t.Errorf("%s: version %q; want kubeadm's v1.31.4", st.Key, st.Params["version"])
+				}
+			}
+		}
+	}
+	if seen == 0 {
+		t.Fatal("no KubeadmControlPlane or Machine to create")
+	}
+}

@@ -120,7 +120,7 @@ func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 				OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.22", OSImage: "Ubuntu 22.04.5 LTS"},
 			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 		}
-		if oc.NodeAddresses != nil {
+		if oc.NodeAddresses != nil && oc.NodeAddresses(name) != "" {
 			n.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: oc.NodeAddresses(name)}}, n.Status.Addresses...)
 		}
 		if err := workload.Client.Status().Update(ctx, n); err != nil {

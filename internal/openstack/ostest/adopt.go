@@ -61,7 +61,7 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
 		Name: name, Namespace: "default",
 		ControlPlaneNodes: a.ControlPlane, WorkerNodes: a.Workers, KubeletVersion: "v1.31.4",
-		PKI: a.PKI,
+		PKI: a.PKI, NodeAddresses: func(node string) string { return a.Addresses[node] },
 	})
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-cloud-config"},

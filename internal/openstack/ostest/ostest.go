@@ -65,6 +65,8 @@ type Fixture struct {
 	FlavorID, ImageID                string
 	// Servers maps the node names of the adopted cluster to server IDs.
 	Servers map[string]string
+	// Addresses maps the node names to their servers' fixed IPs.
+	Addresses map[string]string
 	// PublicKey is a fresh OpenSSH public key for keypair tests.
 	PublicKey string
 
@@ -242,6 +244,17 @@ func New(t testenv.T, clusterName string) *Fixture {
 			return srv.ID, nil
 		})
 		fatal("server "+nodeName, err)
+	}
+	// The servers' fixed IPs, which their nodes report as InternalIP.
+	ports, err := f.ProjectPorts(ctx)
+	fatal("list the servers' ports", err)
+	f.Addresses = map[string]string{}
+	for name, id := range f.Servers {
+		for _, p := range ports {
+			if p.DeviceID == id && len(p.FixedIPs) > 0 {
+				f.Addresses[name] = p.FixedIPs[0].IPAddress
+			}
+		}
 	}
 	return f
 }
