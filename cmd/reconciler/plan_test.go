@@ -89,7 +89,8 @@ func TestPlanSeed000(t *testing.T) {
 
 	// Phase cluster done by hand: the planner must see it in the API
 	// server and leave only what it cannot see without the cloud.
-	mustCreate(t, mgmt, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-sa"}, Data: map[string][]byte{"tls.key": []byte("k")}})
+	mustCreate(t, mgmt, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-sa",
+		Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "capi-quickstart"}}, Data: map[string][]byte{"tls.key": []byte("k")}})
 	mustCreate(t, mgmt, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart-cloud-config"},
 		Data: map[string][]byte{"clouds.yaml": []byte("x"), "cacert": []byte("y")}})
 	mustCreate(t, mgmt, &clusterv1.Cluster{

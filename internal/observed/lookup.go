@@ -17,7 +17,7 @@ const ExternalEtcdSecret = "apiserver-etcd-client"
 
 // SecretSuffixes are the suffixes of every Secret <cluster>-<suffix> the
 // observer reads for an adoption.
-var SecretSuffixes = append(append([]string(nil), AdoptSecrets...), ExternalEtcdSecret)
+var SecretSuffixes = slices.Clip(append(slices.Clone(AdoptSecrets), ExternalEtcdSecret))
 
 // Secret returns the Secret namespace/name, or nil.
 func (s *Snapshot) Secret(namespace, name string) *Secret {

@@ -3,6 +3,7 @@ package observer
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -63,7 +64,7 @@ func ClusterOf(obj client.Object) string {
 	case *infrav1.OpenStackCluster:
 		return obj.GetName()
 	case *corev1.Secret:
-		for _, suffix := range append(observed.SecretSuffixes, "cloud-config") {
+		for _, suffix := range clusterSecretSuffixes {
 			if c, ok := strings.CutSuffix(obj.GetName(), "-"+suffix); ok {
 				return c
 			}
@@ -71,6 +72,12 @@ func ClusterOf(obj client.Object) string {
 	}
 	return ""
 }
+
+// clusterSecretSuffixes are the suffixes of the Secrets <cluster>-<suffix>
+// ClusterOf recognises. (Built once: informers call ClusterOf from many
+// goroutines, and an append to a shared slice would write into its
+// spare capacity from all of them.)
+var clusterSecretSuffixes = append(slices.Clone(observed.SecretSuffixes), "cloud-config")
 
 // indexedClient is the client NewCachedClient returns: its lists accept
 // client.MatchingFields{clusterField: name}.
