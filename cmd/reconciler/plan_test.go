@@ -72,16 +72,15 @@ func TestPlanSeed000(t *testing.T) {
 		"wait OpenStackCluster capi-quickstart",           // 6. ready
 	})
 	assertSteps(t, res, "control-plane", []string{
-		"create KubeadmConfig capi-quickstart-control-plane-7xk2p",                                                        // 1.
-		"create KubeadmControlPlane capi-quickstart-control-plane",                                                        // 2.
-		"create Machine capi-quickstart-control-plane-7xk2p",                                                              // 3.
-		"create OpenStackMachineTemplate capi-quickstart-control-plane",                                                   // 4. (5. set at creation)
-		"create OpenStackMachine capi-quickstart-control-plane-7xk2p",                                                     // 6. (7. set at creation)
-		"bind OpenStackServer capi-quickstart-control-plane-7xk2p",                                                        // CAPO finds the server by ID
-		"set-provider-id Node capi-quickstart-control-plane-7xk2p",                                                        // CAPI finds the Node by it
-		"unpause Machine capi-quickstart-control-plane-7xk2p + unpause KubeadmControlPlane capi-quickstart-control-plane", // 8.
-		"wait KubeadmControlPlane capi-quickstart-control-plane",                                                          // 9.
-		"apply Manifest manifests/openstack-cloud-controller-manager.yaml",                                                // 10.
+		"create KubeadmConfig capi-quickstart-control-plane-7xk2p",                                                            // 1.
+		"create KubeadmControlPlane capi-quickstart-control-plane",                                                            // 2.
+		"create Machine capi-quickstart-control-plane-7xk2p",                                                                  // 3.
+		"create OpenStackMachineTemplate capi-quickstart-control-plane",                                                       // 4. (5. set at creation)
+		"create OpenStackMachine capi-quickstart-control-plane-7xk2p",                                                         // 6. (7. set at creation)
+		"bind OpenStackServer capi-quickstart-control-plane-7xk2p + set-provider-id Node capi-quickstart-control-plane-7xk2p", // CAPO finds the server, CAPI the Node, by ID
+		"unpause Machine capi-quickstart-control-plane-7xk2p + unpause KubeadmControlPlane capi-quickstart-control-plane",     // 8.
+		"wait KubeadmControlPlane capi-quickstart-control-plane",                                                              // 9.
+		"apply Manifest manifests/openstack-cloud-controller-manager.yaml",                                                    // 10.
 	})
 	if res.Result.Runnable != "cluster" {
 		t.Errorf("runnable phase = %q, want cluster", res.Result.Runnable)

@@ -128,7 +128,8 @@ func (c *planCtx) bindServers(b *phaseBuilder, nodes []observed.Node) {
 			params("providerID", c.providerID(b, n), "owner", ref(kindOSM, n.Name)),
 			"CAPO finds the running server by ID and adopts its ports instead of creating new ones")
 	}
-	b.group()
+	// No group of its own: the Nodes' provider IDs (nodeProviderIDs) go
+	// in the same one, as neither needs the other.
 }
 
 // nodeProviderIDs gives every node the provider ID of its server before
