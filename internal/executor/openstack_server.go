@@ -45,13 +45,26 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 		// It is created a group earlier; a later attempt finds it.
 		return events.Report{}, fmt.Errorf("bind %s: read its OpenStackMachine: %w", target, err)
 	}
+	// The server is read from the cloud once, and only when an
+	// OpenStackServer is to be created or its status written.
+	var b *openstack.ServerBinding
+	binding := func() (*openstack.ServerBinding, error) {
+		if b != nil {
+			return b, nil
+		}
+		var err error
+		if b, err = cloud.ServerBinding(ctx, id); err != nil {
+			return nil, fmt.Errorf("bind %s: %w", target, err)
+		}
+		return b, nil
+	}
 	var oss infrav1alpha1.OpenStackServer
 	err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &oss)
 	switch {
 	case apierrors.IsNotFound(err):
-		b, err := cloud.ServerBinding(ctx, id)
+		b, err := binding()
 		if err != nil {
-			return events.Report{}, fmt.Errorf("bind %s: %w", target, err)
+			return events.Report{}, err
 		}
 		oss = buildOpenStackServer(&osm, b, ev.Plan)
 		if err := e.Client.Create(ctx, &oss, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -67,9 +80,9 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: it is bound to server %s, not %s", target, got, id))
 	}
 	if oss.Status.InstanceID == nil {
-		b, err := cloud.ServerBinding(ctx, id)
+		b, err := binding()
 		if err != nil {
-			return events.Report{}, fmt.Errorf("bind %s: %w", target, err)
+			return events.Report{}, err
 		}
 		oss.Status = openStackServerStatus(b)
 		if err := e.Client.Status().Update(ctx, &oss, client.FieldOwner(FieldManager)); err != nil {

@@ -61,7 +61,13 @@ func SeedDir(t T, files map[string]string) string {
 // for a server that must be given its address up front.
 func FreeAddr(t T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return freeAddrOn(t, "127.0.0.1")
+}
+
+// freeAddrOn is FreeAddr on another local IP address.
+func freeAddrOn(t T, ip string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatalf("testenv: no free port: %v", err)
 	}

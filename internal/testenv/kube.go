@@ -1,9 +1,9 @@
 package testenv
 
 import (
+	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -91,7 +91,7 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 		opts.PKI.configureAPIServer(t, api, opts.Address)
 		if opts.Address != "" {
 			api.SecureServing.Address = opts.Address
-			api.SecureServing.Port = strconv.Itoa(freePortOn(t, opts.Address))
+			_, api.SecureServing.Port, _ = net.SplitHostPort(freeAddrOn(t, opts.Address))
 		}
 	}
 	start := time.Now()

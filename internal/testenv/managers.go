@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -104,13 +103,13 @@ func StartManagers(t T, k *Kube, only ...Manager) *Managers {
 			t.Fatalf("testenv: %v", err)
 		}
 		hooks = append(hooks, opts)
-		health, diagnostics := freePort(t), freePort(t)
+		health, diagnostics := FreeAddr(t), FreeAddr(t)
 		args := []string{
 			"--kubeconfig=" + kubeconfig,
 			"--webhook-port=" + strconv.Itoa(opts.LocalServingPort),
 			"--webhook-cert-dir=" + opts.LocalServingCertDir,
-			"--health-addr=127.0.0.1:" + strconv.Itoa(health),
-			"--diagnostics-address=127.0.0.1:" + strconv.Itoa(diagnostics),
+			"--health-addr=" + health,
+			"--diagnostics-address=" + diagnostics,
 			"--insecure-diagnostics",
 			"--leader-elect=false",
 			// Requeues come from watches; a short resync only makes a
@@ -236,8 +235,8 @@ func failed(t T) bool {
 
 // waitReady polls a manager's /readyz until it answers 200, failing early
 // when the process exits.
-func waitReady(ctx context.Context, p *managerProc, port int) error {
-	url := "http://127.0.0.1:" + strconv.Itoa(port) + "/readyz"
+func waitReady(ctx context.Context, p *managerProc, addr string) error {
+	url := "http://" + addr + "/readyz"
 	client := &http.Client{Timeout: 2 * time.Second}
 	last := "no answer"
 	for {
@@ -260,23 +259,6 @@ func waitReady(ctx context.Context, p *managerProc, port int) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// freePort asks the kernel for a free port on 127.0.0.1.
-func freePort(t T) int {
-	t.Helper()
-	return freePortOn(t, "127.0.0.1")
-}
-
-// freePortOn asks the kernel for a free port on address.
-func freePortOn(t T, address string) int {
-	t.Helper()
-	l, err := net.Listen("tcp", net.JoinHostPort(address, "0"))
-	if err != nil {
-		t.Fatalf("testenv: free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // lastErrors returns the last n lines of a manager's log that klog marks
