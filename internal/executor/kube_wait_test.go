@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/failure"
@@ -161,4 +162,47 @@ func TestKubeWait(t *testing.T) {
 func kubeWithReplicas(md *clusterv1.MachineDeployment, n int32) *clusterv1.MachineDeployment {
 	md.Spec.Replicas = &n
 	return md
+}
+
+// capoStandIn is a STAND-IN for CAPO's OpenStackCluster controller in the
+// wait's unit test: it writes the status CAPO reports once the cluster's
+// network, security groups and endpoint exist, at a moment the test picks.
+// The real controller meets the wait in TestAdoptOpenStack.
+func capoStandIn(ctx context.Context, c client.Client, key client.ObjectKey) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var osc infrav1.OpenStackCluster
+		if err := c.Get(ctx, key, &osc); err != nil {
+			return err
+		}
+		osc.Status.Ready = true
+		return c.Status().Update(ctx, &osc)
+	})
+}
+
+// capiStandIn stands in for CAPI's KubeadmControlPlane and
+// MachineDeployment controllers once they have taken over the adopted
+// machines: every replica ready and up to date, the spec observed.
+func capiStandIn(ctx context.Context, c client.Client, kind string, key client.ObjectKey) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		switch kind {
+		case "KubeadmControlPlane":
+			var kcp controlplanev1.KubeadmControlPlane
+			if err := c.Get(ctx, key, &kcp); err != nil {
+				return err
+			}
+			n := *kcp.Spec.Replicas
+			kcp.Status.Replicas, kcp.Status.ReadyReplicas, kcp.Status.UpdatedReplicas, kcp.Status.UnavailableReplicas = n, n, n, 0
+			kcp.Status.ObservedGeneration, kcp.Status.Ready, kcp.Status.Initialized = kcp.Generation, true, true
+			return c.Status().Update(ctx, &kcp)
+		default:
+			var md clusterv1.MachineDeployment
+			if err := c.Get(ctx, key, &md); err != nil {
+				return err
+			}
+			n := *md.Spec.Replicas
+			md.Status.Replicas, md.Status.ReadyReplicas, md.Status.UpdatedReplicas, md.Status.AvailableReplicas, md.Status.UnavailableReplicas = n, n, n, n, 0
+			md.Status.ObservedGeneration = md.Generation
+			return c.Status().Update(ctx, &md)
+		}
+	})
 }
