@@ -165,6 +165,12 @@ func (d *decoder) value(n *yaml.Node, v reflect.Value, path string) bool {
 		for i, item := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			d.lines[p] = item.Line
+			if isNull(item) {
+				// `- ` or `- ~` would decode to a zero item that no
+				// field rule sees; it is a slip, not a value.
+				d.errorf(item.Line, p, "empty list item; remove it or fill it in")
+				continue
+			}
 			d.value(item, s.Index(i), p)
 		}
 		v.Set(s)

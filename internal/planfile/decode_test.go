@@ -230,6 +230,11 @@ func TestDecodeErrors(t *testing.T) {
 			want: []string{`plans/shop.yaml:18: spec.target.sshKey.name: required field is empty`},
 		},
 		{
+			name: "empty list item",
+			data: edit(t, replacePlan, "    workers:\n", "    workers:\n      -\n"),
+			want: []string{`plans/shop.yaml:24: spec.target.workers[0]: empty list item; remove it or fill it in`},
+		},
+		{
 			name: "required list left empty",
 			data: edit(t, replacePlan, "[shop-vsphere-md-0]", "[]"),
 			want: []string{`plans/shop.yaml:11: spec.replace.oldMachineDeployments: required field is empty`},
