@@ -10,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -50,9 +51,24 @@ type Previews struct {
 	// previewed. Path is the plans directory.
 	Branch, Path string
 	Log          *slog.Logger
+	// APILag is how long a pull-request head that Git lists but the
+	// forge's API does not is looked for again at every Update: GitHub
+	// creates refs/pull/N/head before its API lists the pull request, and
+	// the webhook that follows changes no head. Default 2m; a head the
+	// API never lists (a closed pull request's) is then left alone.
+	APILag time.Duration
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
 
-	heads map[int]string // pull heads when the last pass completed
-	shown map[int]string // pull request -> head its comment shows
+	heads    map[int]string   // pull heads when the last pass completed
+	shown    map[int]string   // pull request -> head its comment shows
+	unlisted map[int]unlisted // heads Git lists and the API did not
+}
+
+// unlisted is a pull-request head the forge's API did not list, since when.
+type unlisted struct {
+	head  string
+	since time.Time
 }
 
 // Update previews the pull requests whose head moved since the last pass.
@@ -64,25 +80,27 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 		return nil
 	}
 	if p.shown == nil {
-		p.shown = map[int]string{}
+		p.shown, p.unlisted = map[int]string{}, map[int]unlisted{}
 	}
 	if p.Log == nil {
 		p.Log = slog.Default()
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	if p.APILag == 0 {
+		p.APILag = 2 * time.Minute
 	}
 	prs, err := p.Forge.OpenPullRequests(ctx)
 	if err != nil {
 		return fmt.Errorf("list open pull requests: %w", err)
 	}
 	open := map[int]bool{}
+	listed := map[int]string{}
 	var errs []error
-	lagging := false
 	for _, pr := range prs {
 		open[pr.Number] = true
-		if h, ok := heads[pr.Number]; ok && h != pr.HeadSHA {
-			// The API has not caught up with the push the ls-remote saw:
-			// preview what it says now, and look again next cycle.
-			lagging = true
-		}
+		listed[pr.Number] = pr.HeadSHA
 		if pr.BaseRef != p.Branch || p.shown[pr.Number] == pr.HeadSHA {
 			continue
 		}
@@ -110,7 +128,9 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	if len(errs) > 0 {
 		return errors.Join(errs...) // heads stay old: the next cycle tries again
 	}
-	if lagging {
+	if p.lagging(heads, listed) {
+		// The API has not caught up with what the ls-remote saw: the
+		// heads stay old, and the next cycle lists again.
 		return nil
 	}
 	if heads == nil {
@@ -118,6 +138,34 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	}
 	p.heads = heads
 	return nil
+}
+
+// lagging reports whether a head Git lists, new or moved since the last
+// completed pass, is one the API lists differently or not at all, for
+// less than APILag.
+func (p *Previews) lagging(heads, listed map[int]string) bool {
+	now := p.Now()
+	lagging := false
+	for n, head := range heads {
+		if p.heads[n] == head || listed[n] == head {
+			delete(p.unlisted, n)
+			continue
+		}
+		u, ok := p.unlisted[n]
+		if !ok || u.head != head {
+			u = unlisted{head: head, since: now}
+			p.unlisted[n] = u
+		}
+		if now.Sub(u.since) < p.APILag {
+			lagging = true
+		}
+	}
+	for n := range p.unlisted {
+		if _, ok := heads[n]; !ok {
+			delete(p.unlisted, n)
+		}
+	}
+	return lagging
 }
 
 // planFiles picks the plan files under Path among a pull request's files.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -152,5 +153,45 @@ func TestPreviews(t *testing.T) {
 	_ = p.Update(ctx, noRecord)
 	if fg.lists != lists+1 {
 		t.Error("a failed update was not retried at the next one")
+	}
+}
+
+// TestPreviewsListedLate is the race `make demo` lost: the ls-remote shows
+// refs/pull/3/head before the forge's API lists pull request #3, and the
+// webhook that follows changes no head. The pull request is previewed once
+// the API lists it; a head the API never lists stops costing a list call
+// after APILag.
+func TestPreviewsListedLate(t *testing.T) {
+	ctx := context.Background()
+	good := example(t, "cluster")
+	src := &pulls{
+		heads: map[int]string{1: "head1", 3: "head3"},
+		trees: map[string]fstest.MapFS{"head3": tree(map[string]string{"plans/capi-quickstart.yaml": good})},
+	}
+	fg := &forgeLog{comments: map[int]string{}} // #3 not listed yet; #1 closed long ago
+	now := time.Date(2026, 11, 24, 2, 10, 46, 0, time.UTC)
+	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans",
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+	noRecord := func(string) observed.Record { return observed.Record{} }
+
+	if err := p.Update(ctx, noRecord); err != nil || len(fg.comments) != 0 {
+		t.Fatalf("first update: %v, %d comments", err, len(fg.comments))
+	}
+	now = now.Add(10 * time.Second)
+	fg.prs = []forge.PullRequest{{Number: 3, HeadSHA: "head3", BaseRef: "main", Files: []string{"plans/capi-quickstart.yaml"}}}
+	if err := p.Update(ctx, noRecord); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fg.comments[3], "head3") {
+		t.Fatalf("pull request #3, listed by the API after Git showed its head, has no preview: %q", fg.comments[3])
+	}
+
+	// #1's head is never listed: after APILag it no longer makes every
+	// update list pull requests.
+	now = now.Add(2 * time.Minute)
+	_ = p.Update(ctx, noRecord)
+	lists := fg.lists
+	if err := p.Update(ctx, noRecord); err != nil || fg.lists != lists {
+		t.Errorf("a head the API never lists is listed for at every update after APILag (%d lists, %v)", fg.lists-lists, err)
 	}
 }
