@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -21,6 +22,7 @@ import (
 type gitFlags struct {
 	repo, branch, user, tokenFile, sshKey, knownHosts string
 	insecure                                          bool
+	timeout                                           time.Duration
 }
 
 func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
@@ -31,12 +33,13 @@ func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
 	flags.StringVar(&g.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")
 	flags.StringVar(&g.knownHosts, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")
 	flags.BoolVar(&g.insecure, "ssh-insecure-ignore-host-key", false, "do not check ssh host keys (never in production)")
+	flags.DurationVar(&g.timeout, "git-timeout", gitsource.DefaultTimeout, "bound on each exchange with the Git remote (ls-remote, fetch, push); one that hangs fails and is retried")
 }
 
 // source opens the repository with its cache in cacheDir.
 func (g *gitFlags) source(path, cacheDir string, log *slog.Logger) (*gitsource.Source, error) {
 	return gitsource.New(gitsource.Config{
-		URL: g.repo, Branch: g.branch, Path: path, CacheDir: cacheDir, Logger: log,
+		URL: g.repo, Branch: g.branch, Path: path, CacheDir: cacheDir, Logger: log, Timeout: g.timeout,
 		Auth: gitsource.Auth{Username: g.user, TokenFile: g.tokenFile, SSHKeyFile: g.sshKey, KnownHostsFile: g.knownHosts, InsecureIgnoreHostKey: g.insecure},
 	})
 }

@@ -34,6 +34,7 @@ type runFlags struct {
 	git                                         gitFlags
 	path, statusBranch, dataDir                 string
 	interval, commentInterval                   time.Duration
+	timeout, stallAfter                         time.Duration
 	webhookAddr, webhookSecretFile, metricsAddr string
 	leaderElect                                 bool
 	leaseNamespace, leaseName, identity         string
@@ -59,6 +60,8 @@ func (f *runFlags) register(flags *flag.FlagSet) {
 	f.git.register(flags, "URL of the plans repository (https://, ssh:// or file://); required")
 	flags.StringVar(&f.path, "path", gitsource.DefaultPath, "directory of plan files in the repository")
 	flags.DurationVar(&f.interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
+	flags.DurationVar(&f.timeout, "timeout", 2*time.Minute, "bound on each stage of a cycle (a poll, the previews, one plan's observation and publication, a status write)")
+	flags.DurationVar(&f.stallAfter, "stall-after", 0, "/healthz fails when the loop has not ended a pass, or one stage has run, for this long (0: 2×--interval + 2×--timeout + 1m)")
 	flags.StringVar(&f.statusBranch, "status-branch", status.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
 	flags.StringVar(&f.dataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
 	flags.StringVar(&f.webhookAddr, "webhook-addr", "", "address for GitHub push and pull_request webhooks (e.g. :9090); empty: none")
@@ -128,7 +131,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store := &status.Writer{URL: f.git.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status")}
+	store := &status.Writer{URL: f.git.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status"), Timeout: f.git.timeout}
 
 	var fg forge.Forge
 	var coalescer *forge.Coalescer
@@ -173,18 +176,22 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	}
 	metrics := reconciler.NewMetrics(counters)
 	metrics.Profiling = f.pprof
+
+	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
+	loop := &reconciler.Loop{
+		Source: reconciler.GitSource{Source: src}, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
+		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip, Timeout: f.timeout,
+	}
+	if f.stallAfter == 0 {
+		f.stallAfter = reconciler.StallAfter(f.interval, f.timeout)
+	}
+	metrics.Watch(loop, f.stallAfter, log)
 	if f.metricsAddr != "" {
 		ln, err := net.Listen("tcp", f.metricsAddr)
 		if err != nil {
 			return fmt.Errorf("metrics address: %w", err)
 		}
 		go func() { _ = metrics.Serve(ctx, ln) }()
-	}
-
-	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
-	loop := &reconciler.Loop{
-		Source: reconciler.GitSource{Source: src}, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
-		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip,
 	}
 	// The observer reads the CAPI and CAPO objects and the plans' Secrets
 	// from shared informers; a change they see in a namespace marks the

@@ -42,11 +42,13 @@ func (s *Source) PullHeads() map[int]Revision {
 // request n, fetching refs/pull/N/head into refs/ferry/pull/N when it does
 // not. Afterwards FS(head) reads the pull request's tree. head guards
 // against a push between the caller's look and the fetch: the fetched ref
-// must contain it.
+// must contain it. Like Poll, it takes no longer than Config.Timeout.
 func (s *Source) FetchPull(ctx context.Context, n int, head Revision) error {
 	if n <= 0 {
 		return fmt.Errorf("pull request number %d: not positive", n)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	have, err := s.hasCommit(head)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
@@ -29,6 +30,10 @@ import (
 const (
 	DefaultBranch = "main"
 	DefaultPath   = "plans/"
+	// DefaultTimeout bounds one Poll or FetchPull: a remote that accepts
+	// the connection and never answers fails the call, and the caller's
+	// next cycle tries again.
+	DefaultTimeout = time.Minute
 )
 
 // ErrBranchNotFound is returned by Poll when the remote has no such branch
@@ -83,6 +88,9 @@ type Config struct {
 	CAFile string
 	// Logger receives a line before each fetch; nil uses slog.Default().
 	Logger *slog.Logger
+	// Timeout bounds each Poll and FetchPull, however long the caller's
+	// context allows; DefaultTimeout when zero.
+	Timeout time.Duration
 }
 
 // Source follows one branch of the plans repository. Poll brings the local
@@ -97,6 +105,7 @@ type Source struct {
 	tracking plumbing.ReferenceName
 	plansDir string
 	log      *slog.Logger
+	timeout  time.Duration
 
 	// pollMu makes Polls take turns, so that two never fetch at once.
 	pollMu sync.Mutex
@@ -163,7 +172,12 @@ func New(cfg Config) (*Source, error) {
 	if ep.protocol == "http" && (cfg.Auth.TokenFile != "" || ep.password != "" || ep.user != "") {
 		log.Warn("credentials for the plans repository are sent over plain http", "url", ep.display)
 	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
 	return &Source{
+		timeout:  timeout,
 		ep:       ep,
 		auth:     cfg.Auth,
 		caFile:   cfg.CAFile,
@@ -277,8 +291,8 @@ func (s *Source) Stats() Stats {
 // to an older commit), it does not fetch either. A fetch takes the whole
 // history of the branch, which Introduced needs.
 //
-// Poll talks to the remote for as long as ctx allows: give it a deadline.
-// Errors are wrapped with the (redacted) URL; those that retrying cannot
+// Poll talks to the remote for as long as ctx allows, and no longer than
+// Config.Timeout. Errors are wrapped with the (redacted) URL; those that retrying cannot
 // fix (authentication, authorization, a missing repository, a host key
 // that is unknown or does not match) are failure.Terminal. On error the
 // Revision is empty, and the next Poll compares with the revision the last
@@ -287,6 +301,8 @@ func (s *Source) Poll(ctx context.Context) (rev Revision, changed bool, err erro
 	s.pollMu.Lock()
 	defer s.pollMu.Unlock()
 	s.polls.Add(1)
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
 	rev, changed, err = s.poll(ctx)
 	if err != nil {
 		s.failures.Add(1)

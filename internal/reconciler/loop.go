@@ -114,7 +114,11 @@ type Loop struct {
 	// result before the loop stops waiting for it; the planner then
 	// decides again from the observed state. Default 1h.
 	StaleAfter time.Duration
-	Log        *slog.Logger
+	// Timeout bounds each remote stage of a pass (the poll, the
+	// previews), each plan's reconcile and each status write: a call that
+	// hangs fails, and the next cycle tries again. Default 2m.
+	Timeout time.Duration
+	Log     *slog.Logger
 
 	// wake asks Run for a cycle that polls the repository now.
 	wake chan struct{}
@@ -125,7 +129,28 @@ type Loop struct {
 	loaded *loadedRevision
 	// plans holds, per plan name, what the loop remembers between cycles.
 	plans map[string]*planState
+	// progress is where the loop is, for the watchdog; guarded by mu.
+	progress progress
 }
+
+// progress is what the watchdog reads: the pass's stage and since when,
+// when the last pass ended, and the plans and status write under way.
+type progress struct {
+	started    time.Time
+	stage      string
+	stageSince time.Time
+	lastPass   time.Time
+	plans      map[string]time.Time
+	flushSince time.Time
+}
+
+// Stages of a pass, as the watchdog names them.
+const (
+	stageIdle     = "waiting for the next cycle"
+	stagePoll     = "polling the plans repository"
+	stageLoad     = "loading the plan files"
+	stagePreviews = "previewing pull requests"
+)
 
 // planState is the loop's memory of one plan.
 type planState struct {
@@ -226,7 +251,75 @@ func (l *Loop) init() {
 	if l.StatusEvery == 0 {
 		l.StatusEvery = time.Second
 	}
+	if l.Timeout == 0 {
+		l.Timeout = 2 * time.Minute
+	}
+	if l.progress.started.IsZero() {
+		now := time.Now()
+		l.progress = progress{started: now, stage: stageIdle, stageSince: now, plans: map[string]time.Time{}}
+	}
 }
+
+// enter records that the pass entered stage.
+func (l *Loop) enter(stage string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.progress.stage, l.progress.stageSince = stage, time.Now()
+}
+
+// passDone records the end of a pass, successful or not.
+func (l *Loop) passDone() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	l.progress.stage, l.progress.stageSince, l.progress.lastPass = stageIdle, now, now
+}
+
+// LastPass returns when the last pass of Run ended (successful or not), or
+// when the loop started if none has.
+func (l *Loop) LastPass() time.Time {
+	l.init()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.progress.lastPass.IsZero() {
+		return l.progress.started
+	}
+	return l.progress.lastPass
+}
+
+// Stalled returns an error that says where the loop is stuck when no pass
+// ended within stallAfter, a pass stage, a plan's reconcile or a status
+// write has run longer than that, and nil otherwise. Every remote call is
+// bounded by Timeout, so a stall means a call that ignores its context or a
+// wait that never ends: the process should be restarted (a Kubernetes
+// liveness probe on /healthz does that).
+func (l *Loop) Stalled(stallAfter time.Duration) error {
+	last := l.LastPass()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	p := &l.progress
+	var problems []string
+	if p.stage != stageIdle && now.Sub(p.stageSince) > stallAfter {
+		problems = append(problems, fmt.Sprintf("stuck %s since %s (%s)", p.stage, stamp(p.stageSince), now.Sub(p.stageSince).Round(time.Second)))
+	} else if now.Sub(last) > stallAfter {
+		problems = append(problems, fmt.Sprintf("no pass ended since %s (%s); %s since %s", stamp(last), now.Sub(last).Round(time.Second), p.stage, stamp(p.stageSince)))
+	}
+	for _, plan := range slices.Sorted(maps.Keys(p.plans)) {
+		if since := p.plans[plan]; now.Sub(since) > stallAfter {
+			problems = append(problems, fmt.Sprintf("plan %s reconciling since %s (%s)", plan, stamp(since), now.Sub(since).Round(time.Second)))
+		}
+	}
+	if !p.flushSince.IsZero() && now.Sub(p.flushSince) > stallAfter {
+		problems = append(problems, fmt.Sprintf("status write running since %s (%s)", stamp(p.flushSince), now.Sub(p.flushSince).Round(time.Second)))
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	return fmt.Errorf("loop stalled (bound %s): %s", stallAfter, strings.Join(problems, "; "))
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
 // Run polls the repository every interval and on every Wake, and has
 // Parallel workers reconcile each plan that may have changed as soon as
@@ -260,6 +353,7 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	for {
 		began := time.Now()
 		cycle, files, err := l.pass(ctx)
+		l.passDone()
 		for _, f := range files {
 			l.queue.Add(f.Plan.Metadata.Name)
 		}
@@ -323,6 +417,14 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 		return Cycle{}, false
 	}
 	log := l.Log.With("revision", short(cycle.Revision), "plan", name)
+	l.mu.Lock()
+	l.progress.plans[name] = time.Now()
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.progress.plans, name)
+		l.mu.Unlock()
+	}()
 	if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log); err != nil && ctx.Err() == nil {
 		log.Error("plan not reconciled; trying again at its next change or cycle", "error", err)
 	}
@@ -348,10 +450,23 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 			}
 		}
 		last = time.Now()
-		if err := l.Recorder.Flush(ctx, cycle); err != nil && ctx.Err() == nil {
+		l.mu.Lock()
+		l.progress.flushSince = last
+		l.mu.Unlock()
+		if err := l.flush(ctx, cycle); err != nil && ctx.Err() == nil {
 			l.Log.Error("status not recorded; retrying after the next cycle", "error", err)
 		}
+		l.mu.Lock()
+		l.progress.flushSince = time.Time{}
+		l.mu.Unlock()
 	}
+}
+
+// flush writes what the cycles recorded, within Timeout.
+func (l *Loop) flush(ctx context.Context, cycle Cycle) error {
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
+	defer cancel()
+	return l.Recorder.Flush(ctx, cycle)
 }
 
 // OnResult takes a step result: the step is no longer in flight, a passed
@@ -427,7 +542,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	close(work)
 	wg.Wait()
 	if l.Recorder != nil && cycle.Revision != "" {
-		if err := l.Recorder.Flush(ctx, cycle); err != nil {
+		if err := l.flush(ctx, cycle); err != nil {
 			errs = append(errs, fmt.Errorf("record status: %w", err))
 		}
 	}
@@ -438,11 +553,15 @@ func (l *Loop) Cycle(ctx context.Context) error {
 // and removed plan files, updates previews, and returns the plans to
 // reconcile: those not at rest.
 func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
-	rev, _, err := l.Source.Poll(ctx)
+	l.enter(stagePoll)
+	pollCtx, cancel := context.WithTimeout(ctx, l.Timeout)
+	rev, _, err := l.Source.Poll(pollCtx)
+	cancel()
 	if err != nil {
 		return Cycle{}, nil, fmt.Errorf("poll plans repository: %w", err)
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
+	l.enter(stageLoad)
 	files, problems, fsys, err := l.load(rev)
 	if err != nil {
 		return Cycle{}, nil, err
@@ -488,7 +607,10 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 		}
 	}
 	if l.Previews != nil {
-		if err := l.Previews.Update(ctx, l.record); err != nil {
+		l.enter(stagePreviews)
+		previewCtx, cancel := context.WithTimeout(ctx, l.Timeout)
+		defer cancel()
+		if err := l.Previews.Update(previewCtx, l.record); err != nil {
 			return cycle, todo, err
 		}
 	}
@@ -604,6 +726,8 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	busy := len(st.inFlight) > 0
 	l.mu.Unlock()
 
+	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
+	defer cancel()
 	snap, err := l.Observer.Observe(ctx, p, record)
 	if err != nil {
 		if l.Recorder != nil {

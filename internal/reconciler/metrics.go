@@ -3,9 +3,11 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +32,48 @@ type Metrics struct {
 	cycles        *prometheus.CounterVec
 
 	ready atomic.Bool
+	// stalled, when set by Watch, fails /healthz.
+	stalled func() error
+	// stallLogged is set while a stall is reported, so that it is logged
+	// once, with the goroutines' stacks.
+	stallLogged atomic.Bool
+	log         *slog.Logger
+}
+
+// Watch makes /healthz fail while l is stalled (Loop.Stalled with
+// stallAfter) and exports the age of its last pass. The first failing
+// /healthz of a stall logs it with every goroutine's stack, which is what
+// a stall is found by.
+func (m *Metrics) Watch(l *Loop, stallAfter time.Duration, log *slog.Logger) {
+	m.stalled = func() error { return l.Stalled(stallAfter) }
+	m.log = log
+	m.Registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ferry_last_pass_age_seconds", Help: "Seconds since the loop's last pass over the repository ended.",
+	}, func() float64 { return time.Since(l.LastPass()).Seconds() }))
+}
+
+// StallAfter is the watchdog's bound for a loop that polls every interval
+// and bounds each stage by timeout: two intervals and two stages (a poll
+// and the previews) with room to spare.
+func StallAfter(interval, timeout time.Duration) time.Duration {
+	return 2*interval + 2*timeout + time.Minute
+}
+
+// health is /healthz: ok, or 503 with where the loop is stuck.
+func (m *Metrics) health(w http.ResponseWriter, _ *http.Request) {
+	if m.stalled != nil {
+		if err := m.stalled(); err != nil {
+			if m.stallLogged.CompareAndSwap(false, true) && m.log != nil {
+				buf := make([]byte, 1<<20)
+				buf = buf[:runtime.Stack(buf, true)]
+				m.log.Error("the loop is stalled; /healthz fails until it moves", "error", err, "goroutines", string(buf))
+			}
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		m.stallLogged.Store(false)
+	}
+	_, _ = w.Write([]byte("ok\n"))
 }
 
 // NewMetrics registers the metrics. counters adds gauges read from other
@@ -90,12 +134,12 @@ func (m *Metrics) ObserveCycle(err error) {
 	m.ready.Store(true)
 }
 
-// Serve answers /metrics, /healthz (the process runs) and /readyz (a cycle
-// succeeded) on addr until ctx ends.
+// Serve answers /metrics, /healthz (the loop is not stalled: see Watch) and
+// /readyz (a cycle succeeded) on addr until ctx ends.
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/healthz", m.health)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !m.ready.Load() {
 			http.Error(w, "no successful cycle yet", http.StatusServiceUnavailable)

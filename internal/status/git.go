@@ -85,6 +85,9 @@ type Writer struct {
 	// carries the gitsource.StatusTrailer trailer, by which the Git source
 	// tells ferry's commits from people's.
 	AuthorName, AuthorEmail string
+	// Timeout bounds each exchange with the remote (the ls-remote and
+	// fetch of a sync, a push); gitsource.DefaultTimeout when zero.
+	Timeout time.Duration
 
 	mu    sync.Mutex
 	store storage.Storer
@@ -358,6 +361,8 @@ func (w *Writer) fetchSpec() config.RefSpec {
 // it asks for the remote's references first and fetches only when the
 // head moved.
 func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
+	ctx, cancel := w.bound(ctx)
+	defer cancel()
 	rem, auth, err := w.remote()
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -484,6 +489,8 @@ func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumb
 // seeing the advertised head) rejects it when the branch moved since the
 // fetch.
 func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
+	ctx, cancel := w.bound(ctx)
+	defer cancel()
 	if err := w.store.SetReference(plumbing.NewHashReference(outgoing, commit)); err != nil {
 		return fmt.Errorf("set %s: %w", outgoing, err)
 	}
@@ -516,6 +523,15 @@ func rejected(err error) bool {
 }
 
 // where is the repository's URL for messages, credentials redacted.
+// bound limits one exchange with the remote to Timeout.
+func (w *Writer) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = gitsource.DefaultTimeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
 func (w *Writer) where() string { return gitsource.RedactURL(w.URL) }
 
 var planName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)

@@ -30,6 +30,14 @@ type Kube struct {
 	Client client.Client
 	// Scheme is the scheme Client uses.
 	Scheme *runtime.Scheme
+	// AuditLog is the API server's audit log: one JSON event per line for
+	// every create and delete (auditPolicy), which is how a test counts
+	// objects created twice.
+	AuditLog string
+
+	// env is the envtest environment, kept so that RestartAPIServer can
+	// stop and start its kube-apiserver.
+	env *envtest.Environment
 }
 
 // quietControllerRuntime stops controller-runtime from warning, 30 seconds
@@ -94,6 +102,26 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 			_, api.SecureServing.Port, _ = net.SplitHostPort(freeAddrOn(t, opts.Address))
 		}
 	}
+	api := env.ControlPlane.GetAPIServer()
+	if api.CertDir == "" {
+		// A certificate directory that envtest creates itself is deleted
+		// when the API server stops; RestartAPIServer needs the serving
+		// certificate (which clients trust) and the service-account keys
+		// to outlive a stop.
+		api.CertDir = t.TempDir()
+	}
+	// Without a grace period for watches, kube-apiserver ignores them when
+	// it is told to stop, and then waits up to a minute for their
+	// connections to go idle; with one, it ends them at once. An informer
+	// still running would otherwise make every stop time out.
+	api.Configure().Set("shutdown-watch-termination-grace-period", "5s")
+	auditDir := t.TempDir()
+	policy := filepath.Join(auditDir, "policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	auditLog := filepath.Join(auditDir, "audit.log")
+	api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", auditLog).Set("audit-log-format", "json")
 	start := time.Now()
 	cfg, err := env.Start()
 	if err != nil {
@@ -110,8 +138,20 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 	if err != nil {
 		t.Fatalf("testenv: client for %s: %v", cfg.Host, err)
 	}
-	return &Kube{Config: cfg, Client: c, Scheme: scheme}
+	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: env, AuditLog: auditLog}
 }
+
+// auditPolicy records creates and deletes (who, what, the answer's code)
+// once each, when the answer is sent, and nothing else: cheap enough for
+// every test.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+  - level: Metadata
+    verbs: [create, delete, deletecollection]
+  - level: None
+`
 
 // Kubeconfig renders the API server's admin credentials as a kubeconfig,
 // as a CAPI <cluster>-kubeconfig Secret or a --kubeconfig file holds it.

@@ -9,10 +9,14 @@
 //
 // It also delivers webhooks the way GitHub does (Deliver), signed with
 // X-Hub-Signature-256.
+//
+// For fault injection, Fail answers one request with an error, Gate holds
+// every request, and Outage makes the whole API unavailable for a while.
 package fakegithub
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -59,6 +63,13 @@ type Server struct {
 	requests    []Request
 	faults      []fault
 	gate        chan struct{} // when set, every request waits for it to close
+	outage      outage
+}
+
+// outage is a period during which the API answers every request with an
+// error: 502 until badGateway, then 403 (secondary rate limit) until end.
+type outage struct {
+	badGateway, end time.Time
 }
 
 // Comment is an issue comment on a pull request.
@@ -94,6 +105,10 @@ type File struct {
 type Request struct {
 	Method, Path, Query string
 	Body                string
+	// Time is when the request arrived.
+	Time time.Time
+	// Status is the status code of the answer; 0 while it is being written.
+	Status int
 }
 
 // fault answers the next request that matches method and path suffix
@@ -138,25 +153,35 @@ func New(owner, repo, token string) *Server {
 // Close stops the server.
 func (f *Server) Close() { f.srv.Close() }
 
+// middleware records every request and answers, before the handlers, an
+// outage, a missing token or a queued fault; in that order.
 func (f *Server) middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(strings.NewReader(string(body)))
+		now := time.Now()
 		f.mu.Lock()
-		f.requests = append(f.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body)})
-		gate := f.gate
+		n := len(f.requests)
+		f.requests = append(f.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Body: string(body), Time: now})
+		gate, out := f.gate, f.outage
 		var ft *fault
-		for i := range f.faults {
-			if f.faults[i].Method == r.Method && strings.HasSuffix(r.URL.Path, f.faults[i].PathSuffix) {
-				c := f.faults[i]
-				ft = &c
-				f.faults = append(f.faults[:i:i], f.faults[i+1:]...)
-				break
-			}
+		if !out.covers(now) { // a fault waits for the outage to end
+			ft = f.takeFaultLocked(r.Method, r.URL.Path)
 		}
 		f.mu.Unlock()
+		rec := &statusRecorder{ResponseWriter: w}
+		w = rec
+		defer func() {
+			f.mu.Lock()
+			f.requests[n].Status = cmp.Or(rec.status, http.StatusOK)
+			f.mu.Unlock()
+		}()
 		if gate != nil {
 			<-gate
+		}
+		if out.covers(now) {
+			out.answer(w, now)
+			return
 		}
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.Header().Set("X-GitHub-Media-Type", "github.v3; format=json")
@@ -184,6 +209,18 @@ func (f *Server) middleware(next http.Handler) http.Handler {
 	})
 }
 
+// takeFaultLocked removes and returns the first fault queued for a request
+// with method to path, nil when there is none; f.mu is held.
+func (f *Server) takeFaultLocked(method, path string) *fault {
+	for i, ft := range f.faults {
+		if ft.Method == method && strings.HasSuffix(path, ft.PathSuffix) {
+			f.faults = append(f.faults[:i:i], f.faults[i+1:]...)
+			return &ft
+		}
+	}
+	return nil
+}
+
 // Fail answers the next request with method to a path ending in suffix
 // with status, header and body instead of the handler's answer.
 func (f *Server) Fail(method, suffix string, status int, header map[string]string, body string) {
@@ -197,6 +234,73 @@ func (f *Server) Gate(gate chan struct{}) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.gate = gate
+}
+
+// Outage makes the API unavailable for d from now, and returns when the
+// outage ends. Every API request that arrives during the first half of d is
+// answered 502 Bad Gateway, as when GitHub's front end cannot reach the API;
+// every one during the second half 403 with GitHub's secondary rate limit
+// answer and a Retry-After header counting the seconds until the outage
+// ends (at least 1), as when a recovering API sheds load. Requests are
+// recorded as usual but never reach a handler, so nothing changes; pending
+// Fail answers wait for the outage to end. Webhook deliveries (Deliver) go
+// out from the test, not through the server, and are not affected. A new
+// call replaces the outage in progress; d <= 0 ends it.
+func (f *Server) Outage(d time.Duration) time.Time {
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.outage = outage{badGateway: now.Add(d / 2), end: now.Add(d)}
+	return f.outage.end
+}
+
+// secondaryRateLimit is the body of GitHub's 403 answer when a client hits a
+// secondary rate limit; go-github recognises it by documentation_url.
+const secondaryRateLimit = `{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",` +
+	`"documentation_url":"https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits"}`
+
+// covers reports whether a request arriving at t falls in the outage.
+func (o outage) covers(t time.Time) bool { return t.Before(o.end) }
+
+// answer writes the outage's answer to a request that arrived at now.
+func (o outage) answer(w http.ResponseWriter, now time.Time) {
+	if now.Before(o.badGateway) {
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusBadGateway)
+		io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+		return
+	}
+	// Whole seconds, rounded up, so that a client that waits them out
+	// comes back after the outage.
+	wait := max((o.end.Sub(now)+time.Second-1)/time.Second, 1)
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.Header().Set("Retry-After", strconv.FormatInt(int64(wait), 10))
+	w.Header().Set("X-RateLimit-Limit", "5000")
+	w.Header().Set("X-RateLimit-Remaining", "4999")
+	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(time.Hour).Unix(), 10))
+	w.Header().Set("X-RateLimit-Resource", "core")
+	w.WriteHeader(http.StatusForbidden)
+	io.WriteString(w, secondaryRateLimit+"\n")
+}
+
+// statusRecorder notes the status code of an answer for the request log.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
 }
 
 // Calls returns the recorded requests with method (all when empty).
@@ -231,6 +335,23 @@ func (f *Server) Comments(pr int) []Comment {
 		out = append(out, *c)
 	}
 	return out
+}
+
+// CountComments counts, by pull request, the comments whose body starts
+// with prefix, such as forge.Marker(key). ferry keeps one comment per key,
+// so a count above one is a duplicate.
+func (f *Server) CountComments(prefix string) map[int]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	counts := map[int]int{}
+	for n, cs := range f.comments {
+		for _, c := range cs {
+			if strings.HasPrefix(c.Body, prefix) {
+				counts[n]++
+			}
+		}
+	}
+	return counts
 }
 
 // DeleteComment deletes a comment, as a person would.
