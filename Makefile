@@ -24,6 +24,8 @@ BENCH_PLANS ?= 100 1000
 # The bench runs the reconciler as in a container of BENCH_MEMORY (its Go
 # memory limit at 80% of it); empty for no limit.
 BENCH_MEMORY ?= 300Mi
+# How many runs with a fault `make chaos` makes (besides the undisturbed one).
+CHAOS_RUNS ?= 20
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -47,6 +49,10 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 .PHONY: demo
 demo: tools build ## Migrate a seed 000 cluster end to end on this machine (starts local OpenStack when needed).
 	hack/demo.sh
+
+.PHONY: chaos
+chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) seed 000 migrations on the real backends; compare each end state with an undisturbed run's.
+	hack/demo.sh --chaos $(CHAOS_RUNS)
 
 .PHONY: test
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).

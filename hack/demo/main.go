@@ -24,12 +24,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -49,17 +47,37 @@ import (
 
 func main() {
 	reconciler := flag.String("reconciler", "bin/reconciler", "the reconciler binary to run (make build)")
-	logFile := flag.String("log", "bin/demo-reconciler.log", "file that receives the reconciler's log")
-	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	logDir := flag.String("logs", "bin/demo-logs", "directory that receives the logs of ferry's processes")
+	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
+	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
+	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
 	flag.Parse()
 
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	out := newDisplay(os.Stdout)
+	bin, err := filepath.Abs(*reconciler)
+	if err == nil {
+		_, err = os.Stat(bin)
+	}
+	if err != nil {
+		out.say("%v: build it first (make build)", err)
+		os.Exit(1)
+	}
+	if *runs > 0 {
+		ctx, cancel := context.WithTimeout(interrupted, time.Duration(*runs+1)**timeout)
+		defer cancel()
+		if err := chaos(ctx, out, bin, *logDir, *runs, *seed); err != nil {
+			out.say("chaos failed: %v", err)
+			os.Exit(1)
+		}
+		out.say("==> chaos done in %s", time.Since(out.start).Round(time.Second))
+		return
+	}
 	ctx, cancel := context.WithTimeout(interrupted, *timeout)
 	defer cancel()
-	out := newDisplay(os.Stdout)
 	r := testenv.NewProgram(func(format string, args ...any) { out.say("    "+format, args...) })
-	err := r.Do(func() error { return demo(ctx, r, out, *reconciler, *logFile) })
+	err = r.Do(func() error { return demo(ctx, r, out, bin, *logDir) })
 	out.say("==> cleaning up: stopping the reconciler, the controllers and the servers, deleting the OpenStack fixture")
 	r.Close()
 	switch {
@@ -77,85 +95,16 @@ func main() {
 // phases are the adopt strategy's phases, one pull request each.
 var phases = []string{"cluster", "control-plane", "workers"}
 
-func demo(ctx context.Context, r *testenv.Program, out *display, reconciler, logFile string) error {
-	bin, err := filepath.Abs(reconciler)
+func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string) error {
+	w, err := newWorld(ctx, r, out, bin, logDir, inProcess)
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(bin); err != nil {
-		return fmt.Errorf("%v: build it first (make build)", err)
-	}
-
-	out.say("==> building the cluster to adopt: a project, networks and servers in the local OpenStack, and two API servers")
-	a := ostest.NewAdoptable(r, "capi-quickstart")
-	out.say("    servers (and nodes): %s", strings.Join(append(slices.Clone(a.ControlPlane), a.Workers...), ", "))
-	before := a.Record(r)
-	out.say("==> starting the real Cluster API and CAPO controller managers against the management API server")
-	testenv.StartManagers(r, a.Mgmt)
-
-	plan := func(approve string) string {
-		return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
-	}
-	seed := testenv.SeedDir(r, map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
-	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
-	g := testenv.StartGit(r, seed)
-	gh := fakegithub.New("acme", "migrations", "demo-token")
-	r.Cleanup(gh.Close)
-
-	hook, metrics := testenv.FreeAddr(r), testenv.FreeAddr(r)
-	dir := r.TempDir()
-	files := map[string]string{"kubeconfig": string(a.Mgmt.Kubeconfig(r)), "github-token": gh.Token, "webhook-secret": "demo-webhook-secret"}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return err
-		}
-	}
-	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
-		"--interval", "10s", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "webhook-secret"),
-		"--metrics-addr", metrics, "--github-repo", "acme/migrations", "--github-api-url", gh.URL,
-		"--github-token-file", filepath.Join(dir, "github-token"), "--comment-interval", "1s"}
-	out.say("==> starting the reconciler: %s %s", reconciler, strings.Join(args, " "))
-	out.say("    its log: %s; its metrics: http://%s/metrics", logFile, metrics)
-	if _, err := r.StartProcess(bin, args, logFile); err != nil {
-		return err
-	}
-	err = out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
-		resp, err := http.Get("http://" + metrics + "/readyz")
-		if err != nil {
-			return false, "not listening yet"
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, resp.Status
-	})
+	unpaused, err := w.migrate(ctx)
 	if err != nil {
 		return err
 	}
-
-	repo := testenv.NewPlansRepo(r, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
-	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}
-	var unpaused time.Time // when the last phase, which unpauses the workers, succeeded
-	for i, phase := range phases {
-		n := i + 1
-		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
-		head := repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{"plans/capi-quickstart.yaml": plan(phase)})
-		preview, err := waitComment(ctx, out, gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
-		if err != nil {
-			return err
-		}
-		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
-		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
-		repo.MergePR(n, "bob")
-		if err := waitPhase(ctx, out, reader, phase); err != nil {
-			return err
-		}
-		unpaused = time.Now()
-		progress, err := waitComment(ctx, out, gh, n, "progress/capi-quickstart", "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
-		if err != nil {
-			return err
-		}
-		out.block(fmt.Sprintf("progress comment on #%d", n), progress)
-	}
+	g, a, before, reader := w.git, w.a, w.before, w.reader
 
 	out.say("\n==> reconciler status --repo %s", g.URL)
 	cmd := exec.CommandContext(ctx, bin, "status", "--repo", g.URL)

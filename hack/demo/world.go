@@ -1,0 +1,225 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// layout is how ferry's processes run in a world.
+type layout int
+
+const (
+	// inProcess: one `reconciler run` with its embedded NATS server and
+	// its executors in process, the default a newcomer runs.
+	inProcess layout = iota
+	// external: the NATS server apart (here: in this program, so that it
+	// can be restarted), `reconciler run --executors=false`, and two
+	// `reconciler executor` replicas.
+	external
+)
+
+// executorReplicas is how many `reconciler executor` replicas the external
+// layout runs.
+const executorReplicas = 2
+
+// world is everything one migration of a seed 000 cluster runs on: the
+// cluster to adopt with its cloud and API servers, the real CAPI and CAPO
+// managers, a Git server with the plans repository, the GitHub stand-in,
+// and ferry's processes.
+type world struct {
+	r      *testenv.Program
+	out    *display
+	a      *ostest.Adoptable
+	before *ostest.Before
+	git    *testenv.Git
+	gh     *fakegithub.Server
+	repo   *testenv.PlansRepo
+	// reader reads the status branch as `reconciler status` does.
+	reader *status.Writer
+	// dir holds the files ferry's processes read (kubeconfig, tokens) and
+	// their data directories; logDir their logs.
+	dir, logDir string
+	bin         string
+	layout      layout
+	// gitProxy stands between ferry's processes and the Git server, for
+	// faults; nats is the external layout's NATS server.
+	gitProxy *testenv.Proxy
+	nats     *testenv.NATS
+	metrics  string
+
+	mu    sync.Mutex
+	procs map[string]*proc // by name: reconciler, executor-1, ...
+}
+
+// proc is one of ferry's processes and how to start it again.
+type proc struct {
+	args  []string
+	pid   int
+	start int // how many times it was started
+}
+
+// newWorld builds a world and starts ferry in it, waiting for the
+// reconciler's first cycle.
+func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout) (*world, error) {
+	w := &world{r: r, out: out, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
+	out.say("==> building the cluster to adopt: a project, networks and servers in the local OpenStack, and two API servers")
+	w.a = ostest.NewAdoptable(r, "capi-quickstart")
+	out.say("    servers (and nodes): %s", strings.Join(append(slices.Clone(w.a.ControlPlane), w.a.Workers...), ", "))
+	w.before = w.a.Record(r)
+	out.say("==> starting the real Cluster API and CAPO controller managers against the management API server")
+	testenv.StartManagers(r, w.a.Mgmt)
+
+	seed := testenv.SeedDir(r, map[string]string{"plans/capi-quickstart.yaml": w.plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
+	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
+	w.git = testenv.StartGit(r, seed)
+	base, err := url.Parse(w.git.BaseURL)
+	if err != nil {
+		return nil, err
+	}
+	w.gitProxy = testenv.StartProxy(r, base.Host)
+	repoURL := "http://" + w.gitProxy.Addr + "/plans.git"
+	w.gh = fakegithub.New("acme", "migrations", "demo-token")
+	r.Cleanup(w.gh.Close)
+
+	hook := testenv.FreeAddr(r)
+	w.metrics = testenv.FreeAddr(r)
+	w.dir = r.TempDir()
+	files := map[string]string{"kubeconfig": string(w.a.Mgmt.Kubeconfig(r)), "github-token": w.gh.Token, "webhook-secret": "demo-webhook-secret"}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
+	kubeconfig := filepath.Join(w.dir, "kubeconfig")
+	args := []string{"run", "--repo", repoURL, "--kubeconfig", kubeconfig, "--data-dir", filepath.Join(w.dir, "data"),
+		"--interval", "10s", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(w.dir, "webhook-secret"),
+		"--metrics-addr", w.metrics, "--github-repo", "acme/migrations", "--github-api-url", w.gh.URL,
+		"--github-token-file", filepath.Join(w.dir, "github-token"), "--comment-interval", "1s"}
+	if lay == external {
+		w.nats = testenv.StartNATS(r)
+		args = append(args, "--executors=false", "--nats-url", w.nats.URL)
+		for i := 1; i <= executorReplicas; i++ {
+			name := fmt.Sprintf("executor-%d", i)
+			exec := []string{"executor", "--nats-url", w.nats.URL, "--kubeconfig", kubeconfig,
+				"--repo", repoURL, "--data-dir", filepath.Join(w.dir, name)}
+			if err := w.startProc(name, exec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out.say("==> starting the reconciler: %s %s", w.bin, strings.Join(args, " "))
+	out.say("    its log: %s; its metrics: http://%s/metrics", w.logFile("reconciler", 1), w.metrics)
+	if err := w.startProc("reconciler", args); err != nil {
+		return nil, err
+	}
+	if err := w.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	w.repo = testenv.NewPlansRepo(r, w.git, w.gh)
+	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
+	w.reader = &status.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}
+	return w, nil
+}
+
+// plan is the seed 000 plan approving phase approve.
+func (w *world) plan(approve string) string {
+	return w.a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
+}
+
+// logFile is the log of the start-th run of process name.
+func (w *world) logFile(name string, start int) string {
+	if start == 1 {
+		return filepath.Join(w.logDir, name+".log")
+	}
+	return filepath.Join(w.logDir, fmt.Sprintf("%s.%d.log", name, start))
+}
+
+// startProc starts one of ferry's processes under name, or starts it again
+// with the same arguments when args is nil.
+func (w *world) startProc(name string, args []string) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.procs[name]
+	if p == nil {
+		p = &proc{args: args}
+		w.procs[name] = p
+	}
+	p.start++
+	pid, err := w.r.StartProcess(w.bin, p.args, w.logFile(name, p.start))
+	if err != nil {
+		return err
+	}
+	p.pid = pid
+	return nil
+}
+
+// kill9 kills process name with SIGKILL, as an OOM kill or a node loss
+// would, and starts it again after pause, as Kubernetes restarts a pod.
+func (w *world) kill9(name string, pause time.Duration) error {
+	w.mu.Lock()
+	p := w.procs[name]
+	w.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no process %s", name)
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill -9 %s (pid %d): %w", name, p.pid, err)
+	}
+	time.Sleep(pause)
+	return w.startProc(name, nil)
+}
+
+// waitReady waits until the reconciler's /readyz answers 200.
+func (w *world) waitReady(ctx context.Context) error {
+	return w.out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
+		resp, err := http.Get("http://" + w.metrics + "/readyz")
+		if err != nil {
+			return false, "not listening yet"
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
+	})
+}
+
+// migrate approves each phase through a pull request, as the team would,
+// and waits for it; it returns when the last phase, which unpauses the
+// workers, succeeded.
+func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
+	out := w.out
+	for i, phase := range phases {
+		n := i + 1
+		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
+		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{"plans/capi-quickstart.yaml": w.plan(phase)})
+		preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
+		if err != nil {
+			return time.Time{}, err
+		}
+		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
+		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
+		w.repo.MergePR(n, "bob")
+		if err := waitPhase(ctx, out, w.reader, phase); err != nil {
+			return time.Time{}, err
+		}
+		unpaused = time.Now()
+		progress, err := waitComment(ctx, out, w.gh, n, "progress/capi-quickstart", "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
+		if err != nil {
+			return time.Time{}, err
+		}
+		out.block(fmt.Sprintf("progress comment on #%d", n), progress)
+	}
+	return unpaused, nil
+}
