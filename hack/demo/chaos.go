@@ -235,7 +235,7 @@ func (r *recorder) all() []string {
 func report(out *display, results []*chaosRun, runs int) error {
 	out.say("\n==> chaos: %d runs with a fault and one without", runs)
 	failed, divergent, repeated, secrets := 0, 0, 0, 0
-	var longest time.Duration
+	var longest, slowest time.Duration
 	kinds := map[string]int{}
 	for _, run := range results {
 		status := "ok"
@@ -250,12 +250,15 @@ func report(out *display, results []*chaosRun, runs int) error {
 		if run.n > 0 {
 			kinds[run.fault]++
 			longest = max(longest, run.recovered)
+			if run.err == nil {
+				slowest = max(slowest, run.took-results[0].took)
+			}
 		}
 		if run.state != nil {
 			repeated += len(run.state.repeated)
 			secrets += len(run.state.secrets)
 		}
-		out.say("    run %2d  %-58s %s", run.n, run.fault+recoveredText(run), status)
+		out.say("    run %2d  %-58s took %-5s %s", run.n, run.fault+recoveredText(run), run.took.Round(time.Second), status)
 		for _, d := range first(run.diffs, 10) {
 			out.say("            %s", d)
 		}
@@ -271,8 +274,9 @@ func report(out *display, results []*chaosRun, runs int) error {
 	for _, f := range faults {
 		out.say("    %-60s %d runs", f.name, kinds[f.name])
 	}
-	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, longest recovery %s",
-		failed, divergent, repeated, secrets, longest.Round(100*time.Millisecond))
+	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d", failed, divergent, repeated, secrets)
+	out.say("    longest time from a fault's end to a successful pass: %s; most time a fault added to the migration: %s (the undisturbed run took %s)",
+		longest.Round(100*time.Millisecond), slowest.Round(time.Second), results[0].took.Round(time.Second))
 	if failed+divergent+repeated+secrets > 0 {
 		return fmt.Errorf("%d failed runs, %d divergent end states, %d repeated effects, %d secrets found", failed, divergent, repeated, secrets)
 	}

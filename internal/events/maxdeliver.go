@@ -67,7 +67,7 @@ func reportExhausted(ctx context.Context, stream jetstream.Stream, pub *Publishe
 	}
 	res := &ResultEvent{
 		Type: TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, Phase: ev.Step.Phase,
-		StepKey: ev.Step.Key, Executor: ev.Step.Executor, Outcome: Failed, Attempt: deliveries,
+		StepKey: ev.Step.Key, Action: ev.Step.Action, Target: ev.Step.Target.String(), Executor: ev.Step.Executor, Outcome: Failed, Attempt: deliveries,
 		Error: fmt.Sprintf("delivered %d times to %s and never settled: the executor crashed or hung each time", deliveries, consumer),
 		At:    time.Now().UTC(),
 	}

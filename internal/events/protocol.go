@@ -108,14 +108,19 @@ type Report struct {
 
 // ResultEvent reports one attempt at a step.
 type ResultEvent struct {
-	Type     string  `json:"type"`
-	StepID   string  `json:"stepID"`
-	Plan     string  `json:"plan"`
-	Revision string  `json:"revision"`
-	Phase    string  `json:"phase"`
-	StepKey  string  `json:"stepKey"`
-	Executor string  `json:"executor"`
-	Outcome  Outcome `json:"outcome"`
+	Type     string `json:"type"`
+	StepID   string `json:"stepID"`
+	Plan     string `json:"plan"`
+	Revision string `json:"revision"`
+	Phase    string `json:"phase"`
+	StepKey  string `json:"stepKey"`
+	Executor string `json:"executor"`
+	// Action and Target are the step's, as its event named them, so that
+	// a result of a step the reader never planned (a reconciler that
+	// restarted while the step ran) is shown as the step was.
+	Action  string  `json:"action,omitempty"`
+	Target  string  `json:"target,omitempty"`
+	Outcome Outcome `json:"outcome"`
 	// Attempt counts deliveries of the step, from 1.
 	Attempt int `json:"attempt"`
 	// Duration of the attempt.

@@ -5,9 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
+
+// ResultsAckWait is how long a result delivered to the reconciler may go
+// unacked before JetStream delivers it again. Taking a result is quick, so
+// it is short: a reconciler killed with a pull request pending leaves that
+// request on the server, results delivered to it are lost until AckWait
+// ends, and the reconciler that replaces it waits that long for them
+// (30s at JetStream's default, in `make chaos`).
+const ResultsAckWait = 5 * time.Second
 
 // RunResults delivers every result on FERRY_RESULTS to fn through the
 // durable consumer named durable, from the oldest not yet acked, until ctx
@@ -19,6 +28,7 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 		FilterSubject: ResultsPrefix + ">",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       ResultsAckWait,
 	})
 	if err != nil {
 		return fmt.Errorf("create results consumer %s: %w", durable, err)

@@ -217,7 +217,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 	}
 	res := &ResultEvent{
 		Type: TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, Phase: ev.Step.Phase,
-		StepKey: ev.Step.Key, Executor: w.opts.Kind, Attempt: attempt, Duration: elapsed, Report: report,
+		StepKey: ev.Step.Key, Action: ev.Step.Action, Target: ev.Step.Target.String(), Executor: w.opts.Kind, Attempt: attempt, Duration: elapsed, Report: report,
 		At: time.Now().UTC(),
 	}
 	settle := msg.Ack

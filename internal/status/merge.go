@@ -187,6 +187,9 @@ func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 	ss := ph.Step(ev.StepKey)
 	if ss == nil {
 		action, target := splitKey(ev.StepKey)
+		if ev.Action != "" && ev.Target != "" {
+			action, target = ev.Action, ev.Target
+		}
 		ph.Steps = append(ph.Steps, StepStatus{
 			Key: ev.StepKey, Executor: ev.Executor, Action: action, Target: target, State: StepPending,
 		})

@@ -389,3 +389,23 @@ func TestStatusRecordFeedsPlanner(t *testing.T) {
 		t.Errorf("Stopped = %q, next %v; want the plan stopped", st.Stopped, res.Next())
 	}
 }
+
+// TestResultOfUnplannedStep: a reconciler that restarted while a step ran
+// gets its result before it plans the step again (the planner already sees
+// it done); the status shows the step as its event named it.
+func TestResultOfUnplannedStep(t *testing.T) {
+	st := &PlanStatus{Plan: "capi-quickstart"}
+	ApplyResult(st, &events.ResultEvent{
+		StepKey: "cluster/ensure-keypair/keypair/capi-key", Phase: "cluster", Executor: "openstack",
+		Action: "ensure-keypair", Target: "Keypair capi-key", Outcome: events.Succeeded, Attempt: 1, At: at(1),
+	})
+	ss := st.Phase("cluster").Step("cluster/ensure-keypair/keypair/capi-key")
+	if ss == nil || ss.Action != "ensure-keypair" || ss.Target != "Keypair capi-key" || ss.State != StepSucceeded {
+		t.Fatalf("step %+v; want ensure-keypair of Keypair capi-key, succeeded", ss)
+	}
+	// An event from before the fields existed: the key is all there is.
+	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: "kube", Outcome: events.Succeeded, Attempt: 1, At: at(2)})
+	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Target != "cluster c" {
+		t.Fatalf("step %+v from a key alone", ss)
+	}
+}

@@ -9,9 +9,11 @@ import (
 
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
+	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -134,12 +136,30 @@ func (a *Adoptable) Normalizer(ctx context.Context) (*strings.Replacer, error) {
 	if err != nil {
 		return nil, err
 	}
+	routerPages, err := routers.List(a.admin.Network, routers.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the routers of project %s: %w", a.ProjectID, err)
+	}
+	routerList, err := routers.ExtractRouters(routerPages)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range routerList {
+		pairs[r.ID] = "<router " + r.Name + ">"
+	}
 	for _, p := range portList {
 		name := p.Name
 		if name == "" {
-			name = p.DeviceOwner + " " + p.DeviceID
+			device := pairs[p.DeviceID]
+			if device == "" {
+				device = p.DeviceID
+			}
+			name = p.DeviceOwner + " " + device
 		}
 		pairs[p.ID] = "<port " + name + ">"
+	}
+	if key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err == nil {
+		pairs[ssh.FingerprintLegacyMD5(key)] = "<fingerprint of the fixture's public key>"
 	}
 	sgPages, err := groups.List(a.admin.Network, groups.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
 	if err != nil {
