@@ -67,11 +67,11 @@ type chaosRun struct {
 // each with one fault at a random moment, and compares each end state with
 // the undisturbed one. It fails when a run did not finish, ended
 // differently, did something twice or let a secret out.
-func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed uint64) error {
+func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	out.say("==> make chaos: %d runs of the seed 000 migration on the real backends and the real CAPI and CAPO managers (seed %d)", runs, seed)
 	out.say("    layout: an external NATS server, `reconciler run --executors=false`, %d `reconciler executor` replicas; logs under %s", executorReplicas, logDir)
-	baseline := chaosOnce(ctx, out, bin, logDir, 0, nil, 0)
+	baseline := chaosOnce(ctx, out, bin, logDir, 0, nil, 0, perRun)
 	if baseline.err != nil {
 		return fmt.Errorf("the undisturbed run failed: %w", baseline.err)
 	}
@@ -82,7 +82,7 @@ func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed
 	for i := 1; i <= runs && ctx.Err() == nil; i++ {
 		f := faults[(i-1)%len(faults)]
 		at := time.Duration(rng.Int64N(int64(baseline.took) * 8 / 10))
-		run := chaosOnce(ctx, out, bin, logDir, i, &f, at)
+		run := chaosOnce(ctx, out, bin, logDir, i, &f, at, perRun)
 		if run.state != nil {
 			run.diffs = baseline.state.diff(run.state)
 		}
@@ -92,8 +92,10 @@ func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed
 }
 
 // chaosOnce is one run in a world of its own, with f at at (none when f
-// is nil).
-func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, f *fault, at time.Duration) *chaosRun {
+// is nil), given up after timeout.
+func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, f *fault, at, timeout time.Duration) *chaosRun {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	run := &chaosRun{n: n, fault: "none (the baseline)", at: at}
 	if f != nil {
 		run.fault = f.name

@@ -65,9 +65,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *runs > 0 {
-		ctx, cancel := context.WithTimeout(interrupted, time.Duration(*runs+1)**timeout)
-		defer cancel()
-		if err := chaos(ctx, out, bin, *logDir, *runs, *seed); err != nil {
+		if err := chaos(interrupted, out, bin, *logDir, *runs, *seed, *timeout); err != nil {
 			out.say("chaos failed: %v", err)
 			os.Exit(1)
 		}

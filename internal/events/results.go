@@ -10,6 +10,14 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
+// PullExpiry bounds each pull request of the results and step consumers.
+// The server keeps a pull request until it expires or is filled, also
+// when the process that made it was killed: messages delivered to it are
+// lost until their AckWait ends. Five seconds (JetStream's default is 30)
+// bounds how long a killed reconciler or executor replica holds messages
+// back; an idle consumer asks again every five seconds.
+const PullExpiry = 5 * time.Second
+
 // ResultsAckWait is how long a result delivered to the reconciler may go
 // unacked before JetStream delivers it again. Taking a result is quick, so
 // it is short: a reconciler killed with a pull request pending leaves that
@@ -33,7 +41,7 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 	if err != nil {
 		return fmt.Errorf("create results consumer %s: %w", durable, err)
 	}
-	iter, err := cons.Messages()
+	iter, err := cons.Messages(jetstream.PullExpiry(PullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume results: %w", err)
 	}

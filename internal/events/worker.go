@@ -37,11 +37,15 @@ type WorkerOptions struct {
 	// a step runs, so long waits are not redelivered. Default 30s.
 	AckWait time.Duration
 	// MaxDeliver is how many times a step is delivered before it is
-	// reported Failed. Default 5.
+	// reported Failed. Default 8: with the default back-off the last
+	// attempt comes about three minutes after the first, so that an outage
+	// of the Git remote, an API server or the cloud shorter than that does
+	// not fail a step for good (5 attempts over 15 seconds did, in
+	// `make chaos`).
 	MaxDeliver int
 	// BackOff is the delay before the first redelivery of a step that
 	// failed with a retryable error; it doubles per attempt up to
-	// MaxBackOff. Defaults 1s and 30s.
+	// MaxBackOff. Defaults 2s and 1m.
 	BackOff, MaxBackOff time.Duration
 	// StepTimeout bounds a step without a "timeout" parameter. Default 10m.
 	StepTimeout time.Duration
@@ -60,13 +64,13 @@ func (o *WorkerOptions) defaults() {
 		o.AckWait = 30 * time.Second
 	}
 	if o.MaxDeliver <= 0 {
-		o.MaxDeliver = 5
+		o.MaxDeliver = 8
 	}
 	if o.BackOff <= 0 {
-		o.BackOff = time.Second
+		o.BackOff = 2 * time.Second
 	}
 	if o.MaxBackOff <= 0 {
-		o.MaxBackOff = 30 * time.Second
+		o.MaxBackOff = time.Minute
 	}
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 10 * time.Minute
@@ -114,7 +118,7 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 		slots: make(chan struct{}, opts.Concurrency), waits: make(chan struct{}, opts.Waits)}
 	// Fetch no more than can run: a buffered message waits in this process
 	// while another replica sits idle.
-	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency))
+	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency), jetstream.PullExpiry(PullExpiry))
 	if err != nil {
 		return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
 	}
