@@ -75,10 +75,11 @@ var secretNamespaces = []string{"default", "ferry-system"}
 // capture reads a world's end state.
 func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 	st := &endState{}
-	cloud, norm, err := w.a.State(ctx, w.r)
+	cloud, err := w.a.State(ctx, w.r)
 	if err != nil {
 		return nil, err
 	}
+	norm := cloud.Normalize
 	st.lines = append(st.lines, cloud.Lines...)
 	st.repeated = append(st.repeated, cloud.Repeated...)
 	normalize := func(s string) string {

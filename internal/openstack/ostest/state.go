@@ -7,21 +7,24 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/keypairs"
+	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/floatingips"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/layer3/routers"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/extensions/security/groups"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/ports"
 	"github.com/gophercloud/gophercloud/v2/openstack/networking/v2/subnets"
+	"github.com/gophercloud/gophercloud/v2/pagination"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // CloudState is what the fixture's project holds, one line per resource,
-// with IDs, addresses and the fixture's suffix written as names (see
-// Normalizer), so that the states of two fixtures that went through the
-// same migration compare equal line by line.
+// with IDs, addresses and the fixture's suffix written as names, so that
+// the states of two fixtures that went through the same migration compare
+// equal line by line.
 type CloudState struct {
 	// Lines describe the servers, ports, security groups, keypairs and
 	// floating IPs, sorted.
@@ -29,16 +32,70 @@ type CloudState struct {
 	// Repeated lists the names that more than one resource of a kind
 	// carries: a keypair, security group, server or port created twice.
 	Repeated []string
+	// Normalize writes the fixture's IDs (project, networks, subnets,
+	// routers, servers, ports, security groups, floating IPs, image,
+	// flavor), addresses, key fingerprint and random suffix as names, for
+	// other texts (objects' specs) to compare across fixtures.
+	Normalize *strings.Replacer
+}
+
+// project is what the fixture's project holds, each listed once.
+type project struct {
+	servers  []servers.Server
+	ports    []ports.Port
+	groups   []groups.SecGroup
+	routers  []routers.Router
+	subnets  []subnets.Subnet
+	fips     []floatingips.FloatingIP
+	keypairs []keypairs.KeyPair
+}
+
+// list reads every page of a listing with extract, naming what in errors.
+func list[T any](ctx context.Context, what string, pager pagination.Pager, extract func(pagination.Page) ([]T, error)) ([]T, error) {
+	pages, err := pager.AllPages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	return extract(pages)
+}
+
+func (a *Adoptable) project(ctx context.Context, userCompute *gophercloud.ServiceClient) (*project, error) {
+	p := &project{}
+	var err error
+	net, pid := a.admin.Network, a.ProjectID
+	if p.servers, err = a.ProjectServers(ctx); err != nil {
+		return nil, err
+	}
+	if p.ports, err = list(ctx, "ports", ports.List(net, ports.ListOpts{ProjectID: pid}), ports.ExtractPorts); err != nil {
+		return nil, err
+	}
+	if p.groups, err = list(ctx, "security groups", groups.List(net, groups.ListOpts{ProjectID: pid}), groups.ExtractGroups); err != nil {
+		return nil, err
+	}
+	if p.routers, err = list(ctx, "routers", routers.List(net, routers.ListOpts{ProjectID: pid}), routers.ExtractRouters); err != nil {
+		return nil, err
+	}
+	if p.subnets, err = list(ctx, "subnets", subnets.List(net, subnets.ListOpts{}), subnets.ExtractSubnets); err != nil {
+		return nil, err
+	}
+	if p.fips, err = list(ctx, "floating IPs", floatingips.List(net, floatingips.ListOpts{ProjectID: pid}), floatingips.ExtractFloatingIPs); err != nil {
+		return nil, err
+	}
+	if p.keypairs, err = list(ctx, "keypairs", keypairs.List(userCompute, nil), keypairs.ExtractKeyPairs); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // State reads the project's cloud state.
-func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, *strings.Replacer, error) {
+func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, error) {
 	t.Helper()
-	norm, err := a.Normalizer(ctx)
+	p, err := a.project(ctx, a.UserCompute(t))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	st := &CloudState{}
+	norm := a.normalizer(p)
+	st := &CloudState{Normalize: norm}
 	named := map[string]int{} // kind and name -> resources
 	add := func(kind, name, line string) {
 		if name != "" {
@@ -46,62 +103,25 @@ func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, *strin
 		}
 		st.Lines = append(st.Lines, norm.Replace(kind+" "+line))
 	}
-
-	srvs, err := a.ProjectServers(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, s := range srvs {
+	for _, s := range p.servers {
 		add("server", s.Name, fmt.Sprintf("%s: %s, security groups %v", s.Name, s.Status, securityGroups(s.SecurityGroups)))
 	}
-	portPages, err := ports.List(a.admin.Network, ports.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the ports of project %s: %w", a.ProjectID, err)
-	}
-	portList, err := ports.ExtractPorts(portPages)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, p := range portList {
+	for _, port := range p.ports {
 		var ips []string
-		for _, ip := range p.FixedIPs {
+		for _, ip := range port.FixedIPs {
 			ips = append(ips, ip.IPAddress)
 		}
 		sort.Strings(ips)
-		sgs := slices.Sorted(slices.Values(p.SecurityGroups))
-		add("port", p.Name, fmt.Sprintf("%s on %s (%s): device %s, ips %v, security groups %v", p.Name, p.NetworkID, p.DeviceOwner, p.DeviceID, ips, sgs))
+		add("port", port.Name, fmt.Sprintf("%s on %s (%s): device %s, ips %v, security groups %v",
+			port.Name, port.NetworkID, port.DeviceOwner, port.DeviceID, ips, slices.Sorted(slices.Values(port.SecurityGroups))))
 	}
-	sgPages, err := groups.List(a.admin.Network, groups.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the security groups of project %s: %w", a.ProjectID, err)
-	}
-	sgList, err := groups.ExtractGroups(sgPages)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, g := range sgList {
+	for _, g := range p.groups {
 		add("security-group", g.Name, fmt.Sprintf("%s: %d rules", g.Name, len(g.Rules)))
 	}
-	kpPages, err := keypairs.List(a.UserCompute(t), nil).AllPages(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the project user's keypairs: %w", err)
-	}
-	kpList, err := keypairs.ExtractKeyPairs(kpPages)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, k := range kpList {
+	for _, k := range p.keypairs {
 		add("keypair", k.Name, k.Name+": "+k.Fingerprint)
 	}
-	fipPages, err := floatingips.List(a.admin.Network, floatingips.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("list the floating IPs of project %s: %w", a.ProjectID, err)
-	}
-	fipList, err := floatingips.ExtractFloatingIPs(fipPages)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, f := range fipList {
+	for _, f := range p.fips {
 		add("floating-ip", f.FloatingIP, fmt.Sprintf("%s: port %s", f.FloatingIP, f.PortID))
 	}
 	sort.Strings(st.Lines)
@@ -111,13 +131,12 @@ func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, *strin
 		}
 	}
 	sort.Strings(st.Repeated)
-	return st, norm, nil
+	return st, nil
 }
 
-// Normalizer replaces the fixture's IDs (project, networks, subnets,
-// servers, ports, security groups, floating IPs, image, flavor), its
-// addresses and its random suffix with stable names.
-func (a *Adoptable) Normalizer(ctx context.Context) (*strings.Replacer, error) {
+// normalizer replaces the fixture's IDs, addresses, key fingerprint and
+// random suffix with stable names.
+func (a *Adoptable) normalizer(p *project) *strings.Replacer {
 	pairs := map[string]string{
 		a.ProjectID: "<project>", a.NetworkID: "<network>", a.ExternalNetworkID: "<external-network>",
 		a.ImageID: "<image>", a.FlavorID: "<flavor>", a.Endpoint: "<endpoint-ip>", a.EndpointFIP: "<endpoint-fip>",
@@ -128,75 +147,45 @@ func (a *Adoptable) Normalizer(ctx context.Context) (*strings.Replacer, error) {
 	for node, ip := range a.Addresses {
 		pairs[ip] = "<ip " + node + ">"
 	}
-	portPages, err := ports.List(a.admin.Network, ports.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the ports of project %s: %w", a.ProjectID, err)
-	}
-	portList, err := ports.ExtractPorts(portPages)
-	if err != nil {
-		return nil, err
-	}
-	routerPages, err := routers.List(a.admin.Network, routers.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the routers of project %s: %w", a.ProjectID, err)
-	}
-	routerList, err := routers.ExtractRouters(routerPages)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range routerList {
+	for _, r := range p.routers {
 		pairs[r.ID] = "<router " + r.Name + ">"
 	}
-	for _, p := range portList {
-		name := p.Name
-		if name == "" {
-			device := pairs[p.DeviceID]
-			if device == "" {
-				device = p.DeviceID
-			}
-			name = p.DeviceOwner + " " + device
-		}
-		pairs[p.ID] = "<port " + name + ">"
-	}
-	if key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err == nil {
-		pairs[ssh.FingerprintLegacyMD5(key)] = "<fingerprint of the fixture's public key>"
-	}
-	sgPages, err := groups.List(a.admin.Network, groups.ListOpts{ProjectID: a.ProjectID}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list the security groups of project %s: %w", a.ProjectID, err)
-	}
-	sgList, err := groups.ExtractGroups(sgPages)
-	if err != nil {
-		return nil, err
-	}
-	for _, g := range sgList {
+	for _, g := range p.groups {
 		pairs[g.ID] = "<security-group " + g.Name + ">"
 	}
-	subnetPages, err := subnets.List(a.admin.Network, subnets.ListOpts{}).AllPages(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list subnets: %w", err)
-	}
-	subnetList, err := subnets.ExtractSubnets(subnetPages)
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range subnetList {
+	for _, s := range p.subnets {
 		if s.NetworkID == a.NetworkID || s.NetworkID == a.ExternalNetworkID {
 			pairs[s.ID] = "<subnet " + s.Name + ">"
 			pairs[s.CIDR] = "<cidr " + s.Name + ">"
 		}
 	}
-	// The suffix last: names were replaced whole above.
-	var args []string
-	for _, old := range slices.SortedFunc(func(yield func(string) bool) {
-		for k := range pairs {
-			if k != "" && !yield(k) {
-				return
+	for _, port := range p.ports {
+		name := port.Name
+		if name == "" {
+			device := pairs[port.DeviceID]
+			if device == "" {
+				device = port.DeviceID
 			}
+			name = port.DeviceOwner + " " + device
 		}
-	}, func(x, y string) int { return len(y) - len(x) }) {
+		pairs[port.ID] = "<port " + name + ">"
+	}
+	if key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err == nil {
+		pairs[ssh.FingerprintLegacyMD5(key)] = "<fingerprint of the fixture's public key>"
+	}
+	// Longest first, so that an address is not replaced inside a longer
+	// one; names inside the replacements lose the suffix too.
+	olds := make([]string, 0, len(pairs))
+	for old := range pairs {
+		if old != "" {
+			olds = append(olds, old)
+		}
+	}
+	slices.SortFunc(olds, func(x, y string) int { return len(y) - len(x) })
+	var args []string
+	for _, old := range olds {
 		args = append(args, old, strings.ReplaceAll(pairs[old], a.Suffix, "<suffix>"))
 	}
 	args = append(args, a.Suffix, "<suffix>")
-	return strings.NewReplacer(args...), nil
+	return strings.NewReplacer(args...)
 }
