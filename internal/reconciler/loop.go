@@ -136,6 +136,9 @@ type Loop struct {
 // progress is what the watchdog reads: the pass's stage and since when,
 // when the last pass ended, and the plans and status write under way.
 type progress struct {
+	// running is true while Run runs: a replica that waits for the
+	// leader election, or has lost it, is not stalled.
+	running    bool
 	started    time.Time
 	stage      string
 	stageSince time.Time
@@ -254,9 +257,8 @@ func (l *Loop) init() {
 	if l.Timeout == 0 {
 		l.Timeout = 2 * time.Minute
 	}
-	if l.progress.started.IsZero() {
-		now := time.Now()
-		l.progress = progress{started: now, stage: stageIdle, stageSince: now, plans: map[string]time.Time{}}
+	if l.progress.plans == nil {
+		l.progress = progress{stage: stageIdle, plans: map[string]time.Time{}}
 	}
 }
 
@@ -276,7 +278,7 @@ func (l *Loop) passDone() {
 }
 
 // LastPass returns when the last pass of Run ended (successful or not), or
-// when the loop started if none has.
+// when Run started if none has.
 func (l *Loop) LastPass() time.Time {
 	l.init()
 	l.mu.Lock()
@@ -299,6 +301,9 @@ func (l *Loop) Stalled(stallAfter time.Duration) error {
 	defer l.mu.Unlock()
 	now := time.Now()
 	p := &l.progress
+	if !p.running {
+		return nil
+	}
 	var problems []string
 	if p.stage != stageIdle && now.Sub(p.stageSince) > stallAfter {
 		problems = append(problems, fmt.Sprintf("stuck %s since %s (%s)", p.stage, stamp(p.stageSince), now.Sub(p.stageSince).Round(time.Second)))
@@ -330,6 +335,16 @@ func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 // StatusEvery, so that a slow push never holds a plan's next step back.
 func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	l.init()
+	l.mu.Lock()
+	now := time.Now()
+	l.progress.running, l.progress.started, l.progress.lastPass = true, now, time.Time{}
+	l.progress.stage, l.progress.stageSince = stageIdle, now
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		l.progress.running = false
+		l.mu.Unlock()
+	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	flushes := make(chan Cycle, 1)
@@ -518,6 +533,7 @@ func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
 	cycle, files, err := l.pass(ctx)
+	l.passDone()
 	errs := []error{err}
 	var errMu sync.Mutex
 	work := make(chan *planfile.File)

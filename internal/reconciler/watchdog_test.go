@@ -106,3 +106,22 @@ func TestWatchdog(t *testing.T) {
 		t.Errorf("/healthz after recovery: %d %q", code, body)
 	}
 }
+
+// TestStalledOnlyWhileRunning: a replica that waits for the leader
+// election runs no loop and is not stalled, however long it waits.
+func TestStalledOnlyWhileRunning(t *testing.T) {
+	l := &Loop{Source: &memSource{}, Observer: &fixedObserver{}}
+	l.Changed("default", "c") // informers start before the election is won
+	time.Sleep(20 * time.Millisecond)
+	if err := l.Stalled(10 * time.Millisecond); err != nil {
+		t.Fatalf("a loop that never ran is stalled: %v", err)
+	}
+	l.enter(stagePoll)
+	l.mu.Lock()
+	l.progress.running = true
+	l.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	if err := l.Stalled(10 * time.Millisecond); err == nil || !strings.Contains(err.Error(), stagePoll) {
+		t.Fatalf("a running loop stuck polling: %v", err)
+	}
+}
