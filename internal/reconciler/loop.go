@@ -450,6 +450,7 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 // ctx ends; a failed write is logged, and the next request writes it.
 func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 	var last time.Time
+	failures := 0
 	for {
 		var cycle Cycle
 		select {
@@ -457,7 +458,7 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 			return
 		case cycle = <-requests:
 		}
-		if wait := l.StatusEvery - time.Since(last); wait > 0 {
+		if wait := flushWait(l.StatusEvery, failures) - time.Since(last); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return
@@ -469,12 +470,25 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 		l.progress.flushSince = last
 		l.mu.Unlock()
 		if err := l.flush(ctx, cycle); err != nil && ctx.Err() == nil {
-			l.Log.Error("status not recorded; retrying after the next cycle", "error", err)
+			failures++
+			l.Log.Error("status not recorded; retrying", "error", err, "retry_in", flushWait(l.StatusEvery, failures))
+		} else {
+			failures = 0
 		}
 		l.mu.Lock()
 		l.progress.flushSince = time.Time{}
 		l.mu.Unlock()
 	}
+}
+
+// flushWait is the least time between two status writes after failures
+// failed in a row: every, doubled per failure up to a minute, so that a Git
+// remote that is down is not asked (and the log not written) every second.
+func flushWait(every time.Duration, failures int) time.Duration {
+	if failures == 0 {
+		return every
+	}
+	return min(every<<min(failures, 16), max(every, time.Minute))
 }
 
 // flush writes what the cycles recorded, within Timeout.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -123,5 +124,33 @@ func TestStalledOnlyWhileRunning(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	if err := l.Stalled(10 * time.Millisecond); err == nil || !strings.Contains(err.Error(), stagePoll) {
 		t.Fatalf("a running loop stuck polling: %v", err)
+	}
+}
+
+// failingRecorder is a recorder whose status writes fail, counting them.
+type failingRecorder struct {
+	recorder
+	flushes atomic.Int64
+}
+
+func (r *failingRecorder) Flush(context.Context, Cycle) error {
+	r.flushes.Add(1)
+	return io.ErrUnexpectedEOF
+}
+
+// TestFlushBacksOff: while status writes fail (the Git remote is down),
+// Run tries less and less often, rather than at every StatusEvery.
+func TestFlushBacksOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 1300*time.Millisecond)
+	defer cancel()
+	src := &memSource{}
+	src.set("r1", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	rec := &failingRecorder{recorder: recorder{planned: map[string]*planner.Result{}}}
+	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Publisher: &recordingPublisher{},
+		Recorder: rec, StatusEvery: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	_ = l.Run(ctx, 5*time.Millisecond)
+	// Every 10ms would be about 130 writes; doubling from 20ms, 6.
+	if n := rec.flushes.Load(); n < 2 || n > 10 {
+		t.Errorf("%d status writes in 1.3s while every one failed; want a few, backing off", n)
 	}
 }
