@@ -101,6 +101,11 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, f *
 		run.fault = f.name
 	}
 	dir := filepath.Join(logDir, fmt.Sprintf("run-%02d", n))
+	// Logs of an earlier chaos run would be scanned for secrets too.
+	if err := os.RemoveAll(dir); err != nil {
+		run.err = err
+		return run
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		run.err = err
 		return run
