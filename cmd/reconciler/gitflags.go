@@ -4,15 +4,9 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
-	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 )
@@ -28,6 +22,12 @@ type gitFlags struct {
 func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
 	flags.StringVar(&g.repo, "repo", "", repoUsage)
 	flags.StringVar(&g.branch, "branch", gitsource.DefaultBranch, "branch of the plans repository to follow: spec.approve on it approves phases")
+	g.registerAuth(flags)
+}
+
+// registerAuth registers how to authenticate to the repository and how
+// long an exchange with it may take.
+func (g *gitFlags) registerAuth(flags *flag.FlagSet) {
 	flags.StringVar(&g.user, "git-username", "git", "user name sent with --git-token-file")
 	flags.StringVar(&g.tokenFile, "git-token-file", "", "file holding a token for https access to the repository")
 	flags.StringVar(&g.sshKey, "ssh-key-file", "", "private key for ssh access to the repository")
@@ -39,22 +39,14 @@ func (g *gitFlags) register(flags *flag.FlagSet, repoUsage string) {
 // source opens the repository with its cache in cacheDir.
 func (g *gitFlags) source(path, cacheDir string, log *slog.Logger) (*gitsource.Source, error) {
 	return gitsource.New(gitsource.Config{
-		URL: g.repo, Branch: g.branch, Path: path, CacheDir: cacheDir, Logger: log, Timeout: g.timeout,
-		Auth: gitsource.Auth{Username: g.user, TokenFile: g.tokenFile, SSHKeyFile: g.sshKey, KnownHostsFile: g.knownHosts, InsecureIgnoreHostKey: g.insecure},
+		URL: g.repo, Branch: g.branch, Path: path, CacheDir: cacheDir, Logger: log, Timeout: g.timeout, Auth: g.auth(),
 	})
 }
 
-// pushAuth is how status commits are pushed: the same token as the Git
-// source for https (ssh uses the agent or default keys of go-git).
-func (g *gitFlags) pushAuth() (transport.AuthMethod, error) {
-	if g.tokenFile == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(g.tokenFile)
-	if err != nil {
-		return nil, fmt.Errorf("read --git-token-file: %w", err)
-	}
-	return &githttp.BasicAuth{Username: g.user, Password: strings.TrimSpace(string(data))}, nil
+// auth is how to authenticate to the repository, for reading and for
+// pushing statuses alike.
+func (g *gitFlags) auth() gitsource.Auth {
+	return gitsource.Auth{Username: g.user, TokenFile: g.tokenFile, SSHKeyFile: g.sshKey, KnownHostsFile: g.knownHosts, InsecureIgnoreHostKey: g.insecure}
 }
 
 // repoAt reads the plans repository at a step's revision for the executors

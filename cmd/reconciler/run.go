@@ -127,11 +127,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	writerAuth, err := f.git.pushAuth()
-	if err != nil {
-		return err
-	}
-	store := &status.Writer{URL: f.git.repo, Auth: writerAuth, Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status"), Timeout: f.git.timeout}
+	store := &status.Writer{URL: f.git.repo, Auth: f.git.auth(), Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status"), Timeout: f.git.timeout}
 
 	var fg forge.Forge
 	var coalescer *forge.Coalescer

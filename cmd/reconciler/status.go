@@ -7,12 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"strings"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
@@ -24,7 +19,9 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 	repo := fs.String("repo", "", "URL of the plans repository (https, http, ssh or file)")
 	branch := fs.String("status-branch", status.DefaultBranch, "branch the reconciler commits statuses to")
 	output := fs.String("o", "text", "output format: text or json")
-	tokenFile := fs.String("token-file", "", "file holding an access token for an http(s) repository (default: none, or the credentials in the URL)")
+	var git gitFlags
+	git.registerAuth(fs)
+	tokenFile := fs.String("token-file", "", "deprecated: use --git-token-file")
 	timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for the repository")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, "Usage: reconciler status [PLAN] --repo URL [flags]\n\n"+
@@ -43,15 +40,16 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	auth, err := tokenAuth(*tokenFile)
-	if err != nil {
-		fmt.Fprintf(stderr, "reconciler status: %v\n", err)
-		return 1
+	if *tokenFile != "" {
+		fmt.Fprintln(stderr, "reconciler status: --token-file is deprecated and goes in a later release; use --git-token-file")
+		if git.tokenFile == "" {
+			git.tokenFile = *tokenFile
+		}
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	w := &status.Writer{URL: *repo, Branch: *branch, Auth: auth}
+	w := &status.Writer{URL: *repo, Branch: *branch, Auth: git.auth(), Timeout: git.timeout}
 	var sts []*status.PlanStatus
 	if len(plans) == 1 {
 		st, err := w.Read(ctx, plans[0])
@@ -100,22 +98,4 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return 0
-}
-
-// tokenAuth reads an access token for basic auth over http(s); forges take
-// any user name with a token. No file, no auth: ssh URLs then use the SSH
-// agent, as git does.
-func tokenAuth(file string) (transport.AuthMethod, error) {
-	if file == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("read token: %w", err)
-	}
-	token := strings.TrimSpace(string(b))
-	if token == "" {
-		return nil, fmt.Errorf("read token: %s is empty", file)
-	}
-	return &githttp.BasicAuth{Username: "git", Password: token}, nil
 }

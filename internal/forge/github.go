@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-github/v60/github"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/secretfile"
 )
 
 // TokenEnv is the environment variable TokenFromFile falls back to.
@@ -42,13 +43,9 @@ func TokenFromFile(path string) (string, error) {
 		}
 		return tok, nil
 	}
-	b, err := os.ReadFile(path)
+	tok, err := secretfile.Read(path)
 	if err != nil {
 		return "", fmt.Errorf("read GitHub token: %w", err)
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", fmt.Errorf("read GitHub token: %s is empty", path)
 	}
 	return tok, nil
 }

@@ -12,6 +12,8 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/ferry-dev/ferry/internal/secretfile"
 )
 
 // Auth says how to authenticate to the plans repository. The zero value is
@@ -218,18 +220,29 @@ func (a Auth) sshMethod(e endpoint) (transport.AuthMethod, []string, error) {
 	return pk, secrets, nil
 }
 
-// readSecret reads a one-line secret file, trimmed; an empty file is an
-// error, since an empty secret is never what was meant.
-func readSecret(file string) (string, error) {
-	b, err := os.ReadFile(file)
+// readSecret reads a one-line secret file (secretfile.Read).
+func readSecret(file string) (string, error) { return secretfile.Read(file) }
+
+// Remote is how to reach a repository URL with auth, for a writer that
+// pushes where the Source reads: the URL without user information (what
+// go-git may see), the go-git auth method built from auth's files (read
+// now, so that a rotated secret is picked up), and a function that keeps
+// those secrets out of an error. The status writer pushes with it, so that
+// an ssh remote is pushed to with the same key and known_hosts it is read
+// with.
+func Remote(url string, auth Auth) (clean string, method transport.AuthMethod, scrubErr func(error) error, err error) {
+	ep, err := parseEndpoint(url)
 	if err != nil {
-		return "", err
+		return "", nil, nil, err
 	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "", fmt.Errorf("%s is empty", file)
+	if err := auth.check(ep); err != nil {
+		return "", nil, nil, err
 	}
-	return s, nil
+	method, secrets, err := auth.method(ep)
+	if err != nil {
+		return "", nil, nil, fmt.Errorf("repository %s: %w", ep.display, err)
+	}
+	return ep.clean, method, func(err error) error { return scrub(err, secrets) }, nil
 }
 
 func firstNonEmpty(s ...string) string {

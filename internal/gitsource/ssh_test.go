@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // sshServer is an SSH server that completes the handshake and accepts any
@@ -154,5 +155,24 @@ func TestSSHHostKey(t *testing.T) {
 				t.Errorf("poll error holds the passphrase: %v", err)
 			}
 		})
+	}
+}
+
+// TestSSHPoll reads the plans repository from a real Git server over ssh
+// with the key and known_hosts given.
+func TestSSHPoll(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	s := testenv.StartSSHGit(t, g)
+	src, err := gitsource.New(gitsource.Config{URL: s.URL, CacheDir: t.TempDir(),
+		Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rev, changed, err := src.Poll(t.Context())
+	if err != nil || !changed {
+		t.Fatalf("poll over ssh: %s, %v, %v", rev, changed, err)
+	}
+	if want := serverHead(t, g.Dir); rev != want {
+		t.Errorf("poll over ssh: head %s; want %s", rev, want)
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
 
@@ -70,9 +69,11 @@ type Writer struct {
 	// cache; credentials in an http(s) URL are used for basic auth when
 	// Auth is nil.
 	URL string
-	// Auth authenticates fetches and pushes; nil for none (or the SSH
-	// agent for ssh URLs).
-	Auth transport.AuthMethod
+	// Auth authenticates fetches and pushes: the same settings, and the
+	// same files read at each exchange, as the Git source's, so that an
+	// ssh remote is pushed to with the key and known_hosts it is read with.
+	// The zero value is none (credentials in an http(s) URL still work).
+	Auth gitsource.Auth
 	// Branch receives the status commits; DefaultBranch when empty. It may
 	// be the tracked branch, when pushes to it are allowed. It is created
 	// as an orphan branch when it does not exist.
@@ -327,29 +328,19 @@ func (w *Writer) tracking() plumbing.ReferenceName {
 // outgoing holds the commit being pushed.
 const outgoing = plumbing.ReferenceName("refs/ferry/outgoing")
 
-// remote is built for each call rather than stored in the cache's config,
-// so that the URL is never written to disk. Credentials in an http(s) URL
-// move into basic auth (when Auth is nil), so that go-git never sees them
-// in a URL it might quote in an error.
-func (w *Writer) remote() (*git.Remote, transport.AuthMethod, error) {
-	ep, err := transport.NewEndpoint(w.URL)
+// remote is the status branch's remote, with its auth method and the
+// function that keeps the auth's secrets out of errors. The remote lives in
+// the cache's storage, so that the URL is never written to disk.
+func (w *Writer) remote() (*git.Remote, transport.AuthMethod, func(error) error, error) {
+	url, auth, scrubErr, err := gitsource.Remote(w.URL, w.Auth)
 	if err != nil {
-		return nil, nil, errors.New("status repository URL: not a valid URL")
-	}
-	auth, url := w.Auth, w.URL
-	if (ep.Protocol == "http" || ep.Protocol == "https") && (ep.User != "" || ep.Password != "") {
-		if auth == nil {
-			auth = &githttp.BasicAuth{Username: ep.User, Password: ep.Password}
-		}
-		clean := *ep
-		clean.User, clean.Password = "", ""
-		url = clean.String()
+		return nil, nil, nil, fmt.Errorf("status repository: %w", err)
 	}
 	return git.NewRemote(w.store, &config.RemoteConfig{
 		Name:  "origin",
 		URLs:  []string{url},
 		Fetch: []config.RefSpec{w.fetchSpec()},
-	}), auth, nil
+	}), auth, scrubErr, nil
 }
 
 func (w *Writer) fetchSpec() config.RefSpec {
@@ -363,11 +354,12 @@ func (w *Writer) fetchSpec() config.RefSpec {
 func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 	ctx, cancel := w.bound(ctx)
 	defer cancel()
-	rem, auth, err := w.remote()
+	rem, auth, scrubErr, err := w.remote()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: auth})
+	err = scrubErr(err)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return plumbing.ZeroHash, nil
 	}
@@ -400,7 +392,7 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 		Depth:      1,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), scrubErr(err))
 	}
 	// The branch may have moved again between the listing and the fetch:
 	// what was fetched is the newer head.
@@ -494,7 +486,7 @@ func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
 	if err := w.store.SetReference(plumbing.NewHashReference(outgoing, commit)); err != nil {
 		return fmt.Errorf("set %s: %w", outgoing, err)
 	}
-	rem, auth, err := w.remote()
+	rem, auth, scrubErr, err := w.remote()
 	if err != nil {
 		return err
 	}
@@ -504,7 +496,7 @@ func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
 		Auth:       auth,
 	})
 	if err != nil {
-		return err
+		return scrubErr(err)
 	}
 	return w.store.SetReference(plumbing.NewHashReference(w.tracking(), commit))
 }

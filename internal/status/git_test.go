@@ -425,3 +425,45 @@ func TestStatusWriterCompacts(t *testing.T) {
 		t.Errorf("Read(normal) after the cache was dropped = %+v, %v; want the third write's", got, err)
 	}
 }
+
+// TestStatusWriterSSH pushes statuses to an ssh remote with the key and
+// known_hosts the Git source reads it with (the writer was given only a
+// token before, so over ssh it ignored both); another host key, another
+// client key or a missing key fails, naming the problem.
+func TestStatusWriterSSH(t *testing.T) {
+	g := testenv.StartGit(t, seed)
+	s := testenv.StartSSHGit(t, g)
+	ctx := t.Context()
+	w := &Writer{URL: s.URL, CacheDir: t.TempDir(), Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}}
+	commit, err := w.Write(ctx, statusesOf("normal"))
+	if err != nil {
+		t.Fatalf("write over ssh: %v", err)
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
+		t.Fatalf("server's %s is %s; want the commit pushed over ssh, %s", DefaultBranch, got, commit)
+	}
+	if st, err := w.Read(ctx, "normal"); err != nil || st.Plan != "normal" {
+		t.Fatalf("read back over ssh: %+v, %v", st, err)
+	}
+
+	other := testenv.StartSSHGit(t, g) // another host key, another client key
+	for _, tc := range []struct {
+		name string
+		auth gitsource.Auth
+		want string
+	}{
+		{"another host's known_hosts", gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: other.KnownHosts}, "knownhosts"},
+		{"a key the server does not know", gitsource.Auth{SSHKeyFile: other.KeyFile, KnownHostsFile: s.KnownHosts}, "unable to authenticate"},
+		{"no key", gitsource.Auth{KnownHostsFile: s.KnownHosts}, "needs an SSH key file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Writer{URL: s.URL, Auth: tc.auth}
+			if _, err := w.Write(ctx, statusesOf("failed")); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("write: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	if got := gitOut(t, g.Dir, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
+		t.Errorf("a refused write moved %s to %s", DefaultBranch, got)
+	}
+}

@@ -1,0 +1,27 @@
+// Package secretfile reads the one-line secrets ferry is given as files
+// (Git tokens, the GitHub token, the webhook secret, SSH key passphrases):
+// mounted from a Kubernetes Secret, they are read again at each use, so that
+// a rotated secret is picked up without a restart.
+package secretfile
+
+import (
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Read returns the file's content with surrounding white space trimmed (a
+// trailing newline is the usual case). An empty file is an error, since an
+// empty secret is never what was meant. Errors name the file, never the
+// content.
+func Read(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
