@@ -62,7 +62,8 @@ type Observer struct {
 	// Cloud reads OpenStack; nil leaves the cloud unobserved.
 	Cloud CloudObserver
 	// Manifests is the plans repository, where manifest paths are read
-	// from; nil leaves manifests unobserved (not applied).
+	// from when the context carries no tree (observed.WithRepo); nil
+	// leaves manifests unobserved (not applied).
 	Manifests fs.FS
 	// WorkloadMaxAge is how long a plan's workload cluster observation is
 	// reused; 0 reads it at every observation. A result of one of the
@@ -91,18 +92,12 @@ func (o *Observer) Forget(plan, executor string) {
 	}
 }
 
-// SetRepo sets the plans repository tree manifests are read from, for the
-// revision being planned; observations may run meanwhile.
-func (o *Observer) SetRepo(fsys fs.FS) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.Manifests = fsys
-}
-
-// repo is the tree manifests are read from.
-func (o *Observer) repo() fs.FS {
-	o.mu.Lock()
-	defer o.mu.Unlock()
+// repo is the tree manifests are read from: the revision's that ctx
+// carries, else Manifests.
+func (o *Observer) repo(ctx context.Context) fs.FS {
+	if fsys := observed.Repo(ctx); fsys != nil {
+		return fsys
+	}
 	return o.Manifests
 }
 

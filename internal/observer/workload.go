@@ -55,7 +55,7 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 		s.WorkloadError = fmt.Sprintf("kubeconfig in %s is not usable", where)
 		return
 	}
-	w, err := readWorkload(ctx, c, p, o.repo())
+	w, err := readWorkload(ctx, c, p, o.repo(ctx))
 	if err != nil {
 		s.WorkloadError = err.Error()
 		return

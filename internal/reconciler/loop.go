@@ -40,13 +40,6 @@ type Observer interface {
 	Observe(ctx context.Context, p *v1alpha1.MigrationPlan, record observed.Record) (*observed.Snapshot, error)
 }
 
-// RepoObserver is an Observer that reads files of the plans repository
-// (manifests) and is told the tree of each cycle's revision.
-type RepoObserver interface {
-	Observer
-	SetRepo(fsys fs.FS)
-}
-
 // Publisher publishes steps.
 type Publisher interface {
 	PublishStep(ctx context.Context, ev *events.StepEvent) (duplicate bool, err error)
@@ -432,6 +425,7 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 		return Cycle{}, false
 	}
 	log := l.Log.With("revision", short(cycle.Revision), "plan", name)
+	ctx = observed.WithRepo(ctx, loaded.fsys)
 	l.mu.Lock()
 	l.progress.plans[name] = time.Now()
 	l.mu.Unlock()
@@ -548,6 +542,11 @@ func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
 	cycle, files, err := l.pass(ctx)
 	l.passDone()
+	l.mu.Lock()
+	if l.loaded != nil {
+		ctx = observed.WithRepo(ctx, l.loaded.fsys)
+	}
+	l.mu.Unlock()
 	errs := []error{err}
 	var errMu sync.Mutex
 	work := make(chan *planfile.File)
@@ -592,12 +591,9 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
 	l.enter(stageLoad)
-	files, problems, fsys, err := l.load(rev)
+	files, problems, err := l.load(rev)
 	if err != nil {
 		return Cycle{}, nil, err
-	}
-	if ro, ok := l.Observer.(RepoObserver); ok {
-		ro.SetRepo(fsys)
 	}
 	log := l.Log.With("revision", short(rev))
 	seen := map[string]bool{}
@@ -649,27 +645,27 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 
 // load decodes the plan files at rev, or returns those of the last cycle
 // when rev is the same: an idle repository is not parsed again.
-func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, fs.FS, error) {
+func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.loaded != nil && l.loaded.rev == rev {
-		return l.loaded.files, l.loaded.problems, l.loaded.fsys, nil
+		return l.loaded.files, l.loaded.problems, nil
 	}
 	fsys, err := l.Source.FS(rev)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("read revision %s: %w", short(rev), err)
+		return nil, nil, fmt.Errorf("read revision %s: %w", short(rev), err)
 	}
 	files, err := planfile.LoadFS(fsys, l.Path)
 	var problems planfile.Errors
 	if err != nil && !errors.As(err, &problems) {
-		return nil, nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
+		return nil, nil, fmt.Errorf("load plans at %s: %w", short(rev), err)
 	}
 	byName := make(map[string]*planfile.File, len(files))
 	for _, f := range files {
 		byName[f.Plan.Metadata.Name] = f
 	}
 	l.loaded = &loadedRevision{rev: rev, fsys: fsys, files: files, byName: byName, problems: problems}
-	return files, problems, fsys, nil
+	return files, problems, nil
 }
 
 // settled reports whether a plan may be skipped this cycle: at its last

@@ -389,3 +389,42 @@ func TestRunReconcilesOnResults(t *testing.T) {
 		t.Errorf("the repository was polled %d times, want once (interval 1h, no Wake)", n)
 	}
 }
+
+// treeObserver records the manifest file each observation's context
+// carries.
+type treeObserver struct {
+	fixedObserver
+	mu   sync.Mutex
+	seen []string
+}
+
+func (o *treeObserver) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, r observed.Record) (*observed.Snapshot, error) {
+	seen := "no tree"
+	if fsys := observed.Repo(ctx); fsys != nil {
+		b, _ := fs.ReadFile(fsys, "manifests/ccm.yaml")
+		seen = string(b)
+	}
+	o.mu.Lock()
+	o.seen = append(o.seen, seen)
+	o.mu.Unlock()
+	return o.fixedObserver.Observe(ctx, p, r)
+}
+
+// TestReconcileReadsItsRevision: each reconcile observes with the tree of
+// the revision it plans (the observer's tree was once swapped for all
+// workers at each pass).
+func TestReconcileReadsItsRevision(t *testing.T) {
+	src := &memSource{}
+	obs := &treeObserver{fixedObserver: fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}}
+	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Now: func() time.Time { return time.Unix(0, 0) },
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	for _, rev := range []string{"r1", "r2"} {
+		src.set(rev, map[string]string{"plans/capi-quickstart.yaml": example(t, `""`), "manifests/ccm.yaml": "ccm at " + rev})
+		if err := l.Cycle(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"ccm at r1", "ccm at r2"}; !slices.Equal(obs.seen, want) {
+		t.Errorf("observations read %q; want %q", obs.seen, want)
+	}
+}

@@ -189,9 +189,7 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, changed []s
 	if err != nil {
 		return "", err
 	}
-	if ro, ok := p.Observer.(RepoObserver); ok {
-		ro.SetRepo(fsys)
-	}
+	ctx = observed.WithRepo(ctx, fsys)
 	files, err := planfile.LoadFS(fsys, p.Path)
 	var problems planfile.Errors
 	if err != nil && !errors.As(err, &problems) {
