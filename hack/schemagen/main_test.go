@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/golden"
+
 	"gopkg.in/yaml.v3"
 )
-
-var update = flag.Bool("update", false, "rewrite "+schemaPath+" from the Go types")
 
 // The checked-in schema is this package's golden file: a change to the Go
 // types that is not regenerated fails here as well as in `make verify`.
@@ -26,19 +25,8 @@ func TestSchemaUpToDate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join(root, schemaPath)
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s is out of date; run `make generate` (or go test ./hack/schemagen -update)", schemaPath)
-	}
+	// `make generate` rewrites it too.
+	golden.Check(t, filepath.Join(root, schemaPath), got)
 	again, err := Generate(filepath.Join(root, typesDir))
 	if err != nil {
 		t.Fatal(err)

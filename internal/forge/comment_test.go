@@ -1,15 +1,13 @@
 package forge
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/ferry-dev/ferry/internal/golden"
+)
 
 // The framing of a preview comment, byte for byte: the reconciler renders the
 // body; Comment adds the marker, header and footer.
@@ -23,19 +21,7 @@ func TestCommentGolden(t *testing.T) {
 		"Next: 2 step(s) of phase cluster.\n" +
 		"```\n\n"
 	got := Comment("plan/capi-quickstart", "ferry preview:\n plans/capi-quickstart.yaml at 1a2b3c4", body)
-	golden := filepath.Join("testdata", "comment.golden")
-	if *update {
-		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/forge -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("comment differs from %s (run go test ./internal/forge -update and review the diff):\n%s", golden, got)
-	}
+	golden.Check(t, filepath.Join("testdata", "comment.golden"), []byte(got))
 }
 
 func TestTruncateComment(t *testing.T) {

@@ -3,7 +3,6 @@ package planfile
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,10 +12,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/ferry-dev/ferry/internal/golden"
+
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // examplesDir holds the example plans of the repository.
 const examplesDir = "../../plans"
@@ -42,22 +41,7 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			golden := filepath.Join("testdata", "examples", f.Plan.Metadata.Name+".json")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/planfile -update)", err)
-			}
-			if string(got) != string(want) {
-				t.Errorf("defaulted plan differs from %s (run go test ./internal/planfile -update and review the diff):\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", "examples", f.Plan.Metadata.Name+".json"), got)
 		})
 	}
 }

@@ -3,13 +3,13 @@ package planner
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/golden"
 
 	"sigs.k8s.io/yaml"
 
@@ -17,8 +17,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
 // planCase is one observed state of an example plan, from testdata/cases.
 type planCase struct {
@@ -77,43 +75,9 @@ func TestGolden(t *testing.T) {
 			if err := Render(&got, p, res); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", "golden", plan, name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/planner -update to create it)", err)
-			}
-			if got.String() != string(want) {
-				t.Errorf("rendered plan differs from %s (go test ./internal/planner -update rewrites it):\n%s", golden, lineDiff(string(want), got.String()))
-			}
+			golden.Check(t, filepath.Join("testdata", "golden", plan, name+".txt"), got.Bytes())
 		})
 	}
-}
-
-// lineDiff shows the first lines where want and got part.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := 0; i < len(w) || i < len(g); i++ {
-		var a, b string
-		if i < len(w) {
-			a = w[i]
-		}
-		if i < len(g) {
-			b = g[i]
-		}
-		if a != b {
-			return "line " + strconv.Itoa(i+1) + ":\n  want: " + a + "\n  got:  " + b
-		}
-	}
-	return "(no line differs)"
 }
 
 // TestDeterministic: the same input gives the same output byte for byte,

@@ -2,23 +2,21 @@ package reconciler
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/golden"
+
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
 // pulls is a PullSource in memory: a tree per head.
 type pulls struct {
@@ -103,19 +101,7 @@ func TestPreviews(t *testing.T) {
 	if len(fg.comments) != 1 || fg.comments[1] == "" {
 		t.Fatalf("previews on %d pull requests; want one, on #1 (#2 and #4 change no plan, #3 is into another branch)", len(fg.comments))
 	}
-	golden := filepath.Join("testdata", "preview.md")
-	if *update {
-		if err := os.WriteFile(golden, []byte(fg.comments[1]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if fg.comments[1] != string(want) {
-		t.Errorf("preview differs from %s (go test ./internal/reconciler -run TestPreviews -update rewrites it):\n%s", golden, fg.comments[1])
-	}
+	golden.Check(t, filepath.Join("testdata", "preview.md"), []byte(fg.comments[1]))
 
 	// Same heads: no forge call at all. A push to #1: only #1 again.
 	if err := p.Update(ctx, noRecord); err != nil || fg.lists != 1 {

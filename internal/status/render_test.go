@@ -2,9 +2,7 @@ package status
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -12,32 +10,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ferry-dev/ferry/internal/golden"
+
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/planner"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
-
-// golden compares got with testdata/golden/name; -update rewrites it.
-func golden(t *testing.T, name string, got []byte) {
+// checkGolden compares got with testdata/golden/name (golden.Check).
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./internal/status -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (go test ./internal/status -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name), got)
 }
 
 // approved adds the approvals every rendered case shows.
@@ -156,7 +138,7 @@ func TestStatusTable(t *testing.T) {
 			if err := Table(&b, st); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".txt", b.Bytes())
+			checkGolden(t, name+".txt", b.Bytes())
 		})
 	}
 }
@@ -169,7 +151,7 @@ func TestStatusMarkdown(t *testing.T) {
 			if strings.Contains(got, "… ") {
 				t.Errorf("a short status was truncated")
 			}
-			golden(t, name+".md", []byte(got))
+			checkGolden(t, name+".md", []byte(got))
 		})
 	}
 	t.Run("truncated", func(t *testing.T) {
@@ -181,7 +163,7 @@ func TestStatusMarkdown(t *testing.T) {
 		if !strings.Contains(got, "more steps; full status: "+link+"\n") {
 			t.Errorf("truncated Markdown does not end with the link:\n%s", got)
 		}
-		golden(t, "truncated.md", []byte(got))
+		checkGolden(t, "truncated.md", []byte(got))
 	})
 }
 
@@ -219,7 +201,7 @@ func TestStatusEncode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "normal.yaml", data)
+	checkGolden(t, "normal.yaml", data)
 	back, err := Decode(data)
 	if err != nil {
 		t.Fatal(err)
