@@ -50,12 +50,7 @@ func TestPlanSeed000(t *testing.T) {
 		t.Fatal(err)
 	}
 	planFile := filepath.Join(dir, "capi-quickstart.yaml")
-	example, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	approved := strings.Replace(string(example), `approve: ""`, "approve: control-plane", 1)
-	if err := os.WriteFile(planFile, []byte(approved), 0o644); err != nil {
+	if err := os.WriteFile(planFile, []byte(testenv.ExamplePlan(t, "control-plane")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -52,15 +52,9 @@ func TestRunPullRequests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
-	example, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan := func(approve string) string {
-		return strings.Replace(string(example), `approve: ""`, "approve: "+approve, 1)
-	}
+	plan := func(approve string) string { return testenv.ExamplePlan(t, approve) }
 	seed := testenv.SeedDir(t, map[string]string{
-		"plans/capi-quickstart.yaml":                        string(example),
+		"plans/capi-quickstart.yaml":                        plan(""),
 		"manifests/openstack-cloud-controller-manager.yaml": testenv.CCMManifest,
 	})
 	g := testenv.StartGit(t, seed)

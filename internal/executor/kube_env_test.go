@@ -3,8 +3,6 @@ package executor_test
 import (
 	"context"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
-	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -34,17 +31,7 @@ const (
 // its defaults applied, as the reconciler hands it to executors.
 func kubePlan(t *testing.T, approve string) *v1alpha1.MigrationPlan {
 	t.Helper()
-	path := filepath.Join("..", "..", "plans", "capi-quickstart.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	approved := strings.Replace(string(data), `approve: ""`, "approve: "+approve, 1)
-	f, err := planfile.Decode(path, []byte(approved))
-	if err != nil {
-		t.Fatalf("decode %s: %v", path, err)
-	}
-	return f.Plan
+	return testenv.ExamplePlanDecoded(t, approve)
 }
 
 // kubeExecutor is the executor under test against a real API server.

@@ -50,17 +50,6 @@ func exampleFile(t *testing.T, name string) string {
 	return string(b)
 }
 
-// withApprove returns the capi-quickstart plan with spec.approve set.
-func withApprove(t *testing.T, phase string) string {
-	t.Helper()
-	plan := exampleFile(t, "capi-quickstart.yaml")
-	const line = "  approve: \"\"\n"
-	if !strings.Contains(plan, line) {
-		t.Fatalf("capi-quickstart.yaml has no %q line", line)
-	}
-	return strings.Replace(plan, line, "  approve: \""+phase+"\"\n", 1)
-}
-
 // epoch is the time of the first test commit; fixed times keep commit IDs
 // the same from run to run.
 var epoch = time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)

@@ -23,7 +23,7 @@ func TestPullHeads(t *testing.T) {
 
 	c := cloneRepo(t, g.URL)
 	c.checkout("approve-cluster", true)
-	first := c.change("plans/capi-quickstart.yaml", withApprove(t, "cluster"), "Approve cluster")
+	first := c.change("plans/capi-quickstart.yaml", testenv.ExamplePlan(t, "cluster"), "Approve cluster")
 	c.pushPull(7)
 	rev, changed := poll(t, src)
 	if rev != main || changed {
@@ -56,7 +56,7 @@ func TestPullHeads(t *testing.T) {
 
 	// A second push to the pull request moves its head; a stale head
 	// that the ref no longer holds is refused by name.
-	second := c.change("plans/capi-quickstart.yaml", withApprove(t, "control-plane"), "Approve control-plane")
+	second := c.change("plans/capi-quickstart.yaml", testenv.ExamplePlan(t, "control-plane"), "Approve control-plane")
 	c.pushPull(7)
 	poll(t, src)
 	if got := src.PullHeads()[7]; got != second {

@@ -23,7 +23,7 @@ func TestFSAtRevisions(t *testing.T) {
 	old, _ := poll(t, src)
 
 	c := cloneRepo(t, g.URL)
-	c.write("plans/capi-quickstart.yaml", withApprove(t, "cluster"))
+	c.write("plans/capi-quickstart.yaml", testenv.ExamplePlan(t, "cluster"))
 	c.write("manifests/ccm.yaml", "kind: ConfigMap\n")
 	c.commit("Approve cluster")
 	c.push()
@@ -47,7 +47,7 @@ func TestFSAtRevisions(t *testing.T) {
 		want string // "" for a file that must not exist
 	}{
 		{"old plan", oldFS, "plans/capi-quickstart.yaml", exampleFile(t, "capi-quickstart.yaml")},
-		{"new plan", curFS, "plans/capi-quickstart.yaml", withApprove(t, "cluster")},
+		{"new plan", curFS, "plans/capi-quickstart.yaml", testenv.ExamplePlan(t, "cluster")},
 		{"old manifest", oldFS, "manifests/ccm.yaml", ""},
 		{"new manifest", curFS, "manifests/ccm.yaml", "kind: ConfigMap\n"},
 		{"unchanged plan", curFS, "plans/kamaji-quickstart.yaml", exampleFile(t, "kamaji-quickstart.yaml")},

@@ -5,8 +5,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // These tests drive the loop's decisions with its boundaries replaced: a
@@ -103,20 +102,11 @@ func adoptSecrets() []observed.Secret {
 	return append(secrets, observed.Secret{Namespace: "ferry-system", Name: "openstack-credentials", Keys: []string{"cacert", "clouds.yaml"}})
 }
 
-func example(t *testing.T, approve string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "plans", "capi-quickstart.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data[:len(data)-len("  approve: \"\"\n")]) + "  approve: " + approve + "\n"
-}
-
 func TestLoopDecisions(t *testing.T) {
 	ctx := context.Background()
 	src := &memSource{}
 	src.set("rev1", map[string]string{
-		"plans/capi-quickstart.yaml": example(t, "cluster"),
+		"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster"),
 		"plans/broken.yaml":          "apiVersion: ferry.dev/v1alpha1\nkind: MigrationPlan\n",
 	})
 	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
@@ -164,7 +154,7 @@ func TestLoopDecisions(t *testing.T) {
 		}
 	}
 	// A new revision retries it.
-	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
 	for _, ev := range pub.steps[first:] {
 		_ = l.OnResult(ctx, &events.ResultEvent{StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, StepKey: ev.Step.Key, Outcome: events.Succeeded})
 	}
@@ -191,7 +181,7 @@ func TestLoopDecisions(t *testing.T) {
 	}
 
 	// The plan's file breaks: its plan waits (not removed), nothing runs.
-	src.set("rev2b", map[string]string{"plans/capi-quickstart.yaml": strings.Replace(example(t, "cluster"), "strategy: adopt", "strategy: adoptt", 1)})
+	src.set("rev2b", map[string]string{"plans/capi-quickstart.yaml": strings.Replace(testenv.ExamplePlan(t, "cluster"), "strategy: adopt", "strategy: adoptt", 1)})
 	before = len(pub.steps)
 	_ = l.Cycle(ctx)
 	if got := rec.invalid[len(rec.invalid)-1]; got != "plans/capi-quickstart.yaml=capi-quickstart" || len(rec.removed) != 0 || len(pub.steps) != before {
@@ -215,7 +205,7 @@ func TestLoopDecisions(t *testing.T) {
 func TestLoopSkipsSettledPlans(t *testing.T) {
 	ctx := context.Background()
 	src := &memSource{}
-	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")})
 	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
 	now := time.Unix(0, 0)
 	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Recorder: &recorder{},
@@ -254,7 +244,7 @@ func TestLoopSkipsSettledPlans(t *testing.T) {
 	if n := cycle(); n != 1 {
 		t.Errorf("after Resync: observed %d times, want 1", n)
 	}
-	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	src.set("rev2", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")})
 	if n := cycle(); n != 1 {
 		t.Errorf("a new revision: observed %d times, want 1", n)
 	}
@@ -280,7 +270,7 @@ func (p *instantPublisher) PublishStep(ctx context.Context, ev *events.StepEvent
 func TestResultBeforePublishReturns(t *testing.T) {
 	ctx := context.Background()
 	src := &memSource{}
-	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
 	now := time.Unix(0, 0)
 	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Recorder: &recorder{},
 		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -357,7 +347,7 @@ func (p *syncPublisher) published() []*events.StepEvent {
 // cluster get that plan reconciled at once, without a poll.
 func TestRunReconcilesOnResults(t *testing.T) {
 	src := &pollCounter{}
-	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": example(t, "cluster")})
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
 	obs := &syncObserver{fixedObserver: fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}}
 	pub := &syncPublisher{}
 	l := &Loop{Source: src, Observer: obs, Publisher: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -419,7 +409,7 @@ func TestReconcileReadsItsRevision(t *testing.T) {
 	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Now: func() time.Time { return time.Unix(0, 0) },
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, rev := range []string{"r1", "r2"} {
-		src.set(rev, map[string]string{"plans/capi-quickstart.yaml": example(t, `""`), "manifests/ccm.yaml": "ccm at " + rev})
+		src.set(rev, map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, ""), "manifests/ccm.yaml": "ccm at " + rev})
 		if err := l.Cycle(context.Background()); err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testenv"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -72,7 +73,7 @@ func tree(files map[string]string) fstest.MapFS {
 // and that an unchanged set of heads costs no forge call.
 func TestPreviews(t *testing.T) {
 	ctx := context.Background()
-	good := example(t, "cluster")
+	good := testenv.ExamplePlan(t, "cluster")
 	src := &pulls{
 		heads: map[int]string{1: "head1", 2: "head2", 3: "head3", 4: "head4"},
 		trees: map[string]fstest.MapFS{
@@ -149,7 +150,7 @@ func TestPreviews(t *testing.T) {
 // after APILag.
 func TestPreviewsListedLate(t *testing.T) {
 	ctx := context.Background()
-	good := example(t, "cluster")
+	good := testenv.ExamplePlan(t, "cluster")
 	src := &pulls{
 		heads: map[int]string{1: "head1", 3: "head3"},
 		trees: map[string]fstest.MapFS{"head3": tree(map[string]string{"plans/capi-quickstart.yaml": good})},

@@ -26,7 +26,7 @@ func TestWatchdog(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
-	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)}))
+	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")}))
 	base, err := url.Parse(g.BaseURL)
 	if err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestFlushBacksOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 1300*time.Millisecond)
 	defer cancel()
 	src := &memSource{}
-	src.set("r1", map[string]string{"plans/capi-quickstart.yaml": example(t, `""`)})
+	src.set("r1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")})
 	rec := &failingRecorder{recorder: recorder{planned: map[string]*planner.Result{}}}
 	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Publisher: &recordingPublisher{},
 		Recorder: rec, StatusEvery: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
