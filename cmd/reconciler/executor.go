@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/memlimit"
+	"github.com/ferry-dev/ferry/internal/planner"
 )
 
 // natsFlags are the flags that say where the event bus is.
@@ -44,18 +45,18 @@ func (n *natsFlags) options(name string) events.BusOptions {
 }
 
 // allKinds are the executor kinds, in the order --kinds lists them.
-var allKinds = []string{"kube", "openstack", "workload"}
+var allKinds = []string{planner.ExecKube, planner.ExecOpenStack, planner.ExecWorkload}
 
 // newExecutors builds the executors of the named kinds.
 func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, k := range kinds {
 		switch k {
-		case "kube":
+		case planner.ExecKube:
 			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
-		case "openstack":
+		case planner.ExecOpenStack:
 			out = append(out, &executor.OpenStackExecutor{Client: c})
-		case "workload":
+		case planner.ExecWorkload:
 			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
 		default:
 			return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))

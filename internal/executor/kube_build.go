@@ -19,6 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/openstack"
 )
 
 // The machines' objects. The adopted ones (KubeadmConfig, Machine,
@@ -27,8 +28,6 @@ import (
 // (KubeadmControlPlane, MachineDeployment, MachineSet) describe the
 // machines CAPI builds later, and agree with the adopted ones so that CAPI
 // finds them up to date and replaces nothing on its own.
-
-const kubeProviderIDPrefix = "openstack:///"
 
 // kubeAdoptedTemplateHash is the machine-template-hash label of the
 // MachineSet that owns a pool's adopted Machines, and of those Machines.
@@ -90,10 +89,10 @@ func (e *KubeExecutor) buildKubeadmControlPlane(ctx context.Context, s *kubeStep
 // server must not exist.
 func kubeProviderID(s *kubeStep) (string, error) {
 	id := s.param("providerID")
-	if !strings.HasPrefix(id, kubeProviderIDPrefix) || len(id) == len(kubeProviderIDPrefix) {
+	if !strings.HasPrefix(id, openstack.ProviderIDPrefix) || len(id) == len(openstack.ProviderIDPrefix) {
 		return "", failure.Terminal(fmt.Errorf("create %s: providerID %q is not %s<server-id>: the Nova server of node %s was not found; "+
 			"ferry adopts a node only with its server (check that a server named after the node exists and OpenStack is reachable)",
-			s.target(), id, kubeProviderIDPrefix, s.key.Name))
+			s.target(), id, openstack.ProviderIDPrefix, s.key.Name))
 	}
 	return id, nil
 }

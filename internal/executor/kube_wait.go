@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/openstack"
 )
 
 // kubeWaitable are the kinds a wait step watches.
@@ -320,7 +321,7 @@ func (w *kubeWait) machinesLeft(ctx context.Context) (adopted, offCloud []string
 		if _, ok := m.Annotations[observed.AnnotationAdopted]; ok {
 			adopted = append(adopted, m.Name)
 		}
-		if m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, kubeProviderIDPrefix) {
+		if m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, openstack.ProviderIDPrefix) {
 			offCloud = append(offCloud, m.Name)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/planner"
 )
 
 // CloudOps is what the openstack executor needs of an OpenStack client.
@@ -42,8 +43,8 @@ type OpenStackExecutor struct {
 
 var _ Executor = (*OpenStackExecutor)(nil)
 
-// Kind is "openstack".
-func (e *OpenStackExecutor) Kind() string { return "openstack" }
+// Kind is planner.ExecOpenStack.
+func (e *OpenStackExecutor) Kind() string { return planner.ExecOpenStack }
 
 // Execute runs one openstack step.
 func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {

@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/openstack"
 )
 
 // defaultDrainTimeout bounds a drain step that carries no timeout.
@@ -87,7 +88,7 @@ func getWorkloadNode(ctx context.Context, cs kubernetes.Interface, name string) 
 // one is left alone and the step fails for a person to look at.
 func setProviderID(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
 	name, want := s.ev.Step.Target.Name, s.param("providerID")
-	if !strings.HasPrefix(want, "openstack:///") {
+	if !strings.HasPrefix(want, openstack.ProviderIDPrefix) {
 		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id Node %s: providerID %q is not openstack:///<server-id>: the node's server was not found", name, want))
 	}
 	n, err := getWorkloadNode(ctx, cs, name)
