@@ -127,7 +127,8 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	store := &status.Writer{URL: f.git.repo, Auth: f.git.auth(), Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status"), Timeout: f.git.timeout}
+	statusGit := &gitsource.Writer{URL: f.git.repo, Auth: f.git.auth(), Branch: f.statusBranch, CacheDir: filepath.Join(f.dataDir, "git", "status"), Timeout: f.git.timeout}
+	store := status.Store{Git: statusGit}
 
 	var fg forge.Forge
 	var coalescer *forge.Coalescer
@@ -164,7 +165,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	counters := map[string]func() float64{
 		"ferry_git_ls_remotes_total": func() float64 { return float64(src.Stats().LsRemotes) },
 		"ferry_git_fetches_total":    func() float64 { return float64(src.Stats().Fetches) },
-		"ferry_git_pushes_total":     func() float64 { return float64(store.Pushes()) },
+		"ferry_git_pushes_total":     func() float64 { return float64(statusGit.Pushes()) },
 		"ferry_kube_requests_total":  func() float64 { return float64(kubeRequests.Load()) },
 	}
 	if coalescer != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -51,7 +52,7 @@ func TestRunOpenStack(t *testing.T) {
 	t.Cleanup(gh.Close)
 	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
 	fatal := r.fatalf
-	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
+	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}
 	waitPhases := func(want map[string]status.PhaseState) *status.PlanStatus {
 		t.Helper()
 		var st *status.PlanStatus

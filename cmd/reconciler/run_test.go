@@ -18,6 +18,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -63,7 +64,7 @@ func TestRunPullRequests(t *testing.T) {
 
 	r := startRun(t, ctx, g, gh, mgmt, []string{"capi-backup"}, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
 	waitFor := r.waitFor
-	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch}
+	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}
 	readStatus := func() *status.PlanStatus {
 		st, err := reader.Read(ctx, "capi-quickstart")
 		if err != nil {

@@ -49,7 +49,7 @@ func statusCommand(args []string, stdout, stderr io.Writer) int {
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	w := &status.Writer{URL: *repo, Branch: *branch, Auth: git.auth(), Timeout: git.timeout}
+	w := status.Store{Git: &gitsource.Writer{URL: *repo, Branch: *branch, Auth: git.auth(), Timeout: git.timeout}}
 	var sts []*status.PlanStatus
 	if len(plans) == 1 {
 		st, err := w.Read(ctx, plans[0])

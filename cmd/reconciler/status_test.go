@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -62,7 +63,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("status before any write = %d, stderr %q; want 1 and no status yet", code, stderr.String())
 	}
 
-	w := &status.Writer{URL: g.URL, CacheDir: t.TempDir()}
+	w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: t.TempDir()}}
 	if _, err := w.Write(ctx, sts); err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -268,7 +269,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	}
 	scrape := func() map[string]float64 { return scrapeMetrics("http://" + metrics + "/metrics") }
 
-	reader := &status.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}
+	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
 	logf("waiting for the first status of every plan")
 	if err := waitFor(ctx, time.Second, func() bool {
 		all, err := reader.ReadAll(ctx)

@@ -187,7 +187,7 @@ func waitComment(ctx context.Context, out *display, gh *fakegithub.Server, n int
 
 // waitPhase waits until the status branch says phase succeeded, showing the
 // step that runs.
-func waitPhase(ctx context.Context, out *display, reader *status.Writer, phase string) error {
+func waitPhase(ctx context.Context, out *display, reader status.Store, phase string) error {
 	return out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
 		st, err := reader.Read(ctx, "capi-quickstart")
 		if err != nil {

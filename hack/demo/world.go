@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -49,7 +50,7 @@ type world struct {
 	gh     *fakegithub.Server
 	repo   *testenv.PlansRepo
 	// reader reads the status branch as `reconciler status` does.
-	reader *status.Writer
+	reader status.Store
 	// dir holds the files ferry's processes read (kubeconfig, tokens) and
 	// their data directories; logDir their logs.
 	dir, logDir string
@@ -131,7 +132,7 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	}
 	w.repo = testenv.NewPlansRepo(r, w.git, w.gh)
 	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
-	w.reader = &status.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}
+	w.reader = status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}}
 	return w, nil
 }
 

@@ -1,6 +1,8 @@
-// Package gitsource fetches the repository of migration plans with go-git
-// (http(s), ssh, file) and hands the planner a revision and a read-only
-// fs.FS of the repository at that revision. It skips the fetch when the
+// Package gitsource is ferry's Git, with go-git (http(s), ssh, file): a
+// Source reads the repository of migration plans and hands the planner a
+// revision and a read-only fs.FS of the repository at that revision; a
+// Writer commits ferry's own files (the plans' statuses) to a branch and
+// reads them back. Both take the same Auth. It skips the fetch when the
 // remote head has not moved. A webhook only triggers an early poll; polling
 // stays the source of truth.
 //
@@ -15,6 +17,11 @@
 // (usually the merge of a pull request) that brought a file into its
 // current state: that commit says who approved a phase. IsFerryCommit
 // recognises ferry's own status commits, which the reconciler ignores.
+//
+// A Writer builds its commits from objects, without a worktree, on a
+// shallow cache of its branch alone, and pushes without force: a push
+// rejected because someone pushed first is rebuilt on their commit and
+// pushed again.
 //
 // Credentials are read from files on every poll, so rotated secrets need
 // no restart, and never appear in errors or logs: URLs are shown with

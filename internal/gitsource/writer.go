@@ -1,15 +1,15 @@
-package status
+package gitsource
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,22 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
-
-	"github.com/ferry-dev/ferry/internal/gitsource"
 )
-
-// DefaultBranch is the branch statuses go to when Writer.Branch is empty:
-// a branch of its own, so that a protected main branch still works and
-// status commits do not crowd the plans' history.
-const DefaultBranch = "ferry/status"
-
-// Dir is the directory of the status files on the status branch:
-// Dir/<plan>.yaml.
-const Dir = "status"
-
-// ErrNoStatus is returned by Read for a plan without a status file, or
-// when the status branch does not exist yet.
-var ErrNoStatus = errors.New("no status yet")
 
 // Push retries: a rejected push (someone pushed to the branch since the
 // fetch) is rebased and pushed again, at most pushAttempts times, waiting
@@ -58,11 +43,11 @@ var (
 // 77 MB in 18,567 files. The fetch is shallow: one commit and its tree.
 var compactAfter = 20000
 
-// Writer writes plans' statuses to status/<plan>.yaml on a branch of a Git
-// repository with go-git, and reads them back. It keeps a bare clone of
-// that branch alone in CacheDir between calls and fetches only when the
-// remote branch moved. A Writer is safe for concurrent use; two Writers,
-// or two processes, must not share a CacheDir.
+// Writer commits files to one branch of a Git repository with go-git, and
+// reads them back: ferry's write-back of plan statuses. It keeps a bare
+// clone of that branch alone in CacheDir between calls and fetches only
+// when the remote branch moved. A Writer is safe for concurrent use; two
+// Writers, or two processes, must not share a CacheDir.
 type Writer struct {
 	// URL is the repository's URL (http(s), ssh or file). It is named in
 	// errors with its user information redacted and is not written to the
@@ -73,21 +58,21 @@ type Writer struct {
 	// same files read at each exchange, as the Git source's, so that an
 	// ssh remote is pushed to with the key and known_hosts it is read with.
 	// The zero value is none (credentials in an http(s) URL still work).
-	Auth gitsource.Auth
-	// Branch receives the status commits; DefaultBranch when empty. It may
-	// be the tracked branch, when pushes to it are allowed. It is created
-	// as an orphan branch when it does not exist.
+	Auth Auth
+	// Branch receives the commits; it must be set. It may be the tracked
+	// branch, when pushes to it are allowed. It is created as an orphan
+	// branch when it does not exist.
 	Branch string
 	// CacheDir keeps the bare clone between calls and restarts; empty
 	// keeps it in memory for the Writer's lifetime.
 	CacheDir string
 	// AuthorName and AuthorEmail sign the commits; "ferry" and
-	// gitsource.FerryAuthorEmail when empty. Whoever signs, the message
-	// carries the gitsource.StatusTrailer trailer, by which the Git source
-	// tells ferry's commits from people's.
+	// FerryAuthorEmail when empty. Whoever signs, the message carries the
+	// StatusTrailer trailer, by which the Source tells ferry's commits from
+	// people's.
 	AuthorName, AuthorEmail string
 	// Timeout bounds each exchange with the remote (the ls-remote and
-	// fetch of a sync, a push); gitsource.DefaultTimeout when zero.
+	// fetch of a sync, a push); DefaultTimeout when zero.
 	Timeout time.Duration
 
 	mu    sync.Mutex
@@ -103,79 +88,94 @@ type Writer struct {
 // Pushes counts the pushes Write attempted, rejected ones included.
 func (w *Writer) Pushes() uint64 { return w.pushes.Load() }
 
-// Write commits the status files of the plans whose status differs from
-// the branch head, all in one commit with the trailer "Ferry-Status: true"
-// (gitsource.StatusTrailer),
-// and pushes it; it returns the commit's ID, or "" when nothing changed
-// (no commit is made). When the push is rejected because the branch moved,
-// it fetches the new head, re-applies the same files on top of it (the
-// other files of a person's commit survive; in status files ferry's
-// version wins) and pushes again, with a capped back-off, a few times.
-func (w *Writer) Write(ctx context.Context, statuses []*PlanStatus) (string, error) {
-	files := map[string]*PlanStatus{}
-	for _, st := range statuses {
-		if st == nil {
-			continue
+// File is one file for Write: its path in the tree and its content, made
+// only when the commit is built, one file at a time, so that a fleet's
+// files are never all in memory at once.
+type File struct {
+	Path    string
+	Content func() ([]byte, error)
+}
+
+// Write commits the files whose content differs from the branch head, all
+// in one commit, and pushes it; it returns the commit's ID, or "" when
+// nothing changed (no commit is made). The commit's subject is
+// subject(the changed paths, sorted), its body the trailer
+// "Ferry-Status: true" (StatusTrailer). When the push is rejected because
+// the branch moved, it fetches the new head, re-applies the same files on
+// top of it (the other files of a person's commit survive; in the files
+// given, ferry's version wins) and pushes again, with a capped back-off, a
+// few times.
+func (w *Writer) Write(ctx context.Context, files []File, subject func(changed []string) string) (string, error) {
+	seen := map[string]bool{}
+	for _, f := range files {
+		if err := validPath(f.Path); err != nil {
+			return "", fmt.Errorf("write %s: %w", f.Path, err)
 		}
-		p, err := statusPath(st.Plan)
-		if err != nil {
-			return "", fmt.Errorf("write status: %w", err)
+		if seen[f.Path] {
+			return "", fmt.Errorf("write %s: given twice", f.Path)
 		}
-		if _, dup := files[p]; dup {
-			return "", fmt.Errorf("write status: plan %s given twice", st.Plan)
-		}
-		files[p] = st
+		seen[f.Path] = true
 	}
 	if len(files) == 0 {
 		return "", nil
 	}
-
+	if w.Branch == "" {
+		return "", errors.New("write to " + w.where() + ": no branch given")
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err := w.open(); err != nil {
 		return "", err
 	}
 	for attempt := 1; ; attempt++ {
-		head, err := w.sync(ctx)
-		if err != nil {
-			return "", err
-		}
-		commit, err := w.commit(head, files)
-		if err != nil || commit.IsZero() {
-			return "", err
-		}
-		if w.beforePush != nil {
-			w.beforePush(attempt)
-		}
-		err = w.push(ctx, commit)
-		w.pushes.Add(1)
+		commit, err := w.attempt(ctx, attempt, files, subject)
 		if err == nil {
-			w.compact()
-			return commit.String(), nil
+			return commit, nil
 		}
 		if !rejected(err) {
-			return "", fmt.Errorf("push status to %s branch %s: %w", w.where(), w.branch(), err)
+			return "", err
 		}
 		if attempt == pushAttempts {
-			return "", fmt.Errorf("push status to %s branch %s: rejected %d times, the branch keeps moving: %w",
-				w.where(), w.branch(), attempt, err)
+			return "", fmt.Errorf("push to %s branch %s: rejected %d times, the branch keeps moving: %w",
+				w.where(), w.Branch, attempt, err)
 		}
 		wait := min(retryBase<<(attempt-1), retryMax)
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("push status to %s branch %s: %w", w.where(), w.branch(), ctx.Err())
+			return "", fmt.Errorf("push to %s branch %s: %w", w.where(), w.Branch, ctx.Err())
 		case <-time.After(wait):
 		}
 	}
 }
 
-// Read returns a plan's status from the head of the status branch, or an
-// error wrapping ErrNoStatus when it has none.
-func (w *Writer) Read(ctx context.Context, plan string) (*PlanStatus, error) {
-	p, err := statusPath(plan)
+// attempt syncs, commits and pushes once. Callers hold w.mu.
+func (w *Writer) attempt(ctx context.Context, n int, files []File, subject func([]string) string) (string, error) {
+	head, err := w.sync(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read status: %w", err)
+		return "", err
 	}
+	commit, err := w.commit(head, files, subject)
+	if err != nil || commit.IsZero() {
+		return "", err
+	}
+	if w.beforePush != nil {
+		w.beforePush(n)
+	}
+	err = w.push(ctx, commit)
+	w.pushes.Add(1)
+	if err != nil {
+		if rejected(err) {
+			return "", err
+		}
+		return "", fmt.Errorf("push to %s branch %s: %w", w.where(), w.Branch, err)
+	}
+	w.compact()
+	return commit.String(), nil
+}
+
+// ReadFile returns a file's content at the head of the branch; the error
+// wraps fs.ErrNotExist when the file or the branch does not exist.
+func (w *Writer) ReadFile(ctx context.Context, name string) ([]byte, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tree, err := w.headTree(ctx)
@@ -183,63 +183,65 @@ func (w *Writer) Read(ctx context.Context, plan string) (*PlanStatus, error) {
 		return nil, err
 	}
 	if tree == nil {
-		return nil, fmt.Errorf("read status of %s: branch %s of %s does not exist: %w", plan, w.branch(), w.where(), ErrNoStatus)
+		return nil, fmt.Errorf("read %s: branch %s of %s does not exist: %w", name, w.Branch, w.where(), fs.ErrNotExist)
 	}
-	f, err := tree.File(p)
+	f, err := tree.File(name)
 	if errors.Is(err, object.ErrFileNotFound) {
-		return nil, fmt.Errorf("read status of %s: no %s on branch %s of %s: %w", plan, p, w.branch(), w.where(), ErrNoStatus)
+		return nil, fmt.Errorf("read %s: not on branch %s of %s: %w", name, w.Branch, w.where(), fs.ErrNotExist)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
+		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
-	return decodeFile(f)
+	return contents(f)
 }
 
-// ReadAll returns every plan's status from the head of the status branch,
-// ordered by plan name; none when the branch does not exist yet.
-func (w *Writer) ReadAll(ctx context.Context) ([]*PlanStatus, error) {
+// ReadDir calls fn with the name and content of each file directly in dir
+// at the head of the branch, in name order; nothing when the branch or the
+// directory does not exist. It stops at fn's first error.
+func (w *Writer) ReadDir(ctx context.Context, dir string, fn func(name string, data []byte) error) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	tree, err := w.headTree(ctx)
 	if err != nil || tree == nil {
-		return nil, err
+		return err
 	}
-	dir, err := tree.Tree(Dir)
+	sub, err := tree.Tree(dir)
 	if errors.Is(err, object.ErrDirectoryNotFound) {
-		return nil, nil
+		return nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", Dir, err)
+		return fmt.Errorf("read %s: %w", dir, err)
 	}
-	var out []*PlanStatus
-	for _, e := range dir.Entries {
-		if !e.Mode.IsFile() || !strings.HasSuffix(e.Name, ".yaml") {
+	for _, e := range sub.Entries {
+		if !e.Mode.IsFile() {
 			continue
 		}
-		f, err := dir.TreeEntryFile(&e)
+		f, err := sub.TreeEntryFile(&e)
 		if err != nil {
-			return nil, fmt.Errorf("read %s/%s: %w", Dir, e.Name, err)
+			return fmt.Errorf("read %s/%s: %w", dir, e.Name, err)
 		}
-		st, err := decodeFile(f)
+		data, err := contents(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		out = append(out, st)
+		if err := fn(e.Name, data); err != nil {
+			return err
+		}
 	}
-	slices.SortFunc(out, func(a, b *PlanStatus) int { return strings.Compare(a.Plan, b.Plan) })
-	return out, nil
+	return nil
 }
 
-func decodeFile(f *object.File) (*PlanStatus, error) {
-	data, err := f.Contents()
+func contents(f *object.File) ([]byte, error) {
+	r, err := f.Reader()
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.Name, err)
 	}
-	st, err := Decode([]byte(data))
+	defer r.Close()
+	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.Name, err)
 	}
-	return st, nil
+	return data, nil
 }
 
 // headTree returns the tree of the status branch's head, or nil when the
@@ -254,11 +256,11 @@ func (w *Writer) headTree(ctx context.Context) (*object.Tree, error) {
 	}
 	c, err := object.GetCommit(w.store, head)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.branch(), err)
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.Branch, err)
 	}
 	t, err := c.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.branch(), err)
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.Branch, err)
 	}
 	return t, nil
 }
@@ -291,50 +293,43 @@ func (w *Writer) open() error {
 		return nil
 	}
 	if err := os.MkdirAll(w.CacheDir, 0o755); err != nil {
-		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+		return fmt.Errorf("open write cache %s: %w", w.CacheDir, err)
 	}
-	repo, err := gitsource.OpenBare(w.CacheDir, true)
+	repo, err := OpenBare(w.CacheDir, true)
 	if err != nil {
-		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+		return fmt.Errorf("open write cache %s: %w", w.CacheDir, err)
 	}
 	// Pushes send small YAML files whole: looking for deltas against
 	// their previous versions cost more CPU than the bytes saved.
 	cfg, err := repo.Config()
 	if err != nil {
-		return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+		return fmt.Errorf("open write cache %s: %w", w.CacheDir, err)
 	}
 	if cfg.Pack.Window != 0 {
 		cfg.Pack.Window = 0
 		if err := repo.SetConfig(cfg); err != nil {
-			return fmt.Errorf("open status cache %s: %w", w.CacheDir, err)
+			return fmt.Errorf("open write cache %s: %w", w.CacheDir, err)
 		}
 	}
 	w.store = repo.Storer
 	return nil
 }
 
-func (w *Writer) branch() string {
-	if w.Branch == "" {
-		return DefaultBranch
-	}
-	return w.Branch
-}
-
 // tracking is the cache's copy of the remote branch.
 func (w *Writer) tracking() plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName("origin", w.branch())
+	return plumbing.NewRemoteReferenceName("origin", w.Branch)
 }
 
 // outgoing holds the commit being pushed.
 const outgoing = plumbing.ReferenceName("refs/ferry/outgoing")
 
-// remote is the status branch's remote, with its auth method and the
+// remote is the branch's remote, with its auth method and the
 // function that keeps the auth's secrets out of errors. The remote lives in
 // the cache's storage, so that the URL is never written to disk.
 func (w *Writer) remote() (*git.Remote, transport.AuthMethod, func(error) error, error) {
-	url, auth, scrubErr, err := gitsource.Remote(w.URL, w.Auth)
+	url, auth, scrubErr, err := Remote(w.URL, w.Auth)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("status repository: %w", err)
+		return nil, nil, nil, fmt.Errorf("repository to write to: %w", err)
 	}
 	return git.NewRemote(w.store, &config.RemoteConfig{
 		Name:  "origin",
@@ -344,7 +339,7 @@ func (w *Writer) remote() (*git.Remote, transport.AuthMethod, func(error) error,
 }
 
 func (w *Writer) fetchSpec() config.RefSpec {
-	return config.RefSpec("+" + plumbing.NewBranchReferenceName(w.branch()).String() + ":" + w.tracking().String())
+	return config.RefSpec("+" + plumbing.NewBranchReferenceName(w.Branch).String() + ":" + w.tracking().String())
 }
 
 // sync makes the cache hold the remote branch's head and returns it; the
@@ -368,7 +363,7 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 	}
 	var remoteHead plumbing.Hash
 	for _, r := range refs {
-		if r.Name() == plumbing.NewBranchReferenceName(w.branch()) {
+		if r.Name() == plumbing.NewBranchReferenceName(w.Branch) {
 			remoteHead = r.Hash()
 		}
 	}
@@ -392,89 +387,110 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 		Depth:      1,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), scrubErr(err))
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.Branch, w.where(), scrubErr(err))
 	}
 	// The branch may have moved again between the listing and the fetch:
 	// what was fetched is the newer head.
 	ref, err := w.store.Reference(w.tracking())
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.branch(), w.where(), err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.Branch, w.where(), err)
 	}
 	return ref.Hash(), nil
 }
 
-// commit stores a commit on head (none: an orphan) that puts the status
-// files whose content differs from head's, and returns its ID; the zero
-// hash when every file is as head has it. Each file is encoded and stored
-// in turn, so that a fleet's statuses are never all in memory as YAML.
-func (w *Writer) commit(head plumbing.Hash, files map[string]*PlanStatus) (plumbing.Hash, error) {
-	var base *object.Tree
-	var parents []plumbing.Hash
-	if !head.IsZero() {
-		c, err := object.GetCommit(w.store, head)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("read head %s of branch %s: %w", head, w.branch(), err)
-		}
-		if base, err = c.Tree(); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("read head %s of branch %s: %w", head, w.branch(), err)
-		}
-		parents = []plumbing.Hash{head}
+// commit stores a commit on head (none: an orphan) that puts the files
+// whose content differs from head's, and returns its ID; the zero hash
+// when every file is as head has it. Each file is made and stored in turn.
+func (w *Writer) commit(head plumbing.Hash, files []File, subject func([]string) string) (plumbing.Hash, error) {
+	base, err := w.tree(head)
+	if err != nil {
+		return plumbing.ZeroHash, err
 	}
-	changed := map[string]plumbing.Hash{}
-	var plans []string
-	dirs := treeDirs{root: base}
-	for p, st := range files {
-		data, err := Encode(st)
-		if err != nil {
-			return plumbing.ZeroHash, err
-		}
-		h := plumbing.ComputeHash(plumbing.BlobObject, data)
-		if e := dirs.find(p); e != nil && e.Hash == h && e.Mode.IsFile() {
-			continue
-		}
-		if err := storeBlob(w.store, data); err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("store %s: %w", p, err)
-		}
-		w.stored++
-		changed[p] = h
-		plans = append(plans, strings.TrimSuffix(path.Base(p), ".yaml"))
+	changed, err := w.storeChanged(base, files)
+	if err != nil || len(changed) == 0 {
+		return plumbing.ZeroHash, err
 	}
-	if len(changed) == 0 {
-		return plumbing.ZeroHash, nil
-	}
-	sort.Strings(plans)
 	root, err := writeTree(w.store, base, changed)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("build status commit on branch %s: %w", w.branch(), err)
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
 	}
 	sig := object.Signature{Name: w.AuthorName, Email: w.AuthorEmail, When: time.Now()}
 	if sig.Name == "" {
 		sig.Name = "ferry"
 	}
 	if sig.Email == "" {
-		sig.Email = gitsource.FerryAuthorEmail
-	}
-	subject := "ferry: status of " + strings.Join(plans, ", ")
-	if len(plans) > 3 {
-		subject = fmt.Sprintf("ferry: status of %d plans", len(plans))
+		sig.Email = FerryAuthorEmail
 	}
 	c := &object.Commit{
-		Author:       sig,
-		Committer:    sig,
-		Message:      subject + "\n\n" + gitsource.StatusTrailer + ": true\n",
-		TreeHash:     root,
-		ParentHashes: parents,
+		Author:    sig,
+		Committer: sig,
+		Message:   subject(slices.Sorted(maps.Keys(changed))) + "\n\n" + StatusTrailer + ": true\n",
+		TreeHash:  root,
+	}
+	if !head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{head}
 	}
 	obj := w.store.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("build status commit on branch %s: %w", w.branch(), err)
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
 	}
 	id, err := w.store.SetEncodedObject(obj)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("store status commit on branch %s: %w", w.branch(), err)
+		return plumbing.ZeroHash, fmt.Errorf("store commit on branch %s: %w", w.Branch, err)
 	}
-	w.stored += 3 // the commit and the two trees along status/
+	w.stored += 1 + treesAlong(changed)
 	return id, nil
+}
+
+// treesAlong counts the trees a commit of paths writes anew: the root and
+// every directory on the way to each path.
+func treesAlong(paths map[string]plumbing.Hash) int {
+	dirs := map[string]bool{"": true}
+	for p := range paths {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return len(dirs)
+}
+
+// tree is head's tree; nil for the zero hash (a new branch).
+func (w *Writer) tree(head plumbing.Hash) (*object.Tree, error) {
+	if head.IsZero() {
+		return nil, nil
+	}
+	c, err := object.GetCommit(w.store, head)
+	if err != nil {
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+	}
+	return t, nil
+}
+
+// storeChanged stores the blobs of the files whose content differs from
+// base's, and returns their IDs by path.
+func (w *Writer) storeChanged(base *object.Tree, files []File) (map[string]plumbing.Hash, error) {
+	changed := map[string]plumbing.Hash{}
+	dirs := treeDirs{root: base}
+	for _, f := range files {
+		data, err := f.Content()
+		if err != nil {
+			return nil, err
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if e := dirs.find(f.Path); e != nil && e.Hash == h && e.Mode.IsFile() {
+			continue
+		}
+		if err := storeBlob(w.store, data); err != nil {
+			return nil, fmt.Errorf("store %s: %w", f.Path, err)
+		}
+		w.stored++
+		changed[f.Path] = h
+	}
+	return changed, nil
 }
 
 // push sends commit to the branch without force: the server (or go-git,
@@ -492,7 +508,7 @@ func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
 	}
 	err = rem.PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec(outgoing.String() + ":" + plumbing.NewBranchReferenceName(w.branch()).String())},
+		RefSpecs:   []config.RefSpec{config.RefSpec(outgoing.String() + ":" + plumbing.NewBranchReferenceName(w.Branch).String())},
 		Auth:       auth,
 	})
 	if err != nil {
@@ -514,26 +530,23 @@ func rejected(err error) bool {
 	return false
 }
 
-// where is the repository's URL for messages, credentials redacted.
 // bound limits one exchange with the remote to Timeout.
 func (w *Writer) bound(ctx context.Context) (context.Context, context.CancelFunc) {
 	timeout := w.Timeout
 	if timeout <= 0 {
-		timeout = gitsource.DefaultTimeout
+		timeout = DefaultTimeout
 	}
 	return context.WithTimeout(ctx, timeout)
 }
 
-func (w *Writer) where() string { return gitsource.RedactURL(w.URL) }
+// where is the repository's URL for messages, credentials redacted.
+func (w *Writer) where() string { return RedactURL(w.URL) }
 
-var planName = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$`)
-
-// statusPath is Dir/<plan>.yaml; a name that is not a plan's name (a
-// Kubernetes object name) is refused rather than let it reach elsewhere in
-// the tree.
-func statusPath(plan string) (string, error) {
-	if !planName.MatchString(plan) || strings.Contains(plan, "..") {
-		return "", fmt.Errorf("invalid plan name %q", plan)
+// validPath refuses a path that is not a plain relative path in the tree
+// (empty, absolute, with "." or ".." elements, or a trailing slash).
+func validPath(p string) error {
+	if !fs.ValidPath(p) || p == "." {
+		return fmt.Errorf("invalid path %q", p)
 	}
-	return Dir + "/" + plan + ".yaml", nil
+	return nil
 }

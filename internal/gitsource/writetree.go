@@ -1,4 +1,4 @@
-package status
+package gitsource
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 )
 
 // The Writer builds its commits from objects, without a worktree: a blob
-// per status file, and new trees only along the paths that change.
+// per file, and new trees only along the paths that change.
 
 func storeBlob(s storer.EncodedObjectStorer, data []byte) error {
 	obj := s.NewEncodedObject()

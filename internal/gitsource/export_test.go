@@ -1,0 +1,27 @@
+package gitsource
+
+import "time"
+
+// Hooks into the Writer for its tests.
+
+// PushAttempts is how many pushes Write tries before it gives up.
+const PushAttempts = pushAttempts
+
+// BeforePush makes w call f after each commit is built and before it is
+// pushed: the window in which someone else may push.
+func BeforePush(w *Writer, f func(attempt int)) { w.beforePush = f }
+
+// FastRetries makes rejected pushes retry at once, until the test ends.
+func FastRetries(cleanup func(func())) {
+	b, m := retryBase, retryMax
+	retryBase, retryMax = time.Millisecond, 5*time.Millisecond
+	cleanup(func() { retryBase, retryMax = b, m })
+}
+
+// CompactAfter sets how many stored objects make the Writer drop its
+// cache, until the test ends.
+func CompactAfter(n int, cleanup func(func())) {
+	old := compactAfter
+	compactAfter = n
+	cleanup(func() { compactAfter = old })
+}
