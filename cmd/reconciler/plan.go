@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 )
 
 // planOutput is what `reconciler plan -o json` prints: the plan with its
@@ -78,12 +79,7 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 	if *repoRoot != "" {
 		obs.Manifests = os.DirFS(*repoRoot)
 	}
-	snap, err := obs.Observe(ctx, plan, observed.Record{})
-	if err != nil {
-		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
-		return 1
-	}
-	res, err := planner.Plan(plan, snap)
+	d, err := reconciler.Plan(ctx, obs, plan, observed.Record{})
 	if err != nil {
 		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
 		return 1
@@ -91,20 +87,18 @@ func planCommand(args []string, stdout, stderr io.Writer) int {
 	if *output == "json" {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(planOutput{Plan: plan, Result: res}); err != nil {
+		if err := enc.Encode(planOutput{Plan: plan, Result: d.Result}); err != nil {
 			fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
 			return 1
 		}
 		return 0
 	}
-	if err := planner.Render(stdout, plan, res); err != nil {
+	if err := d.Render(stdout, plan); err != nil {
 		fmt.Fprintf(stderr, "reconciler plan: %v\n", err)
 		return 1
 	}
-	for _, note := range []string{snap.WorkloadError, snap.CloudError} {
-		if note != "" {
-			fmt.Fprintf(stderr, "note: %s\n", note)
-		}
+	for _, note := range d.Notes() {
+		fmt.Fprintln(stderr, note)
 	}
 	return 0
 }

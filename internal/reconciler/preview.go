@@ -15,7 +15,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
-	"github.com/ferry-dev/ferry/internal/planner"
 )
 
 // PreviewKey is the comment key of the preview on a pull request.
@@ -228,22 +227,19 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, changed []s
 // plan is the text `reconciler plan` prints for one valid plan file, or
 // why it could not be planned.
 func (p *Previews) plan(ctx context.Context, f *planfile.File, record func(string) observed.Record) string {
-	snap, err := p.Observer.Observe(ctx, f.Plan, record(f.Plan.Metadata.Name))
-	if err != nil {
+	d, err := Plan(ctx, p.Observer, f.Plan, record(f.Plan.Metadata.Name))
+	switch {
+	case err != nil && d.Snapshot == nil:
 		return "The live state could not be read, so no steps are shown: " + err.Error() + "\n"
-	}
-	res, err := planner.Plan(f.Plan, snap)
-	if err != nil {
+	case err != nil:
 		return "The plan could not be planned: " + err.Error() + "\n"
 	}
 	var b strings.Builder
-	if err := planner.Render(&b, f.Plan, res); err != nil {
+	if err := d.Render(&b, f.Plan); err != nil {
 		return err.Error() + "\n"
 	}
-	for _, note := range []string{snap.WorkloadError, snap.CloudError} {
-		if note != "" {
-			b.WriteString("note: " + note + "\n")
-		}
+	for _, note := range d.Notes() {
+		b.WriteString(note + "\n")
 	}
 	return b.String()
 }
