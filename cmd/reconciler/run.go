@@ -23,6 +23,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/reconciler"
@@ -119,6 +120,7 @@ func runReconciler(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // serve wires the parts and runs until ctx ends.
 func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
+	ctx = logging.With(ctx, log)
 	mgmt, err := managementClient(f.kubeconfig, f.kubeContext)
 	if err != nil {
 		return err
@@ -174,10 +176,10 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 	metrics := reconciler.NewMetrics(counters)
 	metrics.Profiling = f.pprof
 
-	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics, Log: log}
+	rec := &reconciler.StatusRecorder{Store: store, Forge: fg, Approvals: reconciler.GitApprovals{Source: src, Forge: fg}, Metrics: metrics}
 	loop := &reconciler.Loop{
 		Source: reconciler.GitSource{Source: src}, Publisher: &events.Publisher{JS: bus.JS}, Recorder: rec,
-		Path: src.PlansDir(), Log: log, AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip, Timeout: f.timeout,
+		Path: src.PlansDir(), AfterCycle: metrics.ObserveCycle, Latency: metrics.ObserveRoundTrip, Timeout: f.timeout,
 	}
 	if f.stallAfter == 0 {
 		f.stallAfter = reconciler.StallAfter(f.interval, f.timeout)
@@ -210,7 +212,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 		// Previews read pull requests' trees: their own observer, same cloud.
 		previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 		loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: src}, Observer: previewObs,
-			Branch: f.git.branch, Path: src.PlansDir(), Log: log}
+			Branch: f.git.branch, Path: src.PlansDir()}
 	}
 
 	if f.webhookAddr != "" {
@@ -264,7 +266,7 @@ func serve(ctx context.Context, f *runFlags, log *slog.Logger) error {
 			return fmt.Errorf("--leader-election-identity: no host name to default to: %w", err)
 		}
 	}
-	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: f.leaseNamespace, Name: f.leaseName, Identity: f.identity, Log: log}, lead)
+	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: f.leaseNamespace, Name: f.leaseName, Identity: f.identity}, lead)
 }
 
 // restConfig loads the management cluster's REST config.

@@ -3,9 +3,9 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/logging"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -22,7 +22,6 @@ type LeaderOptions struct {
 	// LeaseDuration, RenewDeadline and RetryPeriod as in client-go;
 	// defaults 15s, 10s, 2s.
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	Log                                       *slog.Logger
 }
 
 // RunAsLeader runs lead while this replica holds the Lease, so that only one
@@ -33,9 +32,6 @@ type LeaderOptions struct {
 func RunAsLeader(ctx context.Context, cfg *rest.Config, opts LeaderOptions, lead func(context.Context)) error {
 	if opts.LeaseDuration == 0 {
 		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = 15*time.Second, 10*time.Second, 2*time.Second
-	}
-	if opts.Log == nil {
-		opts.Log = slog.Default()
 	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -55,11 +51,11 @@ func RunAsLeader(ctx context.Context, cfg *rest.Config, opts LeaderOptions, lead
 		Name:            opts.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
-				opts.Log.Info("leading", "lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity)
+				logging.From(ctx).Info("leading", "lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity)
 				lead(ctx)
 			},
 			OnStoppedLeading: func() {
-				opts.Log.Info("not leading", "lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity)
+				logging.From(ctx).Info("not leading", "lease", opts.Namespace+"/"+opts.Name, "identity", opts.Identity)
 			},
 		},
 	})

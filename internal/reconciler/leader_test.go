@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -29,13 +30,13 @@ func TestLeaderElection(t *testing.T) {
 	var wg sync.WaitGroup
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, id := range []string{"a", "b"} {
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(logging.With(context.Background(), quiet))
 		cancels[id] = cancel
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			_ = RunAsLeader(ctx, k.Config, LeaderOptions{Namespace: "ferry-system", Name: "ferry", Identity: id,
-				LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond, Log: quiet},
+				LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond},
 				func(ctx context.Context) {
 					n := leading.Add(1)
 					for {

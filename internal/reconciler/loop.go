@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
@@ -107,7 +107,6 @@ type Loop struct {
 	// previews), each plan's reconcile and each status write: a call that
 	// hangs fails, and the next cycle tries again. Default 2m.
 	Timeout time.Duration
-	Log     *slog.Logger
 
 	// wake asks Run for a cycle that polls the repository now.
 	wake chan struct{}
@@ -140,9 +139,6 @@ func (l *Loop) init() {
 	}
 	if l.Now == nil {
 		l.Now = time.Now
-	}
-	if l.Log == nil {
-		l.Log = slog.Default()
 	}
 	if l.Path == "" {
 		l.Path = "plans"
@@ -213,9 +209,9 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 		for _, f := range files {
 			l.queue.Add(f.Plan.Metadata.Name)
 		}
-		l.Log.Debug("cycle done", "plans", len(files), "took", time.Since(began).Round(time.Millisecond), "error", err)
+		logging.From(ctx).Debug("cycle done", "plans", len(files), "took", time.Since(began).Round(time.Millisecond), "error", err)
 		if err != nil && ctx.Err() == nil {
-			l.Log.Error("cycle failed; retrying at the next one", "error", err)
+			logging.From(ctx).Error("cycle failed; retrying at the next one", "error", err)
 		}
 		if l.AfterCycle != nil && ctx.Err() == nil {
 			l.AfterCycle(err)
@@ -280,7 +276,7 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 		l.mu.Unlock()
 		if err := l.flush(ctx, cycle); err != nil && ctx.Err() == nil {
 			failures++
-			l.Log.Error("status not recorded; retrying", "error", err, "retry_in", flushWait(l.StatusEvery, failures))
+			logging.From(ctx).Error("status not recorded; retrying", "error", err, "retry_in", flushWait(l.StatusEvery, failures))
 		} else {
 			failures = 0
 		}
@@ -329,7 +325,7 @@ func (l *Loop) Cycle(ctx context.Context) error {
 			defer wg.Done()
 			for f := range work {
 				name := f.Plan.Metadata.Name
-				if err := l.reconcile(ctx, cycle, f.Path, f.Plan, l.Log.With("revision", short(cycle.Revision), "plan", name)); err != nil {
+				if err := l.reconcile(logging.Attach(ctx, "revision", short(cycle.Revision), "plan", name), cycle, f.Path, f.Plan); err != nil {
 					errMu.Lock()
 					errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
 					errMu.Unlock()

@@ -2,9 +2,7 @@ package reconciler
 
 import (
 	"context"
-	"io"
 	"io/fs"
-	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -112,8 +110,7 @@ func TestLoopDecisions(t *testing.T) {
 	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
 	pub := &recordingPublisher{}
 	rec := &recorder{}
-	l := &Loop{Source: src, Observer: obs, Publisher: pub, Recorder: rec, Now: func() time.Time { return time.Unix(0, 0) },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	l := &Loop{Source: src, Observer: obs, Publisher: pub, Recorder: rec, Now: func() time.Time { return time.Unix(0, 0) }}
 
 	// A broken file is reported; the good plan publishes its first group.
 	if err := l.Cycle(ctx); err != nil {
@@ -209,7 +206,7 @@ func TestLoopSkipsSettledPlans(t *testing.T) {
 	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
 	now := time.Unix(0, 0)
 	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Recorder: &recorder{},
-		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Now: func() time.Time { return now }}
 	cycle := func() int {
 		t.Helper()
 		before := len(obs.records)
@@ -273,7 +270,7 @@ func TestResultBeforePublishReturns(t *testing.T) {
 	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
 	now := time.Unix(0, 0)
 	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Recorder: &recorder{},
-		Now: func() time.Time { return now }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Now: func() time.Time { return now }}
 	pub := &instantPublisher{loop: l}
 	l.Publisher = pub
 	if err := l.Cycle(ctx); err != nil {
@@ -350,7 +347,7 @@ func TestRunReconcilesOnResults(t *testing.T) {
 	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
 	obs := &syncObserver{fixedObserver: fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}}
 	pub := &syncPublisher{}
-	l := &Loop{Source: src, Observer: obs, Publisher: pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	l := &Loop{Source: src, Observer: obs, Publisher: pub}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
 	go func() { done <- l.Run(ctx, time.Hour) }()
@@ -406,8 +403,7 @@ func (o *treeObserver) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, r
 func TestReconcileReadsItsRevision(t *testing.T) {
 	src := &memSource{}
 	obs := &treeObserver{fixedObserver: fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}}
-	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Now: func() time.Time { return time.Unix(0, 0) },
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, Now: func() time.Time { return time.Unix(0, 0) }}
 	for _, rev := range []string{"r1", "r2"} {
 		src.set(rev, map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, ""), "manifests/ccm.yaml": "ccm at " + rev})
 		if err := l.Cycle(context.Background()); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"path"
 	"slices"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
@@ -49,7 +49,6 @@ type Previews struct {
 	// Branch is the tracked branch: only pull requests into it are
 	// previewed. Path is the plans directory.
 	Branch, Path string
-	Log          *slog.Logger
 	// APILag is how long a pull-request head that Git lists but the
 	// forge's API does not is looked for again at every Update: GitHub
 	// creates refs/pull/N/head before its API lists the pull request, and
@@ -80,9 +79,6 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	}
 	if p.shown == nil {
 		p.shown, p.unlisted = map[int]string{}, map[int]unlisted{}
-	}
-	if p.Log == nil {
-		p.Log = slog.Default()
 	}
 	if p.Now == nil {
 		p.Now = time.Now
@@ -116,7 +112,7 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
 			continue
 		}
-		p.Log.Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(changed))
+		logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(changed))
 		p.shown[pr.Number] = pr.HeadSHA
 	}
 	for n := range p.shown {

@@ -3,9 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,8 +90,7 @@ func TestPreviews(t *testing.T) {
 		{Number: 3, HeadSHA: "head3", BaseRef: "release", Files: []string{"plans/capi-quickstart.yaml"}},
 		{Number: 4, HeadSHA: "head4", BaseRef: "main", Files: []string{"plans/notes.txt"}},
 	}}
-	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans"}
 	noRecord := func(string) observed.Record { return observed.Record{} }
 
 	if err := p.Update(ctx, noRecord); err != nil {
@@ -157,8 +154,7 @@ func TestPreviewsListedLate(t *testing.T) {
 	}
 	fg := &forgeLog{comments: map[int]string{}} // #3 not listed yet; #1 closed long ago
 	now := time.Date(2026, 11, 24, 2, 10, 46, 0, time.UTC)
-	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans",
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: func() time.Time { return now }}
+	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans", Now: func() time.Time { return now }}
 	noRecord := func(string) observed.Record { return observed.Record{} }
 
 	if err := p.Update(ctx, noRecord); err != nil || len(fg.comments) != 0 {

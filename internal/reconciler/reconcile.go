@@ -4,11 +4,11 @@ package reconciler
 
 import (
 	"context"
-	"log/slog"
 	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planner"
 )
@@ -30,8 +30,7 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 	if l.settled(name, cycle) {
 		return Cycle{}, false
 	}
-	log := l.Log.With("revision", short(cycle.Revision), "plan", name)
-	ctx = observed.WithRepo(ctx, loaded.fsys)
+	ctx = logging.Attach(observed.WithRepo(ctx, loaded.fsys), "revision", short(cycle.Revision), "plan", name)
 	l.mu.Lock()
 	l.progress.plans[name] = time.Now()
 	l.mu.Unlock()
@@ -40,14 +39,15 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 		delete(l.progress.plans, name)
 		l.mu.Unlock()
 	}()
-	if err := l.reconcile(ctx, cycle, f.Path, f.Plan, log); err != nil && ctx.Err() == nil {
-		log.Error("plan not reconciled; trying again at its next change or cycle", "error", err)
+	if err := l.reconcile(ctx, cycle, f.Path, f.Plan); err != nil && ctx.Err() == nil {
+		logging.From(ctx).Error("plan not reconciled; trying again at its next change or cycle", "error", err)
 	}
 	return cycle, true
 }
 
 // reconcile observes, plans and publishes one plan.
-func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan, log *slog.Logger) error {
+func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan) error {
+	log := logging.From(ctx)
 	st := l.state(p.Metadata.Name)
 	l.mu.Lock()
 	st.present, st.file = true, file
@@ -84,7 +84,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	var published []planner.Step
 	next := res.Next()
 	if next != nil && !busy {
-		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st, log)
+		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st)
 	}
 	l.mu.Lock()
 	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res)
@@ -103,7 +103,8 @@ const cacheLag = 30 * time.Second
 // publish sends a group's steps, except those that failed for good at this
 // revision (a person must act; a new commit retries them) and those that
 // just succeeded (the observation lags behind).
-func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *planner.Group, st *planState, log *slog.Logger) ([]planner.Step, error) {
+func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *planner.Group, st *planState) ([]planner.Step, error) {
+	log := logging.From(ctx)
 	var published []planner.Step
 	for _, s := range g.Steps {
 		l.mu.Lock()

@@ -3,13 +3,13 @@ package reconciler
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
@@ -38,7 +38,6 @@ type StatusRecorder struct {
 	// StatusURL links the full status from a truncated comment.
 	StatusURL string
 	Metrics   *Metrics
-	Log       *slog.Logger
 
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
@@ -53,9 +52,6 @@ var _ Recorder = (*StatusRecorder)(nil)
 func (r *StatusRecorder) init() {
 	if r.statuses == nil {
 		r.statuses, r.dirty, r.phases = map[string]*status.PlanStatus{}, map[string]bool{}, map[string][]planner.PhaseState{}
-	}
-	if r.Log == nil {
-		r.Log = slog.Default()
 	}
 }
 
@@ -100,7 +96,7 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 	for _, phase := range need {
 		a, err := r.Approvals.Find(ctx, cycle.Revision, file, phase)
 		if err != nil {
-			r.Log.Warn("could not tell who approved a phase", "plan", plan, "phase", phase, "error", err)
+			logging.From(ctx).Warn("could not tell who approved a phase", "plan", plan, "phase", phase, "error", err)
 			continue
 		}
 		r.mu.Lock()
@@ -126,12 +122,12 @@ func missingApprovals(st *status.PlanStatus, res *planner.Result) []string {
 // Invalid records the problems of a plan file that failed validation on
 // the plan it held (a file never valid has no plan, hence no status; its
 // pull request's preview showed the errors).
-func (r *StatusRecorder) Invalid(_ context.Context, cycle Cycle, file, plan string, problems planfile.Errors) {
+func (r *StatusRecorder) Invalid(ctx context.Context, cycle Cycle, file, plan string, problems planfile.Errors) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.init()
 	for _, p := range problems {
-		r.Log.Warn("invalid plan", "revision", short(cycle.Revision), "file", file, "plan", plan, "problem", p.Error())
+		logging.From(ctx).Warn("invalid plan", "revision", short(cycle.Revision), "file", file, "plan", plan, "problem", p.Error())
 	}
 	st := r.statuses[plan]
 	if plan == "" || st == nil {
@@ -221,7 +217,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 		return err
 	}
 	if commit != "" {
-		r.Log.Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
+		logging.From(ctx).Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
 	}
 	if r.Forge != nil {
 		for _, st := range changed {
@@ -241,7 +237,7 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 		if a.PR > 0 {
 			body := forge.Comment("progress/"+st.Plan, "", status.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
 			if err := r.Forge.UpsertComment(ctx, a.PR, "progress/"+st.Plan, body); err != nil {
-				r.Log.Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
+				logging.From(ctx).Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
 			}
 		}
 		if a.Commit == "" {
@@ -254,7 +250,7 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 			}
 			desc := fmt.Sprintf("%s: %s (%d done, %d left)", ph.Name, ph.State, ph.Done, ph.Left)
 			if err := r.Forge.SetStatus(ctx, a.Commit, "ferry/"+st.Plan+"/"+ph.Name, state, desc, r.StatusURL); err != nil {
-				r.Log.Warn("commit status not set", "plan", st.Plan, "phase", ph.Name, "error", err)
+				logging.From(ctx).Warn("commit status not set", "plan", st.Plan, "phase", ph.Name, "error", err)
 			}
 		}
 	}

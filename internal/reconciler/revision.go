@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
 
@@ -41,7 +42,7 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 	if err != nil {
 		return Cycle{}, nil, err
 	}
-	log := l.Log.With("revision", short(rev))
+	log := logging.From(ctx).With("revision", short(rev))
 	seen := map[string]bool{}
 	invalid := byFile(problems)
 	for _, file := range slices.Sorted(maps.Keys(invalid)) {

@@ -41,7 +41,7 @@ func TestWatchdog(t *testing.T) {
 	}
 	var passes, failures atomic.Int64
 	l := &Loop{Source: GitSource{Source: src}, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}},
-		Publisher: &recordingPublisher{}, Log: discard, Timeout: time.Minute,
+		Publisher: &recordingPublisher{}, Timeout: time.Minute,
 		AfterCycle: func(err error) {
 			if err != nil {
 				failures.Add(1)
@@ -147,7 +147,7 @@ func TestFlushBacksOff(t *testing.T) {
 	src.set("r1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")})
 	rec := &failingRecorder{recorder: recorder{planned: map[string]*planner.Result{}}}
 	l := &Loop{Source: src, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}, Publisher: &recordingPublisher{},
-		Recorder: rec, StatusEvery: 10 * time.Millisecond, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		Recorder: rec, StatusEvery: 10 * time.Millisecond}
 	_ = l.Run(ctx, 5*time.Millisecond)
 	// Every 10ms would be about 130 writes; doubling from 20ms, 6.
 	if n := rec.flushes.Load(); n < 2 || n > 10 {
