@@ -244,7 +244,11 @@ func (l *Loop) work(ctx context.Context, flushes chan<- Cycle) {
 		if shutdown {
 			return
 		}
-		if cycle, ok := l.reconcileQueued(ctx, name); ok && l.Recorder != nil {
+		cycle, ok, err := l.reconcileQueued(ctx, name)
+		if err != nil && ctx.Err() == nil {
+			logging.From(ctx).Error("plan not reconciled; trying again at its next change or cycle", "plan", name, "revision", short(cycle.Revision), "error", err)
+		}
+		if ok && l.Recorder != nil {
 			requestFlush(flushes, cycle)
 		}
 		l.queue.Done(name)
@@ -303,41 +307,21 @@ func (l *Loop) flush(ctx context.Context, cycle Cycle) error {
 	return l.Recorder.Flush(ctx, cycle)
 }
 
-// Cycle polls the repository, reconciles every plan at the branch's head
-// that is not at rest, and writes the statuses; it returns when all is
-// done (Run does the same work with its workers).
+// Cycle is one of Run's passes done in the caller's goroutine, for tests
+// and one-shot use: it polls the repository, reconciles each plan at the
+// branch's head that is not at rest, one at a time along the path Run's
+// workers take, writes the statuses, and returns what failed.
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
 	cycle, files, err := l.pass(ctx)
 	l.passDone()
-	l.mu.Lock()
-	if l.loaded != nil {
-		ctx = observed.WithRepo(ctx, l.loaded.fsys)
-	}
-	l.mu.Unlock()
 	errs := []error{err}
-	var errMu sync.Mutex
-	work := make(chan *planfile.File)
-	var wg sync.WaitGroup
-	for range min(l.Parallel, max(len(files), 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for f := range work {
-				name := f.Plan.Metadata.Name
-				if err := l.reconcile(logging.Attach(ctx, "revision", short(cycle.Revision), "plan", name), cycle, f.Path, f.Plan); err != nil {
-					errMu.Lock()
-					errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
-					errMu.Unlock()
-				}
-			}
-		}()
-	}
 	for _, f := range files {
-		work <- f
+		name := f.Plan.Metadata.Name
+		if _, _, err := l.reconcileQueued(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("plan %s: %w", name, err))
+		}
 	}
-	close(work)
-	wg.Wait()
 	if l.Recorder != nil && cycle.Revision != "" {
 		if err := l.flush(ctx, cycle); err != nil {
 			errs = append(errs, fmt.Errorf("record status: %w", err))

@@ -14,21 +14,22 @@ import (
 )
 
 // reconcileQueued reconciles a plan at the revision last loaded, unless
-// it is at rest, or has no valid file there (the cycles record that).
-func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
+// it is at rest, or has no valid file there (the cycles record that). It
+// reports whether it reconciled, and how that failed.
+func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool, error) {
 	l.mu.Lock()
 	loaded := l.loaded
 	l.mu.Unlock()
 	if loaded == nil {
-		return Cycle{}, false
+		return Cycle{}, false, nil
 	}
 	f := loaded.byName[name]
 	if f == nil {
-		return Cycle{}, false
+		return Cycle{}, false, nil
 	}
 	cycle := Cycle{Revision: loaded.rev, At: l.Now().UTC()}
 	if l.settled(name, cycle) {
-		return Cycle{}, false
+		return Cycle{}, false, nil
 	}
 	ctx = logging.Attach(observed.WithRepo(ctx, loaded.fsys), "revision", short(cycle.Revision), "plan", name)
 	l.mu.Lock()
@@ -39,10 +40,7 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool) {
 		delete(l.progress.plans, name)
 		l.mu.Unlock()
 	}()
-	if err := l.reconcile(ctx, cycle, f.Path, f.Plan); err != nil && ctx.Err() == nil {
-		logging.From(ctx).Error("plan not reconciled; trying again at its next change or cycle", "error", err)
-	}
-	return cycle, true
+	return cycle, true, l.reconcile(ctx, cycle, f.Path, f.Plan)
 }
 
 // reconcile observes, plans and publishes one plan.
