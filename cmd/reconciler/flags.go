@@ -102,9 +102,19 @@ func rewriteSingleDash(root *cobra.Command, args []string, stderr io.Writer) []s
 			return append(out, args[i:]...)
 		}
 		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && !strings.HasPrefix(a, "--") && len(name) > 1 &&
-			(c.Flags().Lookup(name) != nil || c.InheritedFlags().Lookup(name) != nil) {
-			fmt.Fprintf(stderr, "Flag -%s has been deprecated, use --%s; single-dash long flags go in a later release\n", name, name)
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") || len(name) < 2 {
+			out = append(out, a)
+			continue
+		}
+		f := c.Flags().Lookup(name)
+		if f == nil {
+			f = c.InheritedFlags().Lookup(name)
+		}
+		if f != nil {
+			// A renamed flag gets pflag's warning, naming its new name.
+			if f.Deprecated == "" {
+				fmt.Fprintf(stderr, "Flag -%s has been deprecated, use --%s; single-dash long flags go in a later release\n", name, name)
+			}
 			a = "-" + a
 		}
 		out = append(out, a)

@@ -90,7 +90,7 @@ func TestStatusCommand(t *testing.T) {
 			wantStderr: "reconciler status: plan alpha has no status yet on branch main of " + g.URL + "\n"},
 		{name: "two plans", args: []string{"status", "alpha", "beta", "--repo", g.URL}, wantCode: 2},
 		{name: "no repository", args: []string{"status"}, wantCode: 2},
-		{name: "bad output", args: []string{"status", "--repo", g.URL, "-o", "yaml"}, wantCode: 2},
+		{name: "bad output", args: []string{"status", "--repo", g.URL, "-o", "xml"}, wantCode: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
