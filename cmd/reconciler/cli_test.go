@@ -96,12 +96,7 @@ func TestVersionOutput(t *testing.T) {
 // --git-token-file; see TestStatusCommand for its effect).
 func TestDeprecatedSpellings(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing.yaml")
-	for _, tc := range []struct {
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr []string
-	}{
+	for _, tc := range []cliCase{
 		{args: []string{"version", "-output", "json"}, wantStdout: `"version": "(devel)`,
 			wantStderr: []string{"Flag -output has been deprecated, use --output"}},
 		{args: []string{"version", "-output=yaml"}, wantStdout: "version: (devel)",
@@ -115,16 +110,7 @@ func TestDeprecatedSpellings(t *testing.T) {
 		// After "--" nothing is a flag.
 		{args: []string{"validate", "--", "-repo"}, wantCode: 2, wantStderr: []string{"-repo"}},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := run(tc.args, &stdout, &stderr)
-		ok := code == tc.wantCode && strings.Contains(stdout.String(), tc.wantStdout)
-		for _, want := range tc.wantStderr {
-			ok = ok && strings.Contains(stderr.String(), want)
-		}
-		if !ok {
-			t.Errorf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
-				tc.args, code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout, tc.wantStderr)
-		}
+		tc.check(t)
 	}
 	// Deprecated flags stay out of help.
 	var help bytes.Buffer

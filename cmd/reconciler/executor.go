@@ -24,11 +24,8 @@ func newExecutorCommand() *cobra.Command {
 			"  reconciler executor --nats-url nats://nats:4222 --kinds openstack --concurrency 8",
 		Args: cobra.NoArgs,
 	}
+	kube := replicaFlags(cmd, &cfg.Git, &cfg.NATS, &cfg.Executors)
 	fs := cmd.Flags()
-	gitFlags(fs, &cfg.Git, true)
-	kube := kubeFlags(fs)
-	natsFlags(fs, &cfg.NATS)
-	executorFlags(cmd, &cfg.Executors)
 	repoDirFlag(fs, &cfg.RepoDir, "a checkout of the plans repository, where manifest paths are read at every revision (instead of --repo)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "ferry-data", "directory for the Git cache of --repo")
 	cmd.RunE = runE(func(ctx context.Context, _ []string) error {

@@ -59,6 +59,16 @@ func executorFlags(cmd *cobra.Command, e *app.Executors) {
 	complete(cmd, "kinds", app.Kinds)
 }
 
+// replicaFlags registers the flags that run and executor share: the plans
+// repository, the management cluster, the event bus and the executors.
+func replicaFlags(cmd *cobra.Command, g *app.Git, n *events.BusOptions, e *app.Executors) *genericclioptions.ConfigFlags {
+	gitFlags(cmd.Flags(), g, true)
+	kube := kubeFlags(cmd.Flags())
+	natsFlags(cmd.Flags(), n)
+	executorFlags(cmd, e)
+	return kube
+}
+
 // repoDirFlag registers --repo-dir, a checkout of the plans repository
 // (once --repo-root in `plan`).
 func repoDirFlag(fs *pflag.FlagSet, dir *string, usage string) {

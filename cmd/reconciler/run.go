@@ -29,11 +29,8 @@ func newRunCommand() *cobra.Command {
 			"  reconciler run --repo file://$PWD --kubeconfig ~/.kube/mgmt --no-cloud",
 		Args: cobra.NoArgs,
 	}
+	kube := replicaFlags(cmd, &cfg.Git, &cfg.NATS, &cfg.Executors)
 	fs := cmd.Flags()
-	gitFlags(fs, &cfg.Git, true)
-	kube := kubeFlags(fs)
-	natsFlags(fs, &cfg.NATS)
-	executorFlags(cmd, &cfg.Executors)
 	fs.StringVar(&cfg.Path, "path", gitsource.DefaultPath, "directory of plan files in the repository")
 	fs.DurationVar(&cfg.Interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "bound on each stage of a cycle (a poll, the previews, one plan's observation and publication, a status write)")
