@@ -18,8 +18,9 @@ func newValidateCommand() *cobra.Command {
 			"provider. A directory stands for the .yaml and .yml files under it.\n" +
 			"Exit status: 0 all valid, 1 a plan is invalid, 2 usage error.",
 		Example: "  reconciler validate plans/\n" +
-			"  reconciler validate plans/capi-quickstart.yaml plans/kamaji-quickstart.yaml",
+			"  reconciler validate plans/capi-quickstart.yaml plans/kamaji-quickstart.yaml -o json",
 	}
+	outputFlag(cmd, &cfg.Output)
 	cmd.RunE = runE(func(ctx context.Context, args []string) error {
 		cfg.Streams, cfg.Paths = streams(cmd), args
 		return app.Validate(ctx, cfg)

@@ -21,6 +21,10 @@ func TestValidateCommand(t *testing.T) {
 	}
 	for _, tc := range []cliCase{
 		{args: []string{"validate", "../../plans"}, wantCode: 0, wantStdout: "plans/vsphere-workers.yaml: plan vsphere-workers is valid"},
+		{args: []string{"validate", "../../plans/kamaji-quickstart.yaml", "-o", "json"}, wantCode: 0,
+			wantStdout: "[\n  {\n    \"path\": \"../../plans/kamaji-quickstart.yaml\",\n    \"plan\": \"kamaji-quickstart\","},
+		{args: []string{"validate", "../../plans/kamaji-quickstart.yaml", "-o", "yaml"}, wantCode: 0,
+			wantStdout: "- path: ../../plans/kamaji-quickstart.yaml\n  plan: kamaji-quickstart\n"},
 		{args: []string{"validate"}, wantCode: 2, wantStderr: []string{"name at least one plan file"}},
 		{args: []string{"validate", filepath.Join(dir, "missing.yaml")}, wantCode: 2, wantStderr: []string{"missing.yaml"}},
 		{args: []string{"validate", bad, "../../plans/kamaji-quickstart.yaml"}, wantCode: 1, wantStderr: []string{
