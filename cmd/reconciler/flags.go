@@ -15,6 +15,9 @@ import (
 	"github.com/ferry-dev/ferry/internal/gitsource"
 )
 
+// The kubeconfig flags load the management cluster's config for internal/app.
+var _ app.RESTConfigGetter = (*genericclioptions.ConfigFlags)(nil)
+
 // kubeFlags are client-go's --kubeconfig and --context, as kubectl has
 // them: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config, else
 // in-cluster.
