@@ -54,7 +54,7 @@ func TestManifests(t *testing.T) {
 			args, _, _ := unstructured.NestedStringSlice(c, "args")
 			for _, a := range args[1:] {
 				name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-				if !regexp.MustCompile(`(?m)^\s+-` + regexp.QuoteMeta(name) + `\b`).MatchString(usage[args[0]]) {
+				if !regexp.MustCompile(`(?m)^\s+(-\w, )?--` + regexp.QuoteMeta(name) + `\b`).MatchString(usage[args[0]]) {
 					t.Errorf("%s passes %s, which `reconciler %s` does not have", o.GetName(), a, args[0])
 				}
 			}
@@ -120,12 +120,12 @@ func TestManifests(t *testing.T) {
 	}
 }
 
-// help is the usage text of `reconciler <command> -h`.
+// help is the usage text of `reconciler <command> --help`.
 func help(t *testing.T, command string) string {
 	t.Helper()
-	out, _ := exec.Command("go", "run", "../cmd/reconciler", command, "-h").CombinedOutput()
+	out, _ := exec.Command("go", "run", "../cmd/reconciler", command, "--help").CombinedOutput()
 	if !strings.Contains(string(out), "Flags:") {
-		t.Fatalf("reconciler %s -h:\n%s", command, out)
+		t.Fatalf("reconciler %s --help:\n%s", command, out)
 	}
 	return string(out)
 }

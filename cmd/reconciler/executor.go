@@ -2,149 +2,35 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"io"
-	"io/fs"
-	"log/slog"
-	"os"
-	"os/signal"
-	"path/filepath"
-	"slices"
-	"strings"
-	"syscall"
-	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"github.com/spf13/cobra"
 
-	"github.com/ferry-dev/ferry/internal/events"
-	"github.com/ferry-dev/ferry/internal/executor"
-	"github.com/ferry-dev/ferry/internal/memlimit"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/app"
 )
 
-// natsFlags are the flags that say where the event bus is.
-type natsFlags struct {
-	url, creds, ca, cert, key, dataDir string
-}
-
-func (n *natsFlags) register(flags *flag.FlagSet, embeddedDefault bool) {
-	usage := "URL of an external NATS cluster with JetStream (nats://host:4222)"
-	if embeddedDefault {
-		usage += "; empty runs an embedded server with its store under --data-dir"
+func newExecutorCommand() *cobra.Command {
+	var cfg app.ExecutorConfig
+	cmd := &cobra.Command{
+		Use:   "executor --nats-url URL",
+		Short: "Run executors as a replica that takes steps from a shared NATS cluster",
+		Long: "Runs executors as a replica apart from the reconciler: it takes steps of\n" +
+			"the given kinds from the shared NATS JetStream consumers, carries them out\n" +
+			"and publishes their results. Replicas of one kind share its work.\n" +
+			"It stops on SIGINT or SIGTERM, handing unfinished steps back.",
+		Example: "  # A replica of every kind, reading manifests from the plans repository:\n" +
+			"  reconciler executor --nats-url nats://nats:4222 --nats-creds /etc/ferry/nats.creds \\\n" +
+			"    --repo https://github.com/acme/migrations.git --git-token-file /etc/ferry/git-token\n\n" +
+			"  # Only OpenStack steps, eight at once:\n" +
+			"  reconciler executor --nats-url nats://nats:4222 --kinds openstack --concurrency 8",
+		Args: cobra.NoArgs,
 	}
-	flags.StringVar(&n.url, "nats-url", "", usage)
-	flags.StringVar(&n.creds, "nats-creds", "", "NATS credentials file for --nats-url")
-	flags.StringVar(&n.ca, "nats-ca", "", "CA bundle that verifies the NATS servers")
-	flags.StringVar(&n.cert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
-	flags.StringVar(&n.key, "nats-key", "", "client key for NATS (with --nats-cert)")
-}
-
-func (n *natsFlags) options(name string) events.BusOptions {
-	return events.BusOptions{URL: n.url, DataDir: n.dataDir, CredsFile: n.creds, TLSCA: n.ca, TLSCert: n.cert, TLSKey: n.key, Name: name}
-}
-
-// allKinds are the executor kinds, in the order --kinds lists them.
-var allKinds = []string{planner.ExecKube, planner.ExecOpenStack, planner.ExecWorkload}
-
-// newExecutors builds the executors of the named kinds.
-func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
-	var out []executor.Executor
-	for _, k := range kinds {
-		switch k {
-		case planner.ExecKube:
-			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
-		case planner.ExecOpenStack:
-			out = append(out, &executor.OpenStackExecutor{Client: c})
-		case planner.ExecWorkload:
-			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
-		default:
-			return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))
-		}
-	}
-	return out, nil
-}
-
-func executorCommand(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return runExecutorCommand(ctx, args, stdout, stderr)
-}
-
-// runExecutorCommand is the executor command until ctx ends.
-func runExecutorCommand(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	flags := flag.NewFlagSet("executor", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	kinds := flags.String("kinds", strings.Join(allKinds, ","), "executor kinds to run, comma-separated")
-	concurrency := flags.Int("concurrency", 32, "steps of each kind run at once")
-	waits := flags.Int("waits", 64, "wait steps of each kind run at once, besides --concurrency")
-	kubeconfig := flags.String("kubeconfig", "", "kubeconfig of the management cluster (default: in-cluster, $KUBECONFIG, then ~/.kube/config)")
-	kubeContext := flags.String("context", "", "kubeconfig context to use")
-	repoDir := flags.String("repo-dir", "", "a checkout of the plans repository, where manifest paths are read at every revision (instead of --repo)")
-	dataDir := flags.String("data-dir", "ferry-data", "directory for the Git cache of --repo")
-	var git gitFlags
-	git.register(flags, "URL of the plans repository, where the workload executor reads manifests at each step's revision")
-	var nats natsFlags
-	nats.register(flags, false)
-	flags.Usage = func() {
-		fmt.Fprint(stderr, "Usage: reconciler executor --nats-url URL [flags]\n\n"+
-			"Runs executors as a replica apart from the reconciler: it takes steps of\n"+
-			"the given kinds from the shared NATS JetStream consumers, carries them out\n"+
-			"and publishes their results. Replicas of one kind share its work.\n"+
-			"It stops on SIGINT or SIGTERM, handing unfinished steps back.\n\nFlags:\n")
-		flags.PrintDefaults()
-	}
-	if _, err := parseInterspersed(flags, args); err != nil {
-		return 2
-	}
-	if nats.url == "" {
-		fmt.Fprint(stderr, "reconciler executor: --nats-url is required: replicas share work through an external NATS cluster\n\n")
-		flags.Usage()
-		return 2
-	}
-	for _, k := range strings.Split(*kinds, ",") {
-		if !slices.Contains(allKinds, k) {
-			fmt.Fprintf(stderr, "reconciler executor: unknown executor kind %q; kinds are %s\n", k, strings.Join(allKinds, ", "))
-			return 2
-		}
-	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	memlimit.Set(log)
-	c, err := managementClient(*kubeconfig, *kubeContext)
-	if err != nil {
-		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
-		return 1
-	}
-	var repo func(context.Context, string) (fs.FS, error)
-	switch {
-	case git.repo != "":
-		src, err := git.source("", filepath.Join(*dataDir, "git", "plans"), log)
-		if err != nil {
-			fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
-			return 2
-		}
-		repo = repoAt(src)
-	case *repoDir != "":
-		repo = func(context.Context, string) (fs.FS, error) { return os.DirFS(*repoDir), nil }
-	}
-	execs, err := newExecutors(strings.Split(*kinds, ","), c, repo, log)
-	if err != nil {
-		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
-		return 2
-	}
-	connectCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	bus, err := events.Connect(connectCtx, nats.options("ferry-executor"))
-	cancel()
-	if err != nil {
-		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
-		return 1
-	}
-	defer bus.Close()
-	log.Info("executors running", "kinds", *kinds, "concurrency", *concurrency, "nats", nats.url)
-	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, executor.RunOptions{Concurrency: *concurrency, Waits: *waits, Logger: log}); err != nil {
-		fmt.Fprintf(stderr, "reconciler executor: %v\n", err)
-		return 1
-	}
-	log.Info("executors stopped")
-	return 0
+	kube := replicaFlags(cmd, &cfg.Git, &cfg.NATS, &cfg.Executors)
+	fs := cmd.Flags()
+	repoDirFlag(fs, &cfg.RepoDir, "a checkout of the plans repository, where manifest paths are read at every revision (instead of --repo)")
+	fs.StringVar(&cfg.DataDir, "data-dir", "ferry-data", "directory for the Git cache of --repo")
+	cmd.RunE = runE(func(ctx context.Context, _ []string) error {
+		cfg.Streams, cfg.Kube = streams(cmd), kube
+		return app.Executor(ctx, cfg)
+	})
+	return cmd
 }

@@ -61,7 +61,7 @@ func TestExecutorReplica(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		code = runExecutorCommand(ctx, []string{"--nats-url", nats.URL, "--kubeconfig", kubeconfig, "--repo", g.URL, "--data-dir", t.TempDir()},
+		code = runContext(ctx, []string{"executor", "--nats-url", nats.URL, "--kubeconfig", kubeconfig, "--repo", g.URL, "--data-dir", t.TempDir()},
 			&bytes.Buffer{}, &stderr)
 	}()
 	defer func() {

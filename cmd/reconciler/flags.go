@@ -1,55 +1,136 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
-	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+
+	"github.com/ferry-dev/ferry/internal/app"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 )
 
-// parseInterspersed parses flags that come before, between or after the
-// positional arguments (`plan FILE --kubeconfig K`), as users of kubectl
-// expect; the flag package alone stops at the first positional argument.
-// "--" ends the flags.
-func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			return positional, nil
-		}
-		if len(args) > 0 && len(rest) < len(args) && args[len(args)-len(rest)-1] == "--" {
-			return append(positional, rest...), nil
-		}
-		positional = append(positional, rest[0])
-		args = rest[1:]
-	}
+// The kubeconfig flags load the management cluster's config for internal/app.
+var _ app.RESTConfigGetter = (*genericclioptions.ConfigFlags)(nil)
+
+// kubeFlags are client-go's --kubeconfig and --context, as kubectl has
+// them: an explicit kubeconfig, else $KUBECONFIG, else ~/.kube/config, else
+// in-cluster.
+func kubeFlags(fs *pflag.FlagSet) *genericclioptions.ConfigFlags {
+	kubeconfig, kubeContext := "", ""
+	f := &genericclioptions.ConfigFlags{KubeConfig: &kubeconfig, Context: &kubeContext}
+	f.AddFlags(fs)
+	return f
 }
 
-// loadPlans decodes the plan files named by paths. On failure it prints
-// every problem (file:line: field: message) or the error to stderr and
-// returns the exit code: 1 for invalid plans, 2 for unreadable paths.
-func loadPlans(cmd string, paths []string, stderr io.Writer) ([]*planfile.File, int) {
-	files, err := planfile.LoadPaths(paths)
-	var problems planfile.Errors
-	switch {
-	case errors.As(err, &problems):
-		for _, p := range problems {
-			fmt.Fprintln(stderr, p)
-		}
-		fmt.Fprintf(stderr, "%d problem(s); %d plan(s) valid\n", len(problems), len(files))
-		return files, 1
-	case err != nil:
-		fmt.Fprintf(stderr, "reconciler %s: %v\n", cmd, err)
-		return nil, 2
-	case len(files) == 0:
-		fmt.Fprintf(stderr, "reconciler %s: no .yaml or .yml files in %v\n", cmd, paths)
-		return nil, 1
+// gitFlags registers the flags of the plans repository and how to reach
+// it into g; withBranch adds --branch, for the commands that follow it.
+func gitFlags(fs *pflag.FlagSet, g *app.Git, withBranch bool) {
+	fs.StringVar(&g.URL, "repo", "", "URL of the plans repository (https://, ssh:// or file://)")
+	if withBranch {
+		fs.StringVar(&g.Branch, "branch", gitsource.DefaultBranch, "branch of the plans repository to follow: spec.approve on it approves phases")
 	}
-	return files, 0
+	fs.StringVar(&g.Auth.Username, "git-username", "git", "user name sent with --git-token-file")
+	fs.StringVar(&g.Auth.TokenFile, "git-token-file", "", "file holding a token for https access to the repository")
+	fs.StringVar(&g.Auth.SSHKeyFile, "ssh-key-file", "", "private key for ssh access to the repository")
+	fs.StringVar(&g.Auth.KnownHostsFile, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")
+	fs.BoolVar(&g.Auth.InsecureIgnoreHostKey, "ssh-insecure-ignore-host-key", false, "do not check ssh host keys (never in production)")
+	fs.DurationVar(&g.Timeout, "git-timeout", gitsource.DefaultTimeout, "bound on each exchange with the Git remote (ls-remote, fetch, push); one that hangs fails and is retried")
+	deprecatedAlias(fs, "token-file", "git-token-file", &g.Auth.TokenFile)
+}
+
+// natsFlags registers where the event bus is into n.
+func natsFlags(fs *pflag.FlagSet, n *events.BusOptions) {
+	fs.StringVar(&n.URL, "nats-url", "", "URL of an external NATS cluster with JetStream (nats://host:4222); run embeds a server under --data-dir without it")
+	fs.StringVar(&n.CredsFile, "nats-creds", "", "NATS credentials file for --nats-url")
+	fs.StringVar(&n.TLSCA, "nats-ca", "", "CA bundle that verifies the NATS servers")
+	fs.StringVar(&n.TLSCert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
+	fs.StringVar(&n.TLSKey, "nats-key", "", "client key for NATS (with --nats-cert)")
+}
+
+// executorFlags registers which executors run and how many steps at once.
+func executorFlags(cmd *cobra.Command, e *app.Executors) {
+	fs := cmd.Flags()
+	fs.StringSliceVar(&e.Kinds, "kinds", slices.Clone(app.Kinds), "executor kinds to run, comma-separated")
+	fs.IntVar(&e.Concurrency, "concurrency", 32, "steps of each kind run at once")
+	fs.IntVar(&e.Waits, "waits", 64, "wait steps of each kind run at once, besides --concurrency")
+	complete(cmd, "kinds", app.Kinds)
+}
+
+// replicaFlags registers the flags that run and executor share: the plans
+// repository, the management cluster, the event bus and the executors.
+func replicaFlags(cmd *cobra.Command, g *app.Git, n *events.BusOptions, e *app.Executors) *genericclioptions.ConfigFlags {
+	gitFlags(cmd.Flags(), g, true)
+	kube := kubeFlags(cmd.Flags())
+	natsFlags(cmd.Flags(), n)
+	executorFlags(cmd, e)
+	return kube
+}
+
+// repoDirFlag registers --repo-dir, a checkout of the plans repository
+// (once --repo-root in `plan`).
+func repoDirFlag(fs *pflag.FlagSet, dir *string, usage string) {
+	fs.StringVar(dir, "repo-dir", "", usage)
+	deprecatedAlias(fs, "repo-root", "repo-dir", dir)
+}
+
+// outputFlag registers -o/--output for a command that prints data.
+func outputFlag(cmd *cobra.Command, output *string) {
+	cmd.Flags().StringVarP(output, "output", "o", app.OutputText, "output format: "+strings.Join(app.Outputs, ", "))
+	complete(cmd, "output", app.Outputs)
+}
+
+// complete offers values for a flag in shell completion.
+func complete(cmd *cobra.Command, flag string, values []string) {
+	_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+}
+
+// deprecatedAlias registers old, an earlier name of the string flag
+// current, hidden from help and warning on use; it goes in a later
+// release.
+func deprecatedAlias(fs *pflag.FlagSet, old, current string, p *string) {
+	fs.StringVar(p, old, "", "")
+	_ = fs.MarkDeprecated(old, "use --"+current+"; --"+old+" goes in a later release")
+}
+
+// rewriteSingleDash turns the single-dash long flags of the command that
+// args name (-repo URL, -kubeconfig=K: Go's flag package took them, and
+// earlier releases used it) into their --form, warning on stderr; they go
+// in a later release. Shorthands (-o json, -h) are left as they are, and
+// so is everything after "--".
+func rewriteSingleDash(root *cobra.Command, args []string, stderr io.Writer) []string {
+	c, _, err := root.Find(args)
+	if err != nil {
+		return args
+	}
+	c.InitDefaultHelpFlag()
+	out := make([]string, 0, len(args))
+	for i, a := range args {
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") || len(name) < 2 {
+			out = append(out, a)
+			continue
+		}
+		f := c.Flags().Lookup(name)
+		if f == nil {
+			f = c.InheritedFlags().Lookup(name)
+		}
+		if f != nil {
+			// A renamed flag gets pflag's warning, naming its new name.
+			if f.Deprecated == "" {
+				fmt.Fprintf(stderr, "Flag -%s has been deprecated, use --%s; single-dash long flags go in a later release\n", name, name)
+			}
+			a = "-" + a
+		}
+		out = append(out, a)
+	}
+	return out
 }

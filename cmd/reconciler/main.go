@@ -1,58 +1,113 @@
 // Command reconciler is ferry: it migrates Cluster API clusters onto
 // OpenStack, one phase at a time, as approved by merges to a Git repository
-// of migration plans. This package only parses the command line and wires
-// the packages under internal/ together.
+// of migration plans. This package only parses the command line (cobra and
+// pflag) and calls one function of internal/app per command.
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/ferry-dev/ferry/internal/app"
 )
 
-// commands are the subcommands of reconciler.
-var commands = []struct {
-	name, summary string
-	run           func(args []string, stdout, stderr io.Writer) int
-}{
-	{"executor", "run executors as a replica that takes steps from a shared NATS cluster", executorCommand},
-	{"run", "reconcile the plans repository: plan, publish approved steps, run them, write status", runCommand},
-	{"plan", "observe the live clusters and print the steps a plan would run (dry run)", planCommand},
-	{"status", "print each plan's phases, steps and errors from the status branch", statusCommand},
-	{"validate", "check plan files offline: strict decoding and every rule, with file:line", validateCommand},
-	{"version", "print the version of ferry and of the libraries it was built with", versionCommand},
-}
+// version is set at link time by `make build` (-X main.version=...); a plain
+// `go build` falls back to what the Go toolchain recorded.
+var version string
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run dispatches to a subcommand and returns the process exit code: 0 on
-// success, 1 when the command failed, 2 on a usage error.
+// run is the command line args until it ends, returning the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		usage(stderr)
-		return 2
-	}
-	switch args[0] {
-	case "help", "-h", "-help", "--help":
-		usage(stdout)
+	return runContext(context.Background(), args, stdout, stderr)
+}
+
+// runContext runs the command line args until it ends or ctx does, and
+// returns the process exit code: 0 on success, 1 when the command failed, 2
+// on a usage error.
+func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(rewriteSingleDash(root, args, stderr))
+	c, err := root.ExecuteContextC(ctx)
+	if err == nil {
 		return 0
 	}
-	for _, c := range commands {
-		if c.name == args[0] {
-			return c.run(args[1:], stdout, stderr)
-		}
+	if c == nil {
+		c = root
 	}
-	fmt.Fprintf(stderr, "reconciler: unknown command %q\n\n", args[0])
-	usage(stderr)
+	var failed *commandError
+	if errors.As(err, &failed) && !app.IsUsageError(err) {
+		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
+		return 1
+	}
+	fmt.Fprintf(stderr, "%s: %v\nRun '%s --help' for usage.\n", c.CommandPath(), err, c.CommandPath())
 	return 2
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, "Usage: reconciler <command> [flags]\n\nCommands:\n")
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+// newRootCommand is the command tree, writing to stdout and stderr.
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "reconciler",
+		Short: "ferry migrates Cluster API clusters onto OpenStack",
+		Long: "ferry migrates Cluster API clusters onto OpenStack, one phase at a time, as\n" +
+			"approved by merges to a Git repository of migration plans.",
+		Example: "  reconciler validate plans/\n" +
+			"  reconciler plan plans/capi-quickstart.yaml --kubeconfig ~/.kube/mgmt\n" +
+			"  reconciler run --repo https://github.com/acme/migrations.git\n" +
+			"  source <(reconciler completion bash)",
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		// Without a command: the help, as a usage error.
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cmd.SetOut(cmd.ErrOrStderr())
+			_ = cmd.Help()
+			return errors.New("name a command")
+		},
 	}
-	fmt.Fprint(w, "\nRun 'reconciler <command> -h' for a command's flags.\n")
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newRunCommand(), newExecutorCommand(), newPlanCommand(), newStatusCommand(),
+		newValidateCommand(), newVersionCommand())
+	root.InitDefaultCompletionCmd()
+	for _, c := range append(root.Commands(), root) {
+		// Deprecation warnings go to stderr, never into printed data.
+		c.Flags().SetOutput(stderr)
+	}
+	return root
+}
+
+// commandError is an error of a command's run, as opposed to cobra's
+// errors about the command line: it exits 1 unless it is an
+// app.UsageError.
+type commandError struct{ err error }
+
+func (e *commandError) Error() string { return e.err.Error() }
+func (e *commandError) Unwrap() error { return e.err }
+
+// runE adapts a command's function to cobra, marking its errors as the
+// command's.
+func runE(f func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := f(cmd.Context(), args); err != nil {
+			return &commandError{err: err}
+		}
+		return nil
+	}
+}
+
+// streams are where a command writes.
+func streams(cmd *cobra.Command) app.Streams {
+	return app.Streams{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
 }

@@ -1,57 +1,23 @@
 package main
 
-import (
-	"bytes"
-	"runtime/debug"
-	"strings"
-	"testing"
-)
+import "testing"
 
 func TestRun(t *testing.T) {
-	for _, tc := range []struct {
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr string
-	}{
-		{args: nil, wantCode: 2, wantStderr: "Usage: reconciler <command>"},
+	for _, tc := range []cliCase{
+		{args: nil, wantCode: 2, wantStderr: []string{"Usage:\n  reconciler [flags]\n  reconciler [command]"}},
 		{args: []string{"help"}, wantCode: 0, wantStdout: "version"},
-		{args: []string{"frobnicate"}, wantCode: 2, wantStderr: `unknown command "frobnicate"`},
+		{args: []string{"--help"}, wantCode: 0, wantStdout: "completion"},
+		{args: []string{"frobnicate"}, wantCode: 2, wantStderr: []string{`unknown command "frobnicate"`}},
 		{args: []string{"version"}, wantCode: 0, wantStdout: "ferry reconciler "},
-		{args: []string{"version", "--bogus"}, wantCode: 2, wantStderr: "flag provided but not defined: -bogus"},
+		{args: []string{"version", "--bogus"}, wantCode: 2, wantStderr: []string{"reconciler version: unknown flag: --bogus\nRun 'reconciler version --help' for usage.\n"}},
+		{args: []string{"version", "extra"}, wantCode: 2, wantStderr: []string{`unknown command "extra"`}},
+		{args: []string{"version", "-o", "xml"}, wantCode: 2, wantStderr: []string{`-o "xml": want text, json or yaml`}},
+		{args: []string{"run"}, wantCode: 2, wantStderr: []string{"--repo is required"}},
+		{args: []string{"run", "--repo", "file:///x", "--webhook-addr", ":0"}, wantCode: 2, wantStderr: []string{"--webhook-secret-file is required with --webhook-addr"}},
+		{args: []string{"run", "--repo", "file:///x", "--interval", "soon"}, wantCode: 2, wantStderr: []string{`invalid argument "soon" for "--interval"`}},
+		{args: []string{"status", "--repo"}, wantCode: 2, wantStderr: []string{"flag needs an argument: --repo"}},
+		{args: []string{"plan", "a.yaml", "b.yaml"}, wantCode: 2, wantStderr: []string{"name one plan file"}},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := run(tc.args, &stdout, &stderr)
-		if code != tc.wantCode || !strings.Contains(stdout.String(), tc.wantStdout) || !strings.Contains(stderr.String(), tc.wantStderr) {
-			t.Errorf("run(%q) = %d, stdout %q, stderr %q; want %d, stdout containing %q, stderr containing %q",
-				tc.args, code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout, tc.wantStderr)
-		}
-	}
-}
-
-func TestWriteVersion(t *testing.T) {
-	bi := &debug.BuildInfo{
-		GoVersion: "go1.26.8",
-		Main:      debug.Module{Path: "github.com/ferry-dev/ferry", Version: "(devel)"},
-		Deps: []*debug.Module{
-			{Path: "sigs.k8s.io/cluster-api", Version: "v1.9.6"},
-			{Path: "golang.org/x/text", Version: "v0.43.0"},
-			{Path: "github.com/go-git/go-git/v5", Version: "v5.0.0", Replace: &debug.Module{Path: "github.com/go-git/go-git/v5", Version: "v5.19.3"}},
-		},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123abc"}},
-	}
-	for _, tc := range []struct {
-		linked, want, wantNot string
-	}{
-		{linked: "", want: "ferry reconciler (devel) 0123abc\n"},
-		{linked: "v0.1.0", want: "ferry reconciler v0.1.0\n"},
-		{want: "sigs.k8s.io/cluster-api", wantNot: "golang.org/x/text"},
-		{want: "v5.19.3", wantNot: "v5.0.0"},
-	} {
-		var out bytes.Buffer
-		writeVersion(&out, tc.linked, bi)
-		if !strings.Contains(out.String(), tc.want) || (tc.wantNot != "" && strings.Contains(out.String(), tc.wantNot)) {
-			t.Errorf("writeVersion(%q) =\n%s\nwant it to contain %q and not %q", tc.linked, out.String(), tc.want, tc.wantNot)
-		}
+		tc.check(t)
 	}
 }

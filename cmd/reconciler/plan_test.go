@@ -16,6 +16,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/app"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -128,13 +129,13 @@ func mustCreate(t *testing.T, k *testenv.Kube, obj client.Object) {
 	}
 }
 
-func runPlan(t *testing.T, planFile, kubeconfig string) planOutput {
+func runPlan(t *testing.T, planFile, kubeconfig string) app.PlanOutput {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"plan", planFile, "--kubeconfig", kubeconfig, "-o", "json"}, &stdout, &stderr); code != 0 {
 		t.Fatalf("reconciler plan exited %d: %s", code, stderr.String())
 	}
-	var out planOutput
+	var out app.PlanOutput
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil {
 		t.Fatalf("plan -o json: %v\n%s", err, stdout.String())
 	}
@@ -146,7 +147,7 @@ func runPlan(t *testing.T, planFile, kubeconfig string) planOutput {
 
 // assertSteps compares a phase's groups, one string per group ("action
 // Kind name", parallel steps joined by " + "), with want.
-func assertSteps(t *testing.T, out planOutput, phase string, want []string) {
+func assertSteps(t *testing.T, out app.PlanOutput, phase string, want []string) {
 	t.Helper()
 	ph := out.Result.Phase(phase)
 	if ph == nil {

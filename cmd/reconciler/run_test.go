@@ -246,7 +246,9 @@ func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.
 		"--github-repo", gh.Owner + "/" + gh.Repo, "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}, extra...)
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan int)
-	go func() { done <- runReconciler(runCtx, args, &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs}) }()
+	go func() {
+		done <- runContext(runCtx, append([]string{"run"}, args...), &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
+	}()
 	t.Cleanup(func() {
 		stop()
 		if code := <-done; code != 0 {

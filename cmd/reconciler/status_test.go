@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
@@ -91,7 +93,7 @@ func TestStatusCommand(t *testing.T) {
 			wantStderr: "reconciler status: plan alpha has no status yet on branch main of " + g.URL + "\n"},
 		{name: "two plans", args: []string{"status", "alpha", "beta", "--repo", g.URL}, wantCode: 2},
 		{name: "no repository", args: []string{"status"}, wantCode: 2},
-		{name: "bad output", args: []string{"status", "--repo", g.URL, "-o", "yaml"}, wantCode: 2},
+		{name: "bad output", args: []string{"status", "--repo", g.URL, "-o", "xml"}, wantCode: 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -125,6 +127,17 @@ func TestStatusCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("yaml", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"status", "beta", "--repo", g.URL, "-o", "yaml"}, &stdout, &stderr); code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr.String())
+		}
+		var got status.PlanStatus
+		if err := yaml.Unmarshal(stdout.Bytes(), &got); err != nil || !reflect.DeepEqual(&got, sts[1]) {
+			t.Errorf("YAML status of beta (%v):\n%s\nwant the written status %+v", err, stdout.String(), sts[1])
+		}
+	})
+
 	t.Run("token file", func(t *testing.T) {
 		// The test server ignores credentials: this checks that a token
 		// is read and sent without breaking anything, and never printed.
@@ -132,12 +145,17 @@ func TestStatusCommand(t *testing.T) {
 		if err := os.WriteFile(file, []byte("s3cret-token\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		var stdout, stderr bytes.Buffer
-		if code := run([]string{"status", "alpha", "--repo", g.URL, "--token-file", file}, &stdout, &stderr); code != 0 || stdout.String() != tables[0] {
-			t.Errorf("with a token: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
-		}
-		if code := run([]string{"status", "--repo", g.URL, "--token-file", filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr); code != 1 {
-			t.Errorf("missing token file: exit %d; want 1", code)
+		for _, flag := range []string{"--git-token-file", "--token-file"} { // --token-file: deprecated
+			var stdout, stderr bytes.Buffer
+			if code := run([]string{"status", "alpha", "--repo", g.URL, flag, file}, &stdout, &stderr); code != 0 || stdout.String() != tables[0] {
+				t.Errorf("with a token in %s: exit %d, stdout %q, stderr %q", flag, code, stdout.String(), stderr.String())
+			}
+			if deprecated := strings.Contains(stderr.String(), "--token-file has been deprecated"); deprecated != (flag == "--token-file") {
+				t.Errorf("%s: stderr %q", flag, stderr.String())
+			}
+			if code := run([]string{"status", "--repo", g.URL, flag, filepath.Join(t.TempDir(), "missing")}, &stdout, &stderr); code != 1 {
+				t.Errorf("missing token file in %s: exit %d; want 1", flag, code)
+			}
 		}
 	})
 }

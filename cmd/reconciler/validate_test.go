@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,13 +19,12 @@ func TestValidateCommand(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(broken), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		args       []string
-		wantCode   int
-		wantStdout string
-		wantStderr []string
-	}{
+	for _, tc := range []cliCase{
 		{args: []string{"validate", "../../plans"}, wantCode: 0, wantStdout: "plans/vsphere-workers.yaml: plan vsphere-workers is valid"},
+		{args: []string{"validate", "../../plans/kamaji-quickstart.yaml", "-o", "json"}, wantCode: 0,
+			wantStdout: "[\n  {\n    \"path\": \"../../plans/kamaji-quickstart.yaml\",\n    \"plan\": \"kamaji-quickstart\","},
+		{args: []string{"validate", "../../plans/kamaji-quickstart.yaml", "-o", "yaml"}, wantCode: 0,
+			wantStdout: "- path: ../../plans/kamaji-quickstart.yaml\n  plan: kamaji-quickstart\n"},
 		{args: []string{"validate"}, wantCode: 2, wantStderr: []string{"name at least one plan file"}},
 		{args: []string{"validate", filepath.Join(dir, "missing.yaml")}, wantCode: 2, wantStderr: []string{"missing.yaml"}},
 		{args: []string{"validate", bad, "../../plans/kamaji-quickstart.yaml"}, wantCode: 1, wantStderr: []string{
@@ -37,15 +35,6 @@ func TestValidateCommand(t *testing.T) {
 		{args: []string{"plan"}, wantCode: 2, wantStderr: []string{"name one plan file"}},
 		{args: []string{"plan", bad}, wantCode: 1, wantStderr: []string{bad + ":45: spec.target.workers[0].replicas"}},
 	} {
-		var stdout, stderr bytes.Buffer
-		code := run(tc.args, &stdout, &stderr)
-		ok := code == tc.wantCode && strings.Contains(stdout.String(), tc.wantStdout)
-		for _, want := range tc.wantStderr {
-			ok = ok && strings.Contains(stderr.String(), want)
-		}
-		if !ok {
-			t.Errorf("run(%q) = %d\nstdout: %s\nstderr: %s\nwant %d, stdout containing %q, stderr containing %q",
-				tc.args, code, stdout.String(), stderr.String(), tc.wantCode, tc.wantStdout, tc.wantStderr)
-		}
+		tc.check(t)
 	}
 }

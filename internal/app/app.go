@@ -1,0 +1,84 @@
+// Package app holds what each command of the reconciler binary does, one
+// function per command (Run, Executor, Plan, Status, Validate, Version),
+// each taking a Config that cmd/reconciler fills from its flags. Keeping
+// the commands here leaves cmd with parsing and wiring only, and lets the
+// commands be tested without a command line.
+package app
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"sigs.k8s.io/yaml"
+)
+
+// UsageError is an error in how a command was called (a missing flag, a
+// path that cannot be read, a bad value): the command line must change.
+// The binary exits 2 on it, and 1 on any other error.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageErrorf returns a UsageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// IsUsageError says whether err, or an error it wraps, is a UsageError.
+func IsUsageError(err error) bool {
+	var u *UsageError
+	return errors.As(err, &u)
+}
+
+// Streams are where a command writes: its data to Out, its log, notes and
+// problems to ErrOut.
+type Streams struct {
+	Out, ErrOut io.Writer
+}
+
+// logger is the command's logger, writing text to ErrOut.
+func (s Streams) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(s.ErrOut, nil))
+}
+
+// Output formats of the commands that print data (-o).
+const (
+	OutputText = "text"
+	OutputJSON = "json"
+	OutputYAML = "yaml"
+)
+
+// Outputs are the output formats, in the order help lists them.
+var Outputs = []string{OutputText, OutputJSON, OutputYAML}
+
+// checkOutput returns a UsageError unless format is one of Outputs.
+func checkOutput(format string) error {
+	switch format {
+	case OutputText, OutputJSON, OutputYAML:
+		return nil
+	}
+	return usageErrorf("-o %q: want text, json or yaml", format)
+}
+
+// write prints v to w in format: text through the text function, json
+// indented, yaml through the json field names (so both read the same).
+func write(w io.Writer, format string, v any, text func(io.Writer) error) error {
+	switch format {
+	case OutputJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	case OutputYAML:
+		b, err := yaml.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	return text(w)
+}

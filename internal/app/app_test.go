@@ -1,0 +1,53 @@
+package app
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/events"
+)
+
+func TestWrite(t *testing.T) {
+	v := struct {
+		Name  string `json:"name"`
+		Steps int    `json:"steps,omitempty"`
+	}{Name: "capi-quickstart", Steps: 3}
+	text := func(w io.Writer) error { _, err := fmt.Fprintf(w, "%s: %d steps\n", v.Name, v.Steps); return err }
+	for _, tc := range []struct{ format, want string }{
+		{OutputText, "capi-quickstart: 3 steps\n"},
+		{OutputJSON, "{\n  \"name\": \"capi-quickstart\",\n  \"steps\": 3\n}\n"},
+		{OutputYAML, "name: capi-quickstart\nsteps: 3\n"},
+	} {
+		var out bytes.Buffer
+		if err := checkOutput(tc.format); err != nil {
+			t.Errorf("checkOutput(%q) = %v", tc.format, err)
+		}
+		if err := write(&out, tc.format, v, text); err != nil || out.String() != tc.want {
+			t.Errorf("write -o %s = %q, %v; want %q", tc.format, out.String(), err, tc.want)
+		}
+	}
+	if err := checkOutput("xml"); !IsUsageError(err) {
+		t.Errorf("checkOutput(xml) = %v; want a UsageError", err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for name, err := range map[string]error{
+		"run without --repo":          Run(t.Context(), RunConfig{}),
+		"run, webhook without secret": Run(t.Context(), RunConfig{Git: Git{URL: "file:///x"}, WebhookAddr: ":0"}),
+		"executor without NATS":       Executor(t.Context(), ExecutorConfig{}),
+		"executor, unknown kind":      Executor(t.Context(), ExecutorConfig{NATS: events.BusOptions{URL: "nats://x"}, Executors: Executors{Kinds: []string{"teleport"}}}),
+		"status without --repo":       Status(t.Context(), StatusConfig{Output: OutputText}),
+		"validate nothing":            Validate(t.Context(), ValidateConfig{}),
+		"validate a missing file":     Validate(t.Context(), ValidateConfig{Paths: []string{"missing.yaml"}, Output: OutputText}),
+		"version -o xml":              Version(t.Context(), VersionConfig{Output: "xml"}),
+	} {
+		var u *UsageError
+		if !errors.As(err, &u) {
+			t.Errorf("%s: %v; want a UsageError", name, err)
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/status"
+)
+
+// StatusConfig is the configuration of `reconciler status`.
+type StatusConfig struct {
+	Streams
+	// Git is the plans repository; its URL is required (Branch is unused).
+	Git Git
+	// StatusBranch is the branch the reconciler commits statuses to.
+	StatusBranch string
+	// Plan names the plan to print; empty: all plans.
+	Plan string
+	// Output is text (phase tables), json or yaml (a PlanStatus for a named
+	// plan, a list of them for all).
+	Output string
+	// Timeout bounds the exchange with the repository.
+	Timeout time.Duration
+}
+
+// Status prints each plan's phase table from status/<plan>.yaml at the head
+// of the status branch: all plans, or the one named. It changes nothing;
+// it fails when there is no status yet.
+func Status(ctx context.Context, cfg StatusConfig) error {
+	if cfg.Git.URL == "" {
+		return usageErrorf("--repo is required")
+	}
+	if err := checkOutput(cfg.Output); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	sts, err := cfg.read(ctx)
+	if err != nil {
+		return err
+	}
+	// A named plan prints as one object, all plans as a list.
+	var v any = sts
+	if cfg.Plan != "" {
+		v = sts[0]
+	}
+	return write(cfg.Out, cfg.Output, v, func(w io.Writer) error {
+		for i, st := range sts {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			if err := status.Table(w, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// read reads the named plan's status, or all of them; none is an error.
+func (cfg StatusConfig) read(ctx context.Context) ([]*status.PlanStatus, error) {
+	w := status.Store{Git: &gitsource.Writer{URL: cfg.Git.URL, Branch: cfg.StatusBranch, Auth: cfg.Git.Auth, Timeout: cfg.Git.Timeout}}
+	where := fmt.Sprintf("on branch %s of %s", cfg.StatusBranch, gitsource.RedactURL(cfg.Git.URL))
+	if cfg.Plan != "" {
+		st, err := w.Read(ctx, cfg.Plan)
+		if errors.Is(err, status.ErrNoStatus) {
+			return nil, fmt.Errorf("plan %s has no status yet %s", cfg.Plan, where)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return []*status.PlanStatus{st}, nil
+	}
+	sts, err := w.ReadAll(ctx)
+	if err == nil && len(sts) == 0 {
+		return nil, fmt.Errorf("no plan has a status yet %s", where)
+	}
+	return sts, err
+}
