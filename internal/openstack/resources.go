@@ -77,84 +77,119 @@ func (c *Client) Resolve(ctx context.Context, kind Kind, name string) (string, e
 // idsByName lists the IDs of resources whose name is exactly name. Nova
 // filters names by regular expression, so the name is quoted and anchored.
 func (c *Client) idsByName(ctx context.Context, kind Kind, name string) ([]string, error) {
-	var ids []string
 	switch kind {
 	case KindFlavor:
-		// Flavors cannot be filtered by name; there are few of them.
-		pages, err := flavors.ListDetail(c.compute, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := flavors.ExtractFlavors(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range all {
-			if f.Name == name {
-				ids = append(ids, f.ID)
-			}
-		}
+		return c.flavorIDs(ctx, name)
 	case KindImage:
-		pages, err := images.List(c.image, images.ListOpts{Name: name}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := images.ExtractImages(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range all {
-			ids = append(ids, i.ID)
-		}
+		return c.imageIDs(ctx, name)
 	case KindNetwork, KindExternalNetwork:
-		opts := networks.ListOpts{Name: name}
-		pages, err := networks.List(c.network, opts).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// Only what is needed: networks.Network decodes itself, which
-		// would hide router:external if it were embedded here.
-		var all []struct {
-			ID       string `json:"id"`
-			External bool   `json:"router:external"`
-		}
-		if err := networks.ExtractNetworksInto(pages, &all); err != nil {
-			return nil, err
-		}
-		for _, n := range all {
-			if kind == KindExternalNetwork && !n.External {
-				continue
-			}
-			ids = append(ids, n.ID)
-		}
+		return c.networkIDs(ctx, name, kind == KindExternalNetwork)
 	case KindSubnet:
-		pages, err := subnets.List(c.network, subnets.ListOpts{Name: name}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := subnets.ExtractSubnets(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range all {
-			ids = append(ids, s.ID)
-		}
+		return c.subnetIDs(ctx, name)
 	case KindServer:
-		pages, err := servers.List(c.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(name) + "$"}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := servers.ExtractServers(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range all {
-			if s.Name == name {
-				ids = append(ids, s.ID)
-			}
-		}
+		return c.serverIDs(ctx, name)
 	default:
 		return nil, failure.Terminal(fmt.Errorf("unknown resource kind %q", kind))
+	}
+}
+
+// flavorIDs lists the IDs of the flavors named name, private ones too.
+func (c *Client) flavorIDs(ctx context.Context, name string) ([]string, error) {
+	var ids []string
+	// Flavors cannot be filtered by name; there are few of them.
+	pages, err := flavors.ListDetail(c.compute, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := flavors.ExtractFlavors(pages)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range all {
+		if f.Name == name {
+			ids = append(ids, f.ID)
+		}
+	}
+	return ids, nil
+}
+
+// imageIDs lists the IDs of the images named name.
+func (c *Client) imageIDs(ctx context.Context, name string) ([]string, error) {
+	var ids []string
+	pages, err := images.List(c.image, images.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := images.ExtractImages(pages)
+	if err != nil {
+		return nil, err
+	}
+	for _, i := range all {
+		ids = append(ids, i.ID)
+	}
+	return ids, nil
+}
+
+// networkIDs lists the IDs of the networks named name; external ones only
+// when external is set.
+func (c *Client) networkIDs(ctx context.Context, name string, external bool) ([]string, error) {
+	var ids []string
+	opts := networks.ListOpts{Name: name}
+	pages, err := networks.List(c.network, opts).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Only what is needed: networks.Network decodes itself, which
+	// would hide router:external if it were embedded here.
+	var all []struct {
+		ID       string `json:"id"`
+		External bool   `json:"router:external"`
+	}
+	if err := networks.ExtractNetworksInto(pages, &all); err != nil {
+		return nil, err
+	}
+	for _, n := range all {
+		if external && !n.External {
+			continue
+		}
+		ids = append(ids, n.ID)
+	}
+	return ids, nil
+}
+
+// subnetIDs lists the IDs of the subnets named name.
+func (c *Client) subnetIDs(ctx context.Context, name string) ([]string, error) {
+	var ids []string
+	pages, err := subnets.List(c.network, subnets.ListOpts{Name: name}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := subnets.ExtractSubnets(pages)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range all {
+		ids = append(ids, s.ID)
+	}
+	return ids, nil
+}
+
+// serverIDs lists the IDs of the servers named name, quoted and anchored
+// for Nova's regular expression and then compared exactly.
+func (c *Client) serverIDs(ctx context.Context, name string) ([]string, error) {
+	var ids []string
+	pages, err := servers.List(c.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(name) + "$"}).AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := servers.ExtractServers(pages)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range all {
+		if s.Name == name {
+			ids = append(ids, s.ID)
+		}
 	}
 	return ids, nil
 }
