@@ -13,17 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/memory"
-	"golang.org/x/crypto/ssh/knownhosts"
-
-	"github.com/ferry-dev/ferry/internal/failure"
 )
 
 // Defaults of Config.
@@ -165,13 +156,7 @@ func New(cfg Config) (*Source, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	if cfg.Auth.InsecureIgnoreHostKey {
-		log.Warn("SSH host key of the plans repository is not checked; anyone who can intercept the connection can serve plans",
-			"url", ep.display)
-	}
-	if ep.protocol == "http" && (cfg.Auth.TokenFile != "" || ep.password != "" || ep.user != "") {
-		log.Warn("credentials for the plans repository are sent over plain http", "url", ep.display)
-	}
+	warnInsecure(log, cfg, ep)
 	timeout := cfg.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -189,6 +174,19 @@ func New(cfg Config) (*Source, error) {
 	}, nil
 }
 
+// warnInsecure logs, once when the Source is made, the settings that expose
+// the plans repository: an SSH host key that is not checked, credentials
+// sent over plain http.
+func warnInsecure(log *slog.Logger, cfg Config, ep endpoint) {
+	if cfg.Auth.InsecureIgnoreHostKey {
+		log.Warn("SSH host key of the plans repository is not checked; anyone who can intercept the connection can serve plans",
+			"url", ep.display)
+	}
+	if ep.protocol == "http" && (cfg.Auth.TokenFile != "" || ep.password != "" || ep.user != "") {
+		log.Warn("credentials for the plans repository are sent over plain http", "url", ep.display)
+	}
+}
+
 // cleanDir turns Config.Path into an io/fs path: "plans/" becomes "plans",
 // and the repository root is ".".
 func cleanDir(p string) (string, error) {
@@ -203,49 +201,6 @@ func cleanDir(p string) (string, error) {
 		return "", fmt.Errorf("plans path %q: not a path inside the repository", p)
 	}
 	return c, nil
-}
-
-// ObjectCacheSize is how much of a repository's objects go-git keeps
-// decoded in memory (its default is 96 MiB per repository). ferry reads a
-// few trees per revision and walks a file's history now and then.
-const ObjectCacheSize = 8 * cache.MiByte
-
-// OpenBare opens the bare repository in dir with ObjectCacheSize; create
-// initialises it when it does not exist.
-func OpenBare(dir string, create bool) (*git.Repository, error) {
-	st := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(ObjectCacheSize))
-	repo, err := git.Open(st, nil)
-	if errors.Is(err, git.ErrRepositoryNotExists) && create {
-		return git.Init(st, nil)
-	}
-	return repo, err
-}
-
-// openCache opens the bare repository in dir, or creates it when dir is
-// missing or empty.
-func openCache(dir string) (*git.Repository, error) {
-	repo, err := OpenBare(dir, false)
-	if err == nil {
-		return repo, nil
-	}
-	if !errors.Is(err, git.ErrRepositoryNotExists) {
-		return nil, fmt.Errorf("open git cache %s: %w", dir, err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("open git cache %s: %w", dir, err)
-	}
-	if len(entries) > 0 {
-		return nil, fmt.Errorf("open git cache %s: the directory holds files but no git repository; give an empty or new directory", dir)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("create git cache %s: %w", dir, err)
-	}
-	repo, err = OpenBare(dir, true)
-	if err != nil {
-		return nil, fmt.Errorf("create git cache %s: %w", dir, err)
-	}
-	return repo, nil
 }
 
 // URL returns the repository URL with credentials redacted, for logs.
@@ -309,149 +264,4 @@ func (s *Source) Poll(ctx context.Context) (rev Revision, changed bool, err erro
 		return "", false, err
 	}
 	return rev, changed, nil
-}
-
-func (s *Source) poll(ctx context.Context) (Revision, bool, error) {
-	auth, secrets, err := s.auth.method(s.ep)
-	if err != nil {
-		// Credential files a person must fix; the error names files only.
-		return "", false, failure.Terminal(fmt.Errorf("poll %s: %w", s.ep.display, err))
-	}
-	ca, err := s.caBundle()
-	if err != nil {
-		return "", false, failure.Terminal(fmt.Errorf("poll %s: %w", s.ep.display, err))
-	}
-
-	head, err := s.remoteHead(ctx, auth, ca)
-	if err != nil {
-		return "", false, s.classify(fmt.Errorf("ls-remote %s: %w", s.ep.display, scrub(err, secrets)))
-	}
-	if head == s.last {
-		return head, false, nil
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	have, err := s.hasCommit(head)
-	if err != nil {
-		return "", false, fmt.Errorf("poll %s: %w", s.ep.display, err)
-	}
-	if !have {
-		s.log.InfoContext(ctx, "fetching plans repository", "url", s.ep.display, "branch", s.branch.Short(), "head", head.Short())
-		if err := s.fetch(ctx, auth, ca); err != nil {
-			return "", false, s.classify(fmt.Errorf("fetch %s: %w", s.ep.display, scrub(err, secrets)))
-		}
-	} else if err := s.repo.Storer.SetReference(plumbing.NewHashReference(s.tracking, plumbing.NewHash(string(head)))); err != nil {
-		return "", false, fmt.Errorf("poll %s: record head %s: %w", s.ep.display, head.Short(), err)
-	}
-	// The branch may have moved between the ls-remote and the fetch: what
-	// was fetched is the newer truth.
-	ref, err := s.repo.Storer.Reference(s.tracking)
-	if err != nil {
-		return "", false, fmt.Errorf("poll %s: read fetched head: %w", s.ep.display, err)
-	}
-	got := Revision(ref.Hash().String())
-	changed := got != s.last
-	s.last = got
-	return got, changed, nil
-}
-
-// remoteHead is `git ls-remote URL refs/heads/<branch>`. The remote lives
-// in memory: listing needs no cache, so it does not wait for a reader.
-func (s *Source) remoteHead(ctx context.Context, auth transport.AuthMethod, ca []byte) (Revision, error) {
-	s.lsRemotes.Add(1)
-	remote := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{s.ep.clean}})
-	refs, err := remote.ListContext(ctx, &git.ListOptions{Auth: auth, CABundle: ca})
-	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return "", fmt.Errorf("%s: %w (the repository is empty)", s.branch.Short(), ErrBranchNotFound)
-	}
-	if err != nil {
-		return "", err
-	}
-	var head Revision
-	pulls := map[int]Revision{}
-	for _, r := range refs {
-		if r.Name() == s.branch {
-			head = Revision(r.Hash().String())
-		}
-		if n, ok := pullNumber(r.Name()); ok && r.Type() == plumbing.HashReference {
-			pulls[n] = Revision(r.Hash().String())
-		}
-	}
-	s.pullsMu.Lock()
-	s.pulls = pulls
-	s.pullsMu.Unlock()
-	if head == "" {
-		return "", fmt.Errorf("%s: %w", s.branch.Short(), ErrBranchNotFound)
-	}
-	return head, nil
-}
-
-// fetch brings the branch, with its whole history, into the cache under
-// refs/remotes/origin/<branch>. The refspec forces the update, so that a
-// branch that was force-pushed is followed rather than refused. Callers
-// hold s.mu.
-func (s *Source) fetch(ctx context.Context, auth transport.AuthMethod, ca []byte) error {
-	s.fetches.Add(1)
-	remote := git.NewRemote(s.repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{s.ep.clean}})
-	spec := config.RefSpec(fmt.Sprintf("+%s:%s", s.branch, s.tracking))
-	err := remote.FetchContext(ctx, &git.FetchOptions{
-		RefSpecs: []config.RefSpec{spec},
-		Auth:     auth,
-		CABundle: ca,
-		Tags:     git.NoTags,
-	})
-	if errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return nil
-	}
-	return err
-}
-
-// hasCommit reports whether the cache holds the commit. Callers hold s.mu.
-func (s *Source) hasCommit(rev Revision) (bool, error) {
-	h, err := rev.hash()
-	if err != nil {
-		return false, err
-	}
-	_, err = s.repo.CommitObject(h)
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, plumbing.ErrObjectNotFound):
-		return false, nil
-	default:
-		return false, fmt.Errorf("look up %s in the cache: %w", rev.Short(), err)
-	}
-}
-
-func (s *Source) caBundle() ([]byte, error) {
-	if s.caFile == "" {
-		return nil, nil
-	}
-	b, err := os.ReadFile(s.caFile)
-	if err != nil {
-		return nil, fmt.Errorf("read CA bundle: %w", err)
-	}
-	return b, nil
-}
-
-// classify marks the errors that only a person can fix as terminal, and
-// says which file to fix for a host key that was not accepted.
-func (s *Source) classify(err error) error {
-	var keyErr *knownhosts.KeyError
-	var revoked *knownhosts.RevokedError
-	if errors.As(err, &keyErr) {
-		err = fmt.Errorf("%w (the server's host key is not the one for %s in %s; "+
-			"if the key was changed on purpose, verify and update that file)", err, s.ep.hostPort, s.auth.KnownHostsFile)
-	}
-	switch {
-	case errors.Is(err, transport.ErrAuthenticationRequired),
-		errors.Is(err, transport.ErrAuthorizationFailed),
-		errors.Is(err, transport.ErrRepositoryNotFound),
-		errors.Is(err, transport.ErrInvalidAuthMethod),
-		errors.As(err, &keyErr),
-		errors.As(err, &revoked):
-		return failure.Terminal(err)
-	}
-	return err
 }

@@ -2,9 +2,12 @@ package gitsource
 
 import (
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -125,4 +128,99 @@ func writeTree(s storer.EncodedObjectStorer, base *object.Tree, files map[string
 		return plumbing.ZeroHash, err
 	}
 	return s.SetEncodedObject(obj)
+}
+
+// commit stores a commit on head (none: an orphan) that puts the files
+// whose content differs from head's, and returns its ID; the zero hash
+// when every file is as head has it. Each file is made and stored in turn.
+func (w *Writer) commit(head plumbing.Hash, files []File, subject func([]string) string) (plumbing.Hash, error) {
+	base, err := w.tree(head)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	changed, err := w.storeChanged(base, files)
+	if err != nil || len(changed) == 0 {
+		return plumbing.ZeroHash, err
+	}
+	root, err := writeTree(w.store, base, changed)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
+	}
+	sig := object.Signature{Name: w.AuthorName, Email: w.AuthorEmail, When: time.Now()}
+	if sig.Name == "" {
+		sig.Name = "ferry"
+	}
+	if sig.Email == "" {
+		sig.Email = FerryAuthorEmail
+	}
+	c := &object.Commit{
+		Author:    sig,
+		Committer: sig,
+		Message:   subject(slices.Sorted(maps.Keys(changed))) + "\n\n" + StatusTrailer + ": true\n",
+		TreeHash:  root,
+	}
+	if !head.IsZero() {
+		c.ParentHashes = []plumbing.Hash{head}
+	}
+	obj := w.store.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
+	}
+	id, err := w.store.SetEncodedObject(obj)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store commit on branch %s: %w", w.Branch, err)
+	}
+	w.stored += 1 + treesAlong(changed)
+	return id, nil
+}
+
+// treesAlong counts the trees a commit of paths writes anew: the root and
+// every directory on the way to each path.
+func treesAlong(paths map[string]plumbing.Hash) int {
+	dirs := map[string]bool{"": true}
+	for p := range paths {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	return len(dirs)
+}
+
+// tree is head's tree; nil for the zero hash (a new branch).
+func (w *Writer) tree(head plumbing.Hash) (*object.Tree, error) {
+	if head.IsZero() {
+		return nil, nil
+	}
+	c, err := object.GetCommit(w.store, head)
+	if err != nil {
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+	}
+	t, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+	}
+	return t, nil
+}
+
+// storeChanged stores the blobs of the files whose content differs from
+// base's, and returns their IDs by path.
+func (w *Writer) storeChanged(base *object.Tree, files []File) (map[string]plumbing.Hash, error) {
+	changed := map[string]plumbing.Hash{}
+	dirs := treeDirs{root: base}
+	for _, f := range files {
+		data, err := f.Content()
+		if err != nil {
+			return nil, err
+		}
+		h := plumbing.ComputeHash(plumbing.BlobObject, data)
+		if e := dirs.find(f.Path); e != nil && e.Hash == h && e.Mode.IsFile() {
+			continue
+		}
+		if err := storeBlob(w.store, data); err != nil {
+			return nil, fmt.Errorf("store %s: %w", f.Path, err)
+		}
+		w.stored++
+		changed[f.Path] = h
+	}
+	return changed, nil
 }

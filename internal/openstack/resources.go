@@ -77,84 +77,85 @@ func (c *Client) Resolve(ctx context.Context, kind Kind, name string) (string, e
 // idsByName lists the IDs of resources whose name is exactly name. Nova
 // filters names by regular expression, so the name is quoted and anchored.
 func (c *Client) idsByName(ctx context.Context, kind Kind, name string) ([]string, error) {
-	var ids []string
 	switch kind {
 	case KindFlavor:
-		// Flavors cannot be filtered by name; there are few of them.
-		pages, err := flavors.ListDetail(c.compute, flavors.ListOpts{AccessType: flavors.AllAccess}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := flavors.ExtractFlavors(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, f := range all {
-			if f.Name == name {
-				ids = append(ids, f.ID)
-			}
-		}
+		return c.flavorIDs(ctx, name)
 	case KindImage:
-		pages, err := images.List(c.image, images.ListOpts{Name: name}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := images.ExtractImages(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, i := range all {
-			ids = append(ids, i.ID)
-		}
+		return c.imageIDs(ctx, name)
 	case KindNetwork, KindExternalNetwork:
-		opts := networks.ListOpts{Name: name}
-		pages, err := networks.List(c.network, opts).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		// Only what is needed: networks.Network decodes itself, which
-		// would hide router:external if it were embedded here.
-		var all []struct {
-			ID       string `json:"id"`
-			External bool   `json:"router:external"`
-		}
-		if err := networks.ExtractNetworksInto(pages, &all); err != nil {
-			return nil, err
-		}
-		for _, n := range all {
-			if kind == KindExternalNetwork && !n.External {
-				continue
-			}
-			ids = append(ids, n.ID)
-		}
+		return c.networkIDs(ctx, name, kind == KindExternalNetwork)
 	case KindSubnet:
-		pages, err := subnets.List(c.network, subnets.ListOpts{Name: name}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := subnets.ExtractSubnets(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range all {
-			ids = append(ids, s.ID)
-		}
+		return c.subnetIDs(ctx, name)
 	case KindServer:
-		pages, err := servers.List(c.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(name) + "$"}).AllPages(ctx)
-		if err != nil {
-			return nil, err
-		}
-		all, err := servers.ExtractServers(pages)
-		if err != nil {
-			return nil, err
-		}
-		for _, s := range all {
-			if s.Name == name {
-				ids = append(ids, s.ID)
-			}
-		}
+		return c.serverIDs(ctx, name)
 	default:
 		return nil, failure.Terminal(fmt.Errorf("unknown resource kind %q", kind))
+	}
+}
+
+// flavorIDs lists the IDs of the flavors named name, private ones too.
+func (c *Client) flavorIDs(ctx context.Context, name string) ([]string, error) {
+	// Flavors cannot be filtered by name; there are few of them.
+	pager := flavors.ListDetail(c.compute, flavors.ListOpts{AccessType: flavors.AllAccess})
+	return listIDs(ctx, pager, flavors.ExtractFlavors, func(f flavors.Flavor) (string, bool) { return f.ID, f.Name == name })
+}
+
+// imageIDs lists the IDs of the images named name.
+func (c *Client) imageIDs(ctx context.Context, name string) ([]string, error) {
+	pager := images.List(c.image, images.ListOpts{Name: name})
+	return listIDs(ctx, pager, images.ExtractImages, func(i images.Image) (string, bool) { return i.ID, true })
+}
+
+// networkRef is what networkIDs needs of a network: networks.Network
+// decodes itself, which would hide router:external if it were embedded
+// in a struct that adds it.
+type networkRef struct {
+	ID       string `json:"id"`
+	External bool   `json:"router:external"`
+}
+
+// networkIDs lists the IDs of the networks named name; external ones only
+// when external is set.
+func (c *Client) networkIDs(ctx context.Context, name string, external bool) ([]string, error) {
+	pager := networks.List(c.network, networks.ListOpts{Name: name})
+	extract := func(p pagination.Page) ([]networkRef, error) {
+		var all []networkRef
+		err := networks.ExtractNetworksInto(p, &all)
+		return all, err
+	}
+	return listIDs(ctx, pager, extract, func(n networkRef) (string, bool) { return n.ID, !external || n.External })
+}
+
+// subnetIDs lists the IDs of the subnets named name.
+func (c *Client) subnetIDs(ctx context.Context, name string) ([]string, error) {
+	pager := subnets.List(c.network, subnets.ListOpts{Name: name})
+	return listIDs(ctx, pager, subnets.ExtractSubnets, func(s subnets.Subnet) (string, bool) { return s.ID, true })
+}
+
+// serverIDs lists the IDs of the servers named name, quoted and anchored
+// for Nova's regular expression and then compared exactly.
+func (c *Client) serverIDs(ctx context.Context, name string) ([]string, error) {
+	pager := servers.List(c.compute, servers.ListOpts{Name: "^" + regexp.QuoteMeta(name) + "$"})
+	return listIDs(ctx, pager, servers.ExtractServers, func(s servers.Server) (string, bool) { return s.ID, s.Name == name })
+}
+
+// listIDs reads every page of a listing and returns the IDs of the items
+// that id accepts: the lookups by name differ only in their listing, how
+// its pages decode, and which items match.
+func listIDs[T any](ctx context.Context, pager pagination.Pager, extract func(pagination.Page) ([]T, error), id func(T) (string, bool)) ([]string, error) {
+	pages, err := pager.AllPages(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := extract(pages)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, x := range all {
+		if v, ok := id(x); ok {
+			ids = append(ids, v)
+		}
 	}
 	return ids, nil
 }

@@ -87,6 +87,13 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 	if link == "" {
 		link = "`status/" + st.Plan + ".yaml`"
 	}
+	return fitSteps(mdHead(st), mdStepRows(st), limit, link)
+}
+
+// mdHead is what a comment always shows, above the step list: the title
+// and header line, why nothing runs (stopped, not observed, an invalid
+// file), the phase table and the phases' reasons.
+func mdHead(st *PlanStatus) string {
 	var head strings.Builder
 	fmt.Fprintf(&head, "### ferry: plan `%s`\n\n%s\n\n", mdCode(st.Plan), mdText(header(st), mdReasonMax))
 	if st.Stopped != "" {
@@ -102,6 +109,13 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 		}
 		head.WriteString("\n")
 	}
+	mdPhases(&head, st)
+	return head.String()
+}
+
+// mdPhases writes the phase table, Failed and Blocked in bold, and then
+// the reasons of the phases that need one.
+func mdPhases(head *strings.Builder, st *PlanStatus) {
 	head.WriteString("| Phase | State | Done/left | Current step | Attempts | Last error | Approved by |\n")
 	head.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
 	for i := range st.Phases {
@@ -118,21 +132,26 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 		if ph.State == PhaseFailed || ph.State == PhaseBlocked {
 			state = "**" + state + "**"
 		}
-		fmt.Fprintf(&head, "| %s | %s | %d/%d | %s | %s | %s | %s |\n",
+		fmt.Fprintf(head, "| %s | %s | %d/%d | %s | %s | %s | %s |\n",
 			mdText(ph.Name, mdCellMax), state, ph.Done, ph.Left, cur, attempts, lastErr, mdText(approver(st, ph.Name), mdCellMax))
 	}
 	head.WriteString("\n")
 	reasons := false
 	for _, ph := range st.Phases {
 		if explained(ph) {
-			fmt.Fprintf(&head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State, mdText(ph.Reason, mdReasonMax))
+			fmt.Fprintf(head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State, mdText(ph.Reason, mdReasonMax))
 			reasons = true
 		}
 	}
 	if reasons {
 		head.WriteString("\n")
 	}
+}
 
+// mdStepRows are the rows of the step list, every phase's steps in order,
+// each with its result: the message, or the last error of a step that has
+// not succeeded.
+func mdStepRows(st *PlanStatus) []string {
 	var rows []string
 	for _, ph := range st.Phases {
 		for _, s := range ph.Steps {
@@ -152,10 +171,17 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 				s.State, attempts, took, mdText(result, mdCellMax)))
 		}
 	}
+	return rows
+}
+
+// fitSteps appends the step list to head, cutting it to fit limit bytes
+// with a last line that says how many steps were left out and links to
+// the full status; a head too long on its own is cut too.
+func fitSteps(head string, rows []string, limit int, link string) string {
 	const stepsHead = "#### Steps\n\n| Phase | Step | State | Attempts | Duration | Result |\n| --- | --- | --- | --- | --- | --- |\n"
 	more := func(n int) string { return fmt.Sprintf("\n… %d more steps; full status: %s\n", n, link) }
 
-	out := head.String()
+	out := head
 	if len(rows) == 0 {
 		if len(out) <= limit {
 			return out

@@ -68,15 +68,7 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 	t.Helper()
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
-	bin, err := toolsDir()
-	if err != nil {
-		t.Fatalf("testenv: find kube-apiserver: %v", err)
-	}
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
-			t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", name, bin)
-		}
-	}
+	bin := kubeBinaries(t)
 	crds, err := crdCopies()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -91,6 +83,48 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 		// machine take far longer than the usual 7 seconds.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
+	auditLog := setUpAPIServer(t, env, opts)
+	start := time.Now()
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("testenv: start API server from %s: %v", bin, err)
+	}
+	t.Logf("testenv: API server with %d CRDs ready at %s in %s", len(env.CRDs), cfg.Host, time.Since(start).Round(time.Millisecond))
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("testenv: stop API server: %v", err)
+		}
+	})
+
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatalf("testenv: client for %s: %v", cfg.Host, err)
+	}
+	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: env, AuditLog: auditLog}
+}
+
+// kubeBinaries returns the directory of kube-apiserver and etcd, failing
+// the test with what to run when they were not built.
+func kubeBinaries(t T) string {
+	t.Helper()
+	bin, err := toolsDir()
+	if err != nil {
+		t.Fatalf("testenv: find kube-apiserver: %v", err)
+	}
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", name, bin)
+		}
+	}
+	return bin
+}
+
+// setUpAPIServer configures env's kube-apiserver before it starts: the
+// cluster's PKI and address when opts give them, a certificate directory
+// that outlives a restart, a quick stop despite open watches, and an audit
+// log of creates and deletes, whose path it returns.
+func setUpAPIServer(t T, env *envtest.Environment, opts KubeOptions) string {
+	t.Helper()
 	if opts.Address != "" && opts.PKI == nil {
 		t.Fatalf("testenv: an API server on %s needs a PKI to sign its certificate", opts.Address)
 	}
@@ -122,23 +156,7 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 	}
 	auditLog := filepath.Join(auditDir, "audit.log")
 	api.Configure().Set("audit-policy-file", policy).Set("audit-log-path", auditLog).Set("audit-log-format", "json")
-	start := time.Now()
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatalf("testenv: start API server from %s: %v", bin, err)
-	}
-	t.Logf("testenv: API server with %d CRDs ready at %s in %s", len(env.CRDs), cfg.Host, time.Since(start).Round(time.Millisecond))
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("testenv: stop API server: %v", err)
-		}
-	})
-
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatalf("testenv: client for %s: %v", cfg.Host, err)
-	}
-	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: env, AuditLog: auditLog}
+	return auditLog
 }
 
 // auditPolicy records creates and deletes (who, what, the answer's code)

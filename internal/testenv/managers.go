@@ -94,35 +94,7 @@ func StartManagers(t T, k *Kube, only ...Manager) *Managers {
 	start := time.Now()
 	var hooks []*envtest.WebhookInstallOptions
 	for _, m := range only {
-		path := filepath.Join(bin, m.Name)
-		if _, err := os.Stat(path); err != nil {
-			t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", m.Name, bin)
-		}
-		opts, err := webhookOptions(m, filepath.Join(dirs[m.Module], m.WebhookDir, "manifests.yaml"))
-		if err != nil {
-			t.Fatalf("testenv: %v", err)
-		}
-		hooks = append(hooks, opts)
-		health, diagnostics := FreeAddr(t), FreeAddr(t)
-		args := []string{
-			"--kubeconfig=" + kubeconfig,
-			"--webhook-port=" + strconv.Itoa(opts.LocalServingPort),
-			"--webhook-cert-dir=" + opts.LocalServingCertDir,
-			"--health-addr=" + health,
-			"--diagnostics-address=" + diagnostics,
-			"--insecure-diagnostics",
-			"--leader-elect=false",
-			// Requeues come from watches; a short resync only makes a
-			// missed event cost seconds, not ten minutes.
-			"--sync-period=1m",
-		}
-		p, err := ms.start(m.Name, path, args)
-		if err != nil {
-			t.Fatalf("testenv: %v", err)
-		}
-		if err := waitReady(ctx, p, health); err != nil {
-			t.Fatalf("testenv: %s did not become ready: %v\n%s", m.Name, err, tail(p.log, 30))
-		}
+		hooks = append(hooks, ms.startManager(ctx, t, m, bin, dirs[m.Module], kubeconfig))
 	}
 	for i, opts := range hooks {
 		if err := opts.Install(k.Config); err != nil {
@@ -135,6 +107,43 @@ func StartManagers(t T, k *Kube, only ...Manager) *Managers {
 	}
 	t.Logf("testenv: real controller managers %s ready in %s (logs in %s)", strings.Join(names, ", "), time.Since(start).Round(time.Millisecond), logDir)
 	return ms
+}
+
+// startManager starts manager m from bin against the API server that
+// kubeconfig reaches, serving its webhooks (from its module in moduleDir)
+// on a free port, and waits until it is ready. It returns the webhooks,
+// for StartManagers to register once every manager serves.
+func (ms *Managers) startManager(ctx context.Context, t T, m Manager, bin, moduleDir, kubeconfig string) *envtest.WebhookInstallOptions {
+	t.Helper()
+	path := filepath.Join(bin, m.Name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", m.Name, bin)
+	}
+	opts, err := webhookOptions(m, filepath.Join(moduleDir, m.WebhookDir, "manifests.yaml"))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	health, diagnostics := FreeAddr(t), FreeAddr(t)
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--webhook-port=" + strconv.Itoa(opts.LocalServingPort),
+		"--webhook-cert-dir=" + opts.LocalServingCertDir,
+		"--health-addr=" + health,
+		"--diagnostics-address=" + diagnostics,
+		"--insecure-diagnostics",
+		"--leader-elect=false",
+		// Requeues come from watches; a short resync only makes a
+		// missed event cost seconds, not ten minutes.
+		"--sync-period=1m",
+	}
+	p, err := ms.start(m.Name, path, args)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := waitReady(ctx, p, health); err != nil {
+		t.Fatalf("testenv: %s did not become ready: %v\n%s", m.Name, err, tail(p.log, 30))
+	}
+	return opts
 }
 
 // webhookOptions reads a manager's webhook configurations and prepares

@@ -59,17 +59,37 @@ var (
 func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 	t.Helper()
 	ctx := context.Background()
-	create := func(c client.Client, obj client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("testenv: create %T %s: %v", obj, obj.GetName(), err)
-		}
-	}
 	for _, ns := range []string{oc.Namespace, oc.BackupNamespace} {
 		if ns != "" {
-			create(mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			createObject(ctx, t, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 		}
 	}
+	orphanSecrets(ctx, t, mgmt, workload, oc)
+	for _, name := range oc.ControlPlaneNodes {
+		orphanNode(ctx, t, workload, oc, name, true)
+	}
+	for _, name := range oc.WorkerNodes {
+		orphanNode(ctx, t, workload, oc, name, false)
+	}
+	for _, obj := range kubeadmSystem(oc.KubeletVersion, workload.Config.Host) {
+		createObject(ctx, t, workload.Client, obj)
+	}
+}
+
+// createObject creates obj; one that exists already is left as it is, any
+// other error fails the test.
+func createObject(ctx context.Context, t T, c client.Client, obj client.Object) {
+	t.Helper()
+	if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("testenv: create %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// orphanSecrets creates in mgmt the Secrets Cluster API keeps for the
+// cluster: its kubeconfig (reaching workload) and its authorities, the
+// service account keys in BackupNamespace when set.
+func orphanSecrets(ctx context.Context, t T, mgmt, workload *Kube, oc OrphanedCluster) {
+	t.Helper()
 	secret := func(ns, suffix string, data map[string][]byte) *corev1.Secret {
 		return &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: oc.Name + "-" + suffix,
@@ -88,53 +108,46 @@ func Orphan(t T, mgmt, workload *Kube, oc OrphanedCluster) {
 	if len(kubeconfig) == 0 {
 		kubeconfig = workload.Kubeconfig(t)
 	}
-	create(mgmt.Client, secret(oc.Namespace, "kubeconfig", map[string][]byte{"value": kubeconfig}))
-	create(mgmt.Client, secret(oc.Namespace, "ca", pair(pki.CA)))
-	create(mgmt.Client, secret(oc.Namespace, "etcd", pair(pki.EtcdCA)))
-	create(mgmt.Client, secret(oc.Namespace, "proxy", pair(pki.FrontProxyCA)))
+	createObject(ctx, t, mgmt.Client, secret(oc.Namespace, "kubeconfig", map[string][]byte{"value": kubeconfig}))
+	createObject(ctx, t, mgmt.Client, secret(oc.Namespace, "ca", pair(pki.CA)))
+	createObject(ctx, t, mgmt.Client, secret(oc.Namespace, "etcd", pair(pki.EtcdCA)))
+	createObject(ctx, t, mgmt.Client, secret(oc.Namespace, "proxy", pair(pki.FrontProxyCA)))
 	saNamespace := oc.Namespace
 	if oc.BackupNamespace != "" {
 		saNamespace = oc.BackupNamespace
 	}
-	create(mgmt.Client, secret(saNamespace, "sa", pair(pki.ServiceAccount)))
+	createObject(ctx, t, mgmt.Client, secret(saNamespace, "sa", pair(pki.ServiceAccount)))
+}
 
-	node := func(name string, controlPlane bool) {
-		t.Helper()
-		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-			"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
-		}}}
-		maps.Copy(n.Labels, oc.NodeLabels)
-		if oc.ProviderID != nil {
-			n.Spec.ProviderID = oc.ProviderID(name)
-		}
-		if controlPlane {
-			n.Labels["node-role.kubernetes.io/control-plane"] = ""
-			n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
-		}
-		create(workload.Client, n)
-		n.Status = corev1.NodeStatus{
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-				LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: oc.KubeletVersion, KubeProxyVersion: oc.KubeletVersion,
-				OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.22", OSImage: "Ubuntu 22.04.5 LTS"},
-			Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
-		}
-		if oc.NodeAddresses != nil && oc.NodeAddresses(name) != "" {
-			n.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: oc.NodeAddresses(name)}}, n.Status.Addresses...)
-		}
-		if err := workload.Client.Status().Update(ctx, n); err != nil {
-			t.Fatalf("testenv: mark node %s Ready: %v", name, err)
-		}
+// orphanNode creates the Node name in workload, Ready, labelled (and
+// tainted, for the control plane) as kubeadm leaves it.
+func orphanNode(ctx context.Context, t T, workload *Kube, oc OrphanedCluster, name string, controlPlane bool) {
+	t.Helper()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+		"beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "amd64",
+	}}}
+	maps.Copy(n.Labels, oc.NodeLabels)
+	if oc.ProviderID != nil {
+		n.Spec.ProviderID = oc.ProviderID(name)
 	}
-	for _, name := range oc.ControlPlaneNodes {
-		node(name, true)
+	if controlPlane {
+		n.Labels["node-role.kubernetes.io/control-plane"] = ""
+		n.Spec.Taints = []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	for _, name := range oc.WorkerNodes {
-		node(name, false)
+	createObject(ctx, t, workload.Client, n)
+	n.Status = corev1.NodeStatus{
+		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		NodeInfo: corev1.NodeSystemInfo{KubeletVersion: oc.KubeletVersion, KubeProxyVersion: oc.KubeletVersion,
+			OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.22", OSImage: "Ubuntu 22.04.5 LTS"},
+		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},
 	}
-	for _, obj := range kubeadmSystem(oc.KubeletVersion, workload.Config.Host) {
-		create(workload.Client, obj)
+	if oc.NodeAddresses != nil && oc.NodeAddresses(name) != "" {
+		n.Status.Addresses = append([]corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: oc.NodeAddresses(name)}}, n.Status.Addresses...)
+	}
+	if err := workload.Client.Status().Update(ctx, n); err != nil {
+		t.Fatalf("testenv: mark node %s Ready: %v", name, err)
 	}
 }
 

@@ -34,22 +34,8 @@ type SSHGit struct {
 func StartSSHGit(t T, g *Git) *SSHGit {
 	t.Helper()
 	root := filepath.Dir(g.Dir)
-	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	_, clientPriv, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	client, err := ssh.NewSignerFromKey(clientPriv)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
+	_, hostSigner := newSSHKey(t)
+	clientPriv, client := newSSHKey(t)
 	allowed := string(client.PublicKey().Marshal())
 	cfg := &ssh.ServerConfig{
 		PublicKeyCallback: func(_ ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
@@ -64,6 +50,44 @@ func StartSSHGit(t T, g *Git) *SSHGit {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	serveSSHGitOn(t, ln, cfg, root)
+
+	dir := t.TempDir()
+	block, err := ssh.MarshalPrivateKey(clientPriv, "ferry test client")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	s := &SSHGit{
+		URL:        "ssh://git@" + ln.Addr().String() + "/" + filepath.Base(g.Dir),
+		KeyFile:    filepath.Join(dir, "id_ed25519"),
+		KnownHosts: filepath.Join(dir, "known_hosts"),
+	}
+	line := knownhosts.Line([]string{knownhosts.Normalize(ln.Addr().String())}, hostSigner.PublicKey()) + "\n"
+	for path, content := range map[string][]byte{s.KeyFile: pem.EncodeToMemory(block), s.KnownHosts: []byte(line)} {
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	return s
+}
+
+// newSSHKey generates an ed25519 key and its signer.
+func newSSHKey(t T) (ed25519.PrivateKey, ssh.Signer) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return priv, signer
+}
+
+// serveSSHGitOn accepts connections on ln, each served by serveSSHGit,
+// until t ends; then it closes ln and waits for the connections to end.
+func serveSSHGitOn(t T, ln net.Listener, cfg *ssh.ServerConfig, root string) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() {
 		ln.Close()
@@ -84,24 +108,6 @@ func StartSSHGit(t T, g *Git) *SSHGit {
 			}()
 		}
 	}()
-
-	dir := t.TempDir()
-	block, err := ssh.MarshalPrivateKey(clientPriv, "ferry test client")
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	s := &SSHGit{
-		URL:        "ssh://git@" + ln.Addr().String() + "/" + filepath.Base(g.Dir),
-		KeyFile:    filepath.Join(dir, "id_ed25519"),
-		KnownHosts: filepath.Join(dir, "known_hosts"),
-	}
-	line := knownhosts.Line([]string{knownhosts.Normalize(ln.Addr().String())}, hostSigner.PublicKey()) + "\n"
-	for path, content := range map[string][]byte{s.KeyFile: pem.EncodeToMemory(block), s.KnownHosts: []byte(line)} {
-		if err := os.WriteFile(path, content, 0o600); err != nil {
-			t.Fatalf("testenv: %v", err)
-		}
-	}
-	return s
 }
 
 // serveSSHGit runs one connection: each session may exec git-upload-pack

@@ -61,6 +61,19 @@ func standInPass(ctx context.Context, c client.Client, logf func(format string, 
 	moved := func(who, kind string, obj client.Object, what string) {
 		logf("stand-in %s controller (not the real one): %s %s/%s %s", who, kind, obj.GetNamespace(), obj.GetName(), what)
 	}
+	standInOpenStackClusters(ctx, c, moved)
+	standInKubeadmControlPlanes(ctx, c, moved)
+	standInMachineDeployments(ctx, c, moved)
+	standInKamajiControlPlanes(ctx, c, moved)
+}
+
+// movedFunc logs a change a stand-in made: who stands in, the object and
+// what it now reports.
+type movedFunc func(who, kind string, obj client.Object, what string)
+
+// standInOpenStackClusters makes every OpenStackCluster that is not paused
+// ready, as CAPO would.
+func standInOpenStackClusters(ctx context.Context, c client.Client, moved movedFunc) {
 	var oscs infrav1.OpenStackClusterList
 	if c.List(ctx, &oscs) == nil {
 		for i := range oscs.Items {
@@ -73,6 +86,11 @@ func standInPass(ctx context.Context, c client.Client, logf func(format string, 
 			}
 		}
 	}
+}
+
+// standInKubeadmControlPlanes makes every KubeadmControlPlane that is not
+// paused report its replicas ready and updated at its generation.
+func standInKubeadmControlPlanes(ctx context.Context, c client.Client, moved movedFunc) {
 	var kcps controlplanev1.KubeadmControlPlaneList
 	if c.List(ctx, &kcps) == nil {
 		for i := range kcps.Items {
@@ -92,6 +110,12 @@ func standInPass(ctx context.Context, c client.Client, logf func(format string, 
 			}
 		}
 	}
+}
+
+// standInMachineDeployments makes every MachineDeployment that is not
+// paused report its replicas ready, updated and available at its
+// generation.
+func standInMachineDeployments(ctx context.Context, c client.Client, moved movedFunc) {
 	var mds clusterv1.MachineDeploymentList
 	if c.List(ctx, &mds) == nil {
 		for i := range mds.Items {
@@ -110,6 +134,10 @@ func standInPass(ctx context.Context, c client.Client, logf func(format string, 
 			}
 		}
 	}
+}
+
+// standInKamajiControlPlanes makes every KamajiControlPlane ready.
+func standInKamajiControlPlanes(ctx context.Context, c client.Client, moved movedFunc) {
 	kamaji := &unstructured.UnstructuredList{}
 	kamaji.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KamajiControlPlaneList"})
 	if c.List(ctx, kamaji) == nil {

@@ -10,17 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gophercloud/gophercloud/v2"
-	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/util/retry"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/internal/openstack"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -115,102 +111,138 @@ func (a *Adoptable) kubeProxyImage(ctx context.Context) (string, error) {
 // were, no port left unattached that was not there before, and the
 // endpoint's floating IP kept and answering.
 func (a *Adoptable) Verify(ctx context.Context, before *Before) []Check {
-	var checks []Check
-	add := func(name string, ok bool, format string, args ...any) {
-		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
-	}
+	var checks checkList
+	a.checkServers(ctx, before, &checks)
+	a.checkMachines(ctx, &checks)
+	a.checkRollouts(ctx, &checks)
+	a.checkKept(ctx, before, &checks)
+	a.checkPorts(ctx, before, &checks)
+	a.checkEndpointSpec(ctx, &checks)
+	return append(checks, a.CheckEndpoint(ctx))
+}
 
+// checkList collects the checks of Verify and ScaleUp in order.
+type checkList []Check
+
+// add appends a check, its detail formatted, and returns all so far.
+func (l *checkList) add(name string, ok bool, format string, args ...any) []Check {
+	*l = append(*l, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
+	return *l
+}
+
+// checkServers checks that the project has the same servers as before,
+// each with the same security groups.
+func (a *Adoptable) checkServers(ctx context.Context, before *Before, checks *checkList) {
 	servers, err := a.ProjectServers(ctx)
 	if err != nil {
-		add("Nova servers unchanged", false, "%v", err)
-	} else {
-		now := map[string][]string{}
-		for _, s := range servers {
-			now[s.ID] = securityGroups(s.SecurityGroups)
-		}
-		ids := slices.Sorted(maps.Keys(now))
-		same := slices.Equal(ids, slices.Sorted(maps.Keys(before.Servers)))
-		add("Nova servers unchanged", same, "%s", sameText(same, fmt.Sprintf("the same %d IDs before and after", len(now)),
-			fmt.Sprintf("%d IDs before, %d after; created (+) or deleted (-): %s", len(before.Servers), len(now), strings.Join(diff(before.Servers, now), ", "))))
-		var changed []string
-		for id, groups := range before.Servers {
-			if g, ok := now[id]; ok && !slices.Equal(g, groups) {
-				changed = append(changed, fmt.Sprintf("%s: %v -> %v", id, groups, g))
-			}
-		}
-		add("security groups unchanged", len(changed) == 0, "%s", sameText(len(changed) == 0, "every server keeps its groups", strings.Join(changed, "; ")))
+		checks.add("Nova servers unchanged", false, "%v", err)
+		return
 	}
+	now := map[string][]string{}
+	for _, s := range servers {
+		now[s.ID] = securityGroups(s.SecurityGroups)
+	}
+	ids := slices.Sorted(maps.Keys(now))
+	same := slices.Equal(ids, slices.Sorted(maps.Keys(before.Servers)))
+	checks.add("Nova servers unchanged", same, "%s", sameText(same, fmt.Sprintf("the same %d IDs before and after", len(now)),
+		fmt.Sprintf("%d IDs before, %d after; created (+) or deleted (-): %s", len(before.Servers), len(now), strings.Join(diff(before.Servers, now), ", "))))
+	var changed []string
+	for id, groups := range before.Servers {
+		if g, ok := now[id]; ok && !slices.Equal(g, groups) {
+			changed = append(changed, fmt.Sprintf("%s: %v -> %v", id, groups, g))
+		}
+	}
+	checks.add("security groups unchanged", len(changed) == 0, "%s", sameText(len(changed) == 0, "every server keeps its groups", strings.Join(changed, "; ")))
+}
 
+// checkMachines checks that every node has its Machine, Running with a
+// Node, and that no other Machine was made.
+func (a *Adoptable) checkMachines(ctx context.Context, checks *checkList) {
 	var machines clusterv1.MachineList
 	if err := a.Mgmt.Client.List(ctx, &machines, client.InNamespace("default"), client.MatchingLabels{clusterv1.ClusterNameLabel: a.Name}); err != nil {
-		add("Machines Running with a Node", false, "%v", err)
-	} else {
-		nodes := append(slices.Clone(a.ControlPlane), a.Workers...)
-		var bad, extra []string
-		for _, m := range machines.Items {
-			if !slices.Contains(nodes, m.Name) {
-				extra = append(extra, m.Name)
-			}
-			if m.Status.NodeRef == nil || m.Status.Phase != string(clusterv1.MachinePhaseRunning) {
-				bad = append(bad, fmt.Sprintf("%s (phase %q, nodeRef %v)", m.Name, m.Status.Phase, m.Status.NodeRef != nil))
-			}
-		}
-		add("Machines Running with a Node", len(bad) == 0 && len(machines.Items) == len(nodes),
-			"%d Machines for %d nodes%s", len(machines.Items), len(nodes), sameText(len(bad) == 0, ", each with its nodeRef, set by the Machine controller", "; not yet: "+strings.Join(bad, ", ")))
-		add("no Machine created", len(extra) == 0, "%s", sameText(len(extra) == 0, "only the adopted Machines exist", "new: "+strings.Join(extra, ", ")))
+		checks.add("Machines Running with a Node", false, "%v", err)
+		return
 	}
+	nodes := append(slices.Clone(a.ControlPlane), a.Workers...)
+	var bad, extra []string
+	for _, m := range machines.Items {
+		if !slices.Contains(nodes, m.Name) {
+			extra = append(extra, m.Name)
+		}
+		if m.Status.NodeRef == nil || m.Status.Phase != string(clusterv1.MachinePhaseRunning) {
+			bad = append(bad, fmt.Sprintf("%s (phase %q, nodeRef %v)", m.Name, m.Status.Phase, m.Status.NodeRef != nil))
+		}
+	}
+	checks.add("Machines Running with a Node", len(bad) == 0 && len(machines.Items) == len(nodes),
+		"%d Machines for %d nodes%s", len(machines.Items), len(nodes), sameText(len(bad) == 0, ", each with its nodeRef, set by the Machine controller", "; not yet: "+strings.Join(bad, ", ")))
+	checks.add("no Machine created", len(extra) == 0, "%s", sameText(len(extra) == 0, "only the adopted Machines exist", "new: "+strings.Join(extra, ", ")))
+}
 
+// checkRollouts checks that the control plane and every pool are ready
+// at their current generation: nothing is rolling out.
+func (a *Adoptable) checkRollouts(ctx context.Context, checks *checkList) {
 	var kcps controlplanev1.KubeadmControlPlaneList
 	if err := a.Mgmt.Client.List(ctx, &kcps, client.InNamespace("default")); err != nil || len(kcps.Items) != 1 {
-		add("KubeadmControlPlane ready", false, "%d found, %v", len(kcps.Items), err)
+		checks.add("KubeadmControlPlane ready", false, "%d found, %v", len(kcps.Items), err)
 	} else {
 		k := kcps.Items[0]
 		n := *k.Spec.Replicas
 		ok := k.Status.ObservedGeneration == k.Generation && k.Status.ReadyReplicas == n && k.Status.UpdatedReplicas == n && k.Status.Replicas == n
-		add("KubeadmControlPlane ready", ok, "%d/%d ready, %d updated, generation %d observed %d", k.Status.ReadyReplicas, n, k.Status.UpdatedReplicas, k.Generation, k.Status.ObservedGeneration)
+		checks.add("KubeadmControlPlane ready", ok, "%d/%d ready, %d updated, generation %d observed %d", k.Status.ReadyReplicas, n, k.Status.UpdatedReplicas, k.Generation, k.Status.ObservedGeneration)
 	}
 	var mds clusterv1.MachineDeploymentList
 	if err := a.Mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil || len(mds.Items) == 0 {
-		add("MachineDeployments ready", false, "%d found, %v", len(mds.Items), err)
+		checks.add("MachineDeployments ready", false, "%d found, %v", len(mds.Items), err)
 	}
 	for _, d := range mds.Items {
 		n := *d.Spec.Replicas
 		ok := d.Status.ObservedGeneration == d.Generation && d.Status.ReadyReplicas == n && d.Status.UpdatedReplicas == n && d.Status.Replicas == n
-		add("MachineDeployment "+d.Name+" ready", ok, "%d/%d ready, %d updated, generation %d observed %d", d.Status.ReadyReplicas, n, d.Status.UpdatedReplicas, d.Generation, d.Status.ObservedGeneration)
+		checks.add("MachineDeployment "+d.Name+" ready", ok, "%d/%d ready, %d updated, generation %d observed %d", d.Status.ReadyReplicas, n, d.Status.UpdatedReplicas, d.Generation, d.Status.ObservedGeneration)
 	}
+}
 
+// checkKept checks that the front-proxy CA and kube-proxy's image are
+// those recorded before.
+func (a *Adoptable) checkKept(ctx context.Context, before *Before, checks *checkList) {
 	if ca, err := a.frontProxyCA(ctx); err != nil {
-		add("front-proxy CA unchanged", false, "%v", err)
+		checks.add("front-proxy CA unchanged", false, "%v", err)
 	} else {
-		add("front-proxy CA unchanged", bytes.Equal(ca, before.FrontProxyCA), "%s", sameText(bytes.Equal(ca, before.FrontProxyCA), "the same certificate", "a new certificate was generated"))
+		checks.add("front-proxy CA unchanged", bytes.Equal(ca, before.FrontProxyCA), "%s", sameText(bytes.Equal(ca, before.FrontProxyCA), "the same certificate", "a new certificate was generated"))
 	}
 	if img, err := a.kubeProxyImage(ctx); err != nil {
-		add("kube-proxy image unchanged", false, "%v", err)
+		checks.add("kube-proxy image unchanged", false, "%v", err)
 	} else {
-		add("kube-proxy image unchanged", img == before.KubeProxyImage, "%s (was %s)", img, before.KubeProxyImage)
+		checks.add("kube-proxy image unchanged", img == before.KubeProxyImage, "%s (was %s)", img, before.KubeProxyImage)
 	}
+}
 
-	if ports, err := a.ProjectPorts(ctx); err != nil {
-		add("no stray port", false, "%v", err)
-	} else {
-		var stray []string
-		for _, p := range ports {
-			if !before.Ports[p.ID] && p.DeviceID == "" {
-				stray = append(stray, p.Name+" ("+p.ID+")")
-			}
+// checkPorts checks that every port made since before is attached.
+func (a *Adoptable) checkPorts(ctx context.Context, before *Before, checks *checkList) {
+	ports, err := a.ProjectPorts(ctx)
+	if err != nil {
+		checks.add("no stray port", false, "%v", err)
+		return
+	}
+	var stray []string
+	for _, p := range ports {
+		if !before.Ports[p.ID] && p.DeviceID == "" {
+			stray = append(stray, p.Name+" ("+p.ID+")")
 		}
-		add("no stray port", len(stray) == 0, "%s", sameText(len(stray) == 0, fmt.Sprintf("%d ports on the network, every new one attached", len(ports)), "unattached: "+strings.Join(stray, ", ")))
 	}
+	checks.add("no stray port", len(stray) == 0, "%s", sameText(len(stray) == 0, fmt.Sprintf("%d ports on the network, every new one attached", len(ports)), "unattached: "+strings.Join(stray, ", ")))
+}
 
+// checkEndpointSpec checks that the OpenStackCluster keeps the endpoint on
+// its floating IP, without a load balancer.
+func (a *Adoptable) checkEndpointSpec(ctx context.Context, checks *checkList) {
 	var osc infrav1.OpenStackCluster
 	if err := a.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: a.Name}, &osc); err != nil {
-		add("OpenStackCluster keeps the endpoint", false, "%v", err)
-	} else {
-		ep, fip := osc.Spec.ControlPlaneEndpoint, ptrString(osc.Spec.APIServerFloatingIP)
-		ok := ep != nil && ep.Host == a.Endpoint && fip == a.Endpoint && !ptrBool(osc.Spec.APIServerLoadBalancer.Enabled)
-		add("OpenStackCluster keeps the endpoint", ok, "endpoint %v, apiServerFloatingIP %q (so that deleting a control-plane machine keeps it), load balancer off", ep, fip)
+		checks.add("OpenStackCluster keeps the endpoint", false, "%v", err)
+		return
 	}
-	return append(checks, a.CheckEndpoint(ctx))
+	ep, fip := osc.Spec.ControlPlaneEndpoint, ptrString(osc.Spec.APIServerFloatingIP)
+	ok := ep != nil && ep.Host == a.Endpoint && fip == a.Endpoint && !ptrBool(osc.Spec.APIServerLoadBalancer.Enabled)
+	checks.add("OpenStackCluster keeps the endpoint", ok, "endpoint %v, apiServerFloatingIP %q (so that deleting a control-plane machine keeps it), load balancer off", ep, fip)
 }
 
 func ptrBool(p *bool) bool { return p != nil && *p }
@@ -259,95 +291,6 @@ func diff(a, b map[string][]string) []string {
 	return out
 }
 
-// ScaleUp adds one machine to the MachineDeployment md and checks that the
-// real controllers build it: the kubeadm bootstrap controller its data,
-// CAPO a new Nova server from the pool's flavor and image that reaches
-// ACTIVE. There is no kubelet to register the new server as a Node: the
-// function plays that part, a STAND-IN, creating a Ready Node with the
-// Machine's provider ID, and then checks that the Machine controller binds
-// it and the MachineDeployment counts it ready.
-func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
-	var checks []Check
-	add := func(name string, ok bool, format string, args ...any) []Check {
-		checks = append(checks, Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
-		return checks
-	}
-	c := a.Mgmt.Client
-	var d clusterv1.MachineDeployment
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: md}, &d); err != nil {
-		return add("scale-up", false, "%v", err)
-	}
-	want := *d.Spec.Replicas + 1
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = &want
-	if err := c.Patch(ctx, &d, patch); err != nil {
-		return add("scale-up", false, "scale %s to %d: %v", md, want, err)
-	}
-	adopted := append(slices.Clone(a.ControlPlane), a.Workers...)
-	var m *clusterv1.Machine
-	last := "no new Machine yet"
-	for m == nil && ctx.Err() == nil {
-		var list clusterv1.MachineList
-		if err := c.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels{clusterv1.MachineDeploymentNameLabel: md}); err == nil {
-			for i := range list.Items {
-				if n := &list.Items[i]; !slices.Contains(adopted, n.Name) {
-					last = fmt.Sprintf("Machine %s, phase %s, providerID %q", n.Name, n.Status.Phase, ptrString(n.Spec.ProviderID))
-					if ptrString(n.Spec.ProviderID) != "" {
-						m = n
-					}
-				}
-			}
-		}
-		sleep(ctx, 2*time.Second)
-	}
-	if m == nil {
-		return add("new server built by CAPO", false, "%v (last: %s)", ctx.Err(), last)
-	}
-	id := strings.TrimPrefix(*m.Spec.ProviderID, openstack.ProviderIDPrefix)
-	srv, err := serverDetails(ctx, a.admin.Compute, id)
-	if err != nil {
-		return add("new server built by CAPO", false, "%v", err)
-	}
-	add("new server built by CAPO", srv.Status == "ACTIVE" && srv.FlavorID == a.FlavorID && srv.ImageID == a.ImageID,
-		"server %s (%s) is %s, flavor %s (plan: %s), image %s (plan: %s)", srv.Name, id, srv.Status, srv.FlavorID, a.FlavorID, srv.ImageID, a.ImageID)
-
-	// The kubelet's part, played here (a stand-in): register the Node.
-	node := &corev1.Node{}
-	node.Name = m.Name
-	node.Labels = map[string]string{"kubernetes.io/hostname": m.Name, "kubernetes.io/os": "linux"}
-	node.Spec.ProviderID = *m.Spec.ProviderID
-	if err := a.Workload.Client.Create(ctx, node); err != nil {
-		return add("new Machine Running", false, "stand-in kubelet: register Node %s: %v", m.Name, err)
-	}
-	// The Machine controller annotates the Node as soon as it sees it: read
-	// it again on a conflict, as a kubelet does.
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := a.Workload.Client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
-			return err
-		}
-		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
-		node.Status.NodeInfo.KubeletVersion = ptrString(m.Spec.Version)
-		return a.Workload.Client.Status().Update(ctx, node)
-	})
-	if err != nil {
-		return add("new Machine Running", false, "stand-in kubelet: mark Node %s Ready: %v", m.Name, err)
-	}
-	for ctx.Err() == nil {
-		var got clusterv1.Machine
-		err := c.Get(ctx, client.ObjectKeyFromObject(m), &got)
-		if err == nil {
-			last = fmt.Sprintf("phase %q, nodeRef %v", got.Status.Phase, got.Status.NodeRef != nil)
-			var d clusterv1.MachineDeployment
-			if got.Status.NodeRef != nil && got.Status.Phase == string(clusterv1.MachinePhaseRunning) &&
-				c.Get(ctx, client.ObjectKey{Namespace: "default", Name: md}, &d) == nil && d.Status.ReadyReplicas == want {
-				return add("new Machine Running", true, "Machine %s has Node %s; %s has %d/%d ready", m.Name, got.Status.NodeRef.Name, md, want, want)
-			}
-		}
-		sleep(ctx, 2*time.Second)
-	}
-	return add("new Machine Running", false, "Machine %s: %v (last: %s)", m.Name, ctx.Err(), last)
-}
-
 func ptrString(p *string) string {
 	if p == nil {
 		return ""
@@ -360,25 +303,4 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
-}
-
-type serverDetail struct {
-	Name, Status, FlavorID, ImageID string
-}
-
-// serverDetails reads a server's name, status, flavor and image IDs.
-func serverDetails(ctx context.Context, c *gophercloud.ServiceClient, id string) (*serverDetail, error) {
-	var s struct {
-		Name   string         `json:"name"`
-		Status string         `json:"status"`
-		Flavor map[string]any `json:"flavor"`
-		Image  map[string]any `json:"image"`
-	}
-	if err := servers.Get(ctx, c, id).ExtractInto(&s); err != nil {
-		return nil, fmt.Errorf("get server %s: %w", id, err)
-	}
-	d := &serverDetail{Name: s.Name, Status: s.Status}
-	d.FlavorID, _ = s.Flavor["id"].(string)
-	d.ImageID, _ = s.Image["id"].(string)
-	return d, nil
 }
