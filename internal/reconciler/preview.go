@@ -96,24 +96,9 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	for _, pr := range prs {
 		open[pr.Number] = true
 		listed[pr.Number] = pr.HeadSHA
-		if pr.BaseRef != p.Branch || p.shown[pr.Number] == pr.HeadSHA {
-			continue
-		}
-		changed := p.planFiles(pr.Files)
-		if len(changed) == 0 && p.shown[pr.Number] == "" {
-			continue // never touched plans: no comment
-		}
-		body, err := p.render(ctx, pr, changed, record)
-		if err != nil {
+		if err := p.preview(ctx, pr, record); err != nil {
 			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
-			continue
 		}
-		if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, body); err != nil {
-			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
-			continue
-		}
-		logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(changed))
-		p.shown[pr.Number] = pr.HeadSHA
 	}
 	for n := range p.shown {
 		if !open[n] {
@@ -132,6 +117,28 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 		heads = map[int]string{}
 	}
 	p.heads = heads
+	return nil
+}
+
+// preview comments on pr when its head is not the one its comment shows
+// and it changes (or changed) plan files.
+func (p *Previews) preview(ctx context.Context, pr forge.PullRequest, record func(string) observed.Record) error {
+	if pr.BaseRef != p.Branch || p.shown[pr.Number] == pr.HeadSHA {
+		return nil
+	}
+	changed := p.planFiles(pr.Files)
+	if len(changed) == 0 && p.shown[pr.Number] == "" {
+		return nil // never touched plans: no comment
+	}
+	body, err := p.render(ctx, pr, changed, record)
+	if err != nil {
+		return err
+	}
+	if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, body); err != nil {
+		return err
+	}
+	logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(changed))
+	p.shown[pr.Number] = pr.HeadSHA
 	return nil
 }
 

@@ -42,7 +42,23 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 	if err != nil {
 		return Cycle{}, nil, err
 	}
-	log := logging.From(ctx).With("revision", short(rev))
+	todo := l.sortFiles(ctx, cycle, files, problems)
+	if l.Previews != nil {
+		l.enter(stagePreviews)
+		previewCtx, cancel := context.WithTimeout(ctx, l.Timeout)
+		defer cancel()
+		if err := l.Previews.Update(previewCtx, l.record); err != nil {
+			return cycle, todo, err
+		}
+	}
+	return cycle, todo, nil
+}
+
+// sortFiles records the invalid files and the removed plans of cycle's
+// revision, and returns the files of the plans to reconcile: those not at
+// rest.
+func (l *Loop) sortFiles(ctx context.Context, cycle Cycle, files []*planfile.File, problems planfile.Errors) []*planfile.File {
+	log := logging.From(ctx).With("revision", short(cycle.Revision))
 	seen := map[string]bool{}
 	invalid := byFile(problems)
 	for _, file := range slices.Sorted(maps.Keys(invalid)) {
@@ -79,15 +95,7 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 			l.Recorder.Removed(ctx, cycle, name)
 		}
 	}
-	if l.Previews != nil {
-		l.enter(stagePreviews)
-		previewCtx, cancel := context.WithTimeout(ctx, l.Timeout)
-		defer cancel()
-		if err := l.Previews.Update(previewCtx, l.record); err != nil {
-			return cycle, todo, err
-		}
-	}
-	return cycle, todo, nil
+	return todo
 }
 
 // load decodes the plan files at rev, or returns those of the last cycle
