@@ -20,7 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/memlimit"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // natsFlags are the flags that say where the event bus is.
@@ -45,18 +45,18 @@ func (n *natsFlags) options(name string) events.BusOptions {
 }
 
 // allKinds are the executor kinds, in the order --kinds lists them.
-var allKinds = []string{planner.ExecKube, planner.ExecOpenStack, planner.ExecWorkload}
+var allKinds = []string{string(step.Kube), string(step.OpenStack), string(step.Workload)}
 
 // newExecutors builds the executors of the named kinds.
 func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, k := range kinds {
-		switch k {
-		case planner.ExecKube:
+		switch step.Kind(k) {
+		case step.Kube:
 			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
-		case planner.ExecOpenStack:
+		case step.OpenStack:
 			out = append(out, &executor.OpenStackExecutor{Client: c})
-		case planner.ExecWorkload:
+		case step.Workload:
 			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
 		default:
 			return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Handler carries out one step. Its error is terminal (failure.Terminal:
@@ -23,7 +24,7 @@ type Handler func(ctx context.Context, step *StepEvent) (Report, error)
 type WorkerOptions struct {
 	// Kind is the executor kind whose steps the worker takes; its durable
 	// consumer is ferry-exec-<kind>, shared by every replica of the kind.
-	Kind string
+	Kind step.Kind
 	// Concurrency is how many steps run at once. Default 4.
 	Concurrency int
 	// Waits is how many wait steps (action "wait") run at once besides
@@ -81,7 +82,7 @@ func (o *WorkerOptions) defaults() {
 }
 
 // ConsumerName is the durable consumer of an executor kind.
-func ConsumerName(kind string) string { return "ferry-exec-" + kind }
+func ConsumerName(kind step.Kind) string { return "ferry-exec-" + string(kind) }
 
 // backOff returns the delay before redelivering after attempt failed:
 // BackOff doubled per attempt, capped at MaxBackOff.
@@ -104,8 +105,8 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, StreamSteps, jetstream.ConsumerConfig{
 		Durable:       ConsumerName(opts.Kind),
-		Description:   "ferry executors of kind " + opts.Kind,
-		FilterSubject: StepsPrefix + opts.Kind + ".>",
+		Description:   "ferry executors of kind " + string(opts.Kind),
+		FilterSubject: StepsPrefix + string(opts.Kind) + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       opts.AckWait,
 		MaxDeliver:    opts.MaxDeliver,
@@ -141,7 +142,7 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 			continue
 		}
 		slots := w.slots
-		if ev.Step.Action == ActionWait {
+		if ev.Step.Action == step.Wait {
 			slots = w.waits
 		}
 		select {
@@ -158,9 +159,6 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 		}()
 	}
 }
-
-// ActionWait is the action of steps that wait for a condition.
-const ActionWait = "wait"
 
 type worker struct {
 	opts    WorkerOptions

@@ -17,7 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -35,10 +35,10 @@ func bus(t *testing.T) *testenv.NATS {
 	return n
 }
 
-func step(plan, key string) *events.StepEvent {
+func stepEvent(plan, key string) *events.StepEvent {
 	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: plan}}
-	return events.NewStepEvent(p, "rev1", planner.Step{Key: "cluster/noop/x/" + key, Phase: "cluster", Executor: "test", Action: "noop",
-		Target: planner.Target{Kind: "X", Name: key}}, time.Now())
+	return events.NewStepEvent(p, "rev1", step.Step{Key: "cluster/noop/x/" + key, Phase: "cluster", Executor: "test", Action: "noop",
+		Target: step.Target{Kind: "X", Name: key}}, time.Now())
 }
 
 func publish(t *testing.T, js jetstream.JetStream, ev *events.StepEvent) bool {
@@ -133,7 +133,7 @@ func TestStreamsIdempotent(t *testing.T) {
 
 func TestPublishDeduplicates(t *testing.T) {
 	n := bus(t)
-	ev := step("p1", "a")
+	ev := stepEvent("p1", "a")
 	if publish(t, n.JetStream, ev) {
 		t.Fatal("first publish reported a duplicate")
 	}
@@ -155,7 +155,7 @@ func TestWorkerSucceeds(t *testing.T) {
 		calls.Add(1)
 		return events.Report{Message: "did " + s.Step.Target.Name}, nil
 	})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "a success", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if r := all[0]; r.Outcome != events.Succeeded || r.Message != "did a" || r.Attempt != 1 || r.StepKey != "cluster/noop/x/a" {
 		t.Errorf("result = %+v", r)
@@ -202,7 +202,7 @@ func TestRedeliveryAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestFailsAfterMaxDeliver(t *testing.T) {
 			calls.Add(1)
 			return events.Report{}, errors.New("connection refused")
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the step to fail", func(all []events.ResultEvent) bool {
 		return len(all) > 0 && all[len(all)-1].Outcome == events.Failed
 	})
@@ -268,7 +268,7 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 			calls.Add(1)
 			return events.Report{}, failure.Terminal(errors.New("credentials refused"))
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the step to fail", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if r := all[0]; r.Outcome != events.Failed || !r.Terminal || r.Error != "credentials refused" {
 		t.Errorf("result = %+v", r)
@@ -292,7 +292,7 @@ func TestInProgressKeepsLongStepsAlive(t *testing.T) {
 			time.Sleep(900 * time.Millisecond)
 			return events.Report{}, nil
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the long step", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if all[0].Attempt != 1 || calls.Load() != 1 {
 		t.Errorf("attempt %d, %d calls; want 1 and 1", all[0].Attempt, calls.Load())
@@ -323,7 +323,7 @@ func TestReplicasSplitWork(t *testing.T) {
 	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 2}, handler("b"))
 	const steps = 60
 	for i := range steps {
-		publish(t, n.JetStream, step("p1", fmt.Sprint(i)))
+		publish(t, n.JetStream, stepEvent("p1", fmt.Sprint(i)))
 	}
 	res.wait(t, "all steps", func(all []events.ResultEvent) bool { return len(all) == steps })
 	mu.Lock()
@@ -352,7 +352,7 @@ func TestExhaustedStepIsReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := step("p1", "a")
+	ev := stepEvent("p1", "a")
 	publish(t, n.JetStream, ev)
 	// Two deliveries, neither settled; a third pull, as a live executor
 	// always has one waiting, makes the server notice it has given up.
@@ -379,19 +379,19 @@ func TestWaitsDoNotHoldSteps(t *testing.T) {
 	release := make(chan struct{})
 	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 1, Waits: 2, Logger: quiet},
 		func(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
-			if ev.Step.Action == events.ActionWait {
+			if ev.Step.Action == step.Wait {
 				select {
 				case <-release:
 				case <-ctx.Done():
 					return events.Report{}, ctx.Err()
 				}
 			}
-			return events.Report{Message: ev.Step.Action}, nil
+			return events.Report{Message: string(ev.Step.Action)}, nil
 		})
-	wait := step("p1", "waiting")
-	wait.Step.Action = events.ActionWait
+	wait := stepEvent("p1", "waiting")
+	wait.Step.Action = step.Wait
 	publish(t, n.JetStream, wait)
-	publish(t, n.JetStream, step("p2", "other"))
+	publish(t, n.JetStream, stepEvent("p2", "other"))
 	res.wait(t, "the step behind the wait", func(all []events.ResultEvent) bool {
 		return len(all) == 1 && all[0].Plan == "p2" && all[0].Outcome == events.Succeeded
 	})

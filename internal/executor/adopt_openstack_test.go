@@ -30,6 +30,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -86,14 +87,14 @@ func TestAdoptOpenStack(t *testing.T) {
 	plan := f.Plan
 	kube := kubeExecutor(t, a.Mgmt)
 	log := slog.New(slog.NewTextHandler(kubeTestLog{t}, nil))
-	execs := map[string]executor.Executor{
-		planner.ExecKube:      kube,
-		planner.ExecOpenStack: &executor.OpenStackExecutor{Client: a.Mgmt.Client},
-		planner.ExecWorkload:  &executor.WorkloadExecutor{Client: a.Mgmt.Client, Logger: log},
+	execs := map[step.Kind]executor.Executor{
+		step.Kube:      kube,
+		step.OpenStack: &executor.OpenStackExecutor{Client: a.Mgmt.Client},
+		step.Workload:  &executor.WorkloadExecutor{Client: a.Mgmt.Client, Logger: log},
 	}
 	obs := &observer.Observer{Client: a.Mgmt.Client, Cloud: &observer.OpenStack{Client: a.Mgmt.Client, MaxAge: -1}}
 
-	ran, res := runAdoption(t, ctx, plan, obs, func(*observed.Snapshot) {}, func(st planner.Step) {
+	ran, res := runAdoption(t, ctx, plan, obs, func(*observed.Snapshot) {}, func(st step.Step) {
 		ev := events.NewStepEvent(plan, "rev-1", st, time.Now())
 		for attempt := 1; attempt <= 2; attempt++ {
 			rep, err := execs[st.Executor].Execute(ctx, ev)
@@ -133,7 +134,7 @@ func TestAdoptOpenStack(t *testing.T) {
 // planned from, run carries out one step. It returns one line per group
 // run ("action Kind name + ...") and the last plan.
 func runAdoption(t *testing.T, ctx context.Context, plan *v1alpha1.MigrationPlan, obs *observer.Observer,
-	adjust func(*observed.Snapshot), run func(planner.Step)) ([]string, *planner.Result) {
+	adjust func(*observed.Snapshot), run func(step.Step)) ([]string, *planner.Result) {
 	t.Helper()
 	var ran []string
 	for round := 0; ; round++ {
@@ -155,7 +156,7 @@ func runAdoption(t *testing.T, ctx context.Context, plan *v1alpha1.MigrationPlan
 		}
 		var line []string
 		for _, st := range g.Steps {
-			line = append(line, st.Action+" "+st.Target.Kind+" "+st.Target.Name)
+			line = append(line, string(st.Action)+" "+st.Target.Kind+" "+st.Target.Name)
 			run(st)
 		}
 		ran = append(ran, strings.Join(line, " + "))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Executor carries out the steps of one kind (events.StepEvent.Step.Executor
@@ -14,6 +15,6 @@ import (
 // long as its step waits; the caller keeps the message alive meanwhile and
 // cancels ctx at shutdown or at the step's timeout.
 type Executor interface {
-	Kind() string
+	Kind() step.Kind
 	Execute(ctx context.Context, step *events.StepEvent) (events.Report, error)
 }

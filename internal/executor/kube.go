@@ -16,7 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // KubeExecutor carries out the steps of kind "kube": it creates and patches
@@ -53,8 +53,8 @@ func NewKubeExecutor(cfg *rest.Config) (*KubeExecutor, error) {
 	return &KubeExecutor{Client: c}, nil
 }
 
-// Kind is planner.ExecKube.
-func (e *KubeExecutor) Kind() string { return planner.ExecKube }
+// Kind is step.Kube.
+func (e *KubeExecutor) Kind() step.Kind { return step.Kube }
 
 // kubeStep is one step being carried out, with what every action needs.
 type kubeStep struct {
@@ -84,7 +84,7 @@ func (e *KubeExecutor) Execute(ctx context.Context, ev *events.StepEvent) (event
 		return events.Report{}, failure.Terminal(errors.New("kube executor: step carries no plan"))
 	}
 	st := ev.Step
-	if st.Executor != planner.ExecKube {
+	if st.Executor != step.Kube {
 		return events.Report{}, failure.Terminal(fmt.Errorf("kube executor: step %s is for executor %q", st.Key, st.Executor))
 	}
 	h := e.handler(st.Action, st.Target.Kind)
@@ -110,7 +110,7 @@ func (e *KubeExecutor) Execute(ctx context.Context, ev *events.StepEvent) (event
 
 // handler returns the function for an action on a kind, or nil when the
 // kube executor does not do that.
-func (e *KubeExecutor) handler(action, kind string) kubeHandler {
+func (e *KubeExecutor) handler(action step.Action, kind string) kubeHandler {
 	switch action {
 	case "copy-secret":
 		if kind == kubeKindSecret {

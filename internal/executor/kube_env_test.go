@@ -12,7 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -54,13 +54,13 @@ func (w kubeTestLog) Write(p []byte) (int, error) {
 }
 
 // kubeEvent is a hand-made step of the kube executor, for the table tests.
-func kubeEvent(p *v1alpha1.MigrationPlan, action, kind, name string, params map[string]string) *events.StepEvent {
-	st := planner.Step{
-		Key:      "test/" + action + "/" + strings.ToLower(kind) + "/" + name,
+func kubeEvent(p *v1alpha1.MigrationPlan, action step.Action, kind, name string, params map[string]string) *events.StepEvent {
+	st := step.Step{
+		Key:      "test/" + string(action) + "/" + strings.ToLower(kind) + "/" + name,
 		Phase:    "test",
-		Executor: planner.ExecKube,
+		Executor: step.Kube,
 		Action:   action,
-		Target:   planner.Target{Kind: kind, Namespace: p.Spec.Cluster.Namespace, Name: name},
+		Target:   step.Target{Kind: kind, Namespace: p.Spec.Cluster.Namespace, Name: name},
 		Params:   params,
 	}
 	return events.NewStepEvent(p, "test-revision", st, time.Now())

@@ -1,6 +1,10 @@
 package executor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/step"
+)
 
 // TestKubeHandlesEveryPlannedStep: every action and kind the planner gives
 // the kube executor (grep ExecKube in internal/planner) has a handler, so
@@ -8,7 +12,7 @@ import "testing"
 func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 	e := &KubeExecutor{}
 	for _, tc := range []struct {
-		action string
+		action step.Action
 		kinds  []string
 	}{
 		{"copy-secret", []string{"Secret"}},
@@ -26,9 +30,12 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 			}
 		}
 	}
-	for _, tc := range [][2]string{{"create", "Secret"}, {"delete", "Cluster"}, {"wait", "Machine"}, {"pause", "Machine"}, {"apply", "Manifest"}} {
-		if e.handler(tc[0], tc[1]) != nil {
-			t.Errorf("a handler for %s %s, which the kube executor must refuse", tc[0], tc[1])
+	for _, tc := range []struct {
+		action step.Action
+		kind   string
+	}{{"create", "Secret"}, {"delete", "Cluster"}, {"wait", "Machine"}, {"pause", "Machine"}, {"apply", "Manifest"}} {
+		if e.handler(tc.action, tc.kind) != nil {
+			t.Errorf("a handler for %s %s, which the kube executor must refuse", tc.action, tc.kind)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -150,7 +151,7 @@ func TestKubePauses(t *testing.T) {
 	e := kubeExecutor(t, k)
 	plan := kubePlan(t, "cluster")
 	type act struct {
-		action         string
+		action         step.Action
 		params         map[string]string
 		wantErr        string
 		paused, marked bool // the state after the action

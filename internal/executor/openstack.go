@@ -12,7 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/openstack"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // CloudOps is what the openstack executor needs of an OpenStack client.
@@ -43,8 +43,8 @@ type OpenStackExecutor struct {
 
 var _ Executor = (*OpenStackExecutor)(nil)
 
-// Kind is planner.ExecOpenStack.
-func (e *OpenStackExecutor) Kind() string { return planner.ExecOpenStack }
+// Kind is step.OpenStack.
+func (e *OpenStackExecutor) Kind() step.Kind { return step.OpenStack }
 
 // Execute runs one openstack step.
 func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {

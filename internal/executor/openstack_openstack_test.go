@@ -16,7 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/openstack"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -69,9 +69,9 @@ func TestOpenStackExecutor(t *testing.T) {
 			return nil
 		})
 	}()
-	run := func(revision string, p *v1alpha1.MigrationPlan, action string, target planner.Target) events.ResultEvent {
+	run := func(revision string, p *v1alpha1.MigrationPlan, action step.Action, target step.Target) events.ResultEvent {
 		t.Helper()
-		ev := events.NewStepEvent(p, revision, planner.Step{Key: "prepare/" + action, Phase: "prepare", Executor: "openstack", Action: action, Target: target}, time.Now())
+		ev := events.NewStepEvent(p, revision, step.Step{Key: "prepare/" + string(action), Phase: "prepare", Executor: "openstack", Action: action, Target: target}, time.Now())
 		if _, err := (&events.Publisher{JS: bus.JS}).PublishStep(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestOpenStackExecutor(t *testing.T) {
 		t.Fatalf("no result for %s", revision)
 		return events.ResultEvent{}
 	}
-	cloud := planner.Target{Kind: "Cloud", Name: "openstack"}
+	cloud := step.Target{Kind: "Cloud", Name: "openstack"}
 
 	if r := run("r1", plan(f.Image, 2), "resolve", cloud); r.Outcome != events.Succeeded || !strings.Contains(r.Message, "network/"+f.Network+"="+f.NetworkID) {
 		t.Errorf("resolve: %+v", r)
@@ -102,7 +102,7 @@ func TestOpenStackExecutor(t *testing.T) {
 	if r := run("r4", plan(f.Image, 50), "check-quota", cloud); r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, "instances: need 50") {
 		t.Errorf("check-quota over quota: %+v", r)
 	}
-	key := planner.Target{Kind: "Keypair", Name: "capi-key-" + f.Suffix}
+	key := step.Target{Kind: "Keypair", Name: "capi-key-" + f.Suffix}
 	r = run("r5", plan(f.Image, 2), "ensure-keypair", key)
 	if r.Outcome != events.Succeeded || len(r.Created) != 1 || r.Created[0].Name != key.Name {
 		t.Errorf("first ensure-keypair: %+v", r)
@@ -121,8 +121,8 @@ func TestOpenStackExecutor(t *testing.T) {
 	if _, err := c.CreateServer(ctx, openstack.ServerSpec{Name: "vpn-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: p.Metadata.Name}); err != nil {
 		t.Fatal(err)
 	}
-	del := planner.Step{Key: "cleanup/delete", Phase: "cleanup", Executor: "openstack", Action: "delete",
-		Target: planner.Target{Kind: "TaggedResources", Name: "ferry-plan=" + p.Metadata.Name}, Params: map[string]string{"recorded": "keypair/" + key.Name}}
+	del := step.Step{Key: "cleanup/delete", Phase: "cleanup", Executor: "openstack", Action: "delete",
+		Target: step.Target{Kind: "TaggedResources", Name: "ferry-plan=" + p.Metadata.Name}, Params: map[string]string{"recorded": "keypair/" + key.Name}}
 	ev := events.NewStepEvent(p, "r7", del, time.Now())
 	rep, err := exec.Execute(ctx, ev)
 	if err != nil || !strings.Contains(rep.Message, "server/vpn-"+f.Suffix) || !strings.Contains(rep.Message, "keypair/"+key.Name) {

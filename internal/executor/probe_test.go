@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // TestWorkloadProbe probes a real HTTP server whose application answers 200
@@ -72,7 +72,7 @@ func TestWorkloadProbe(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			healthy.Store(tc.healthy)
-			step := workloadStepEvent(workloadTestPlan(nil), "probe", planner.Target{Kind: "Node", Name: "wl-old-0"}, tc.params)
+			step := workloadStepEvent(workloadTestPlan(nil), "probe", step.Target{Kind: "Node", Name: "wl-old-0"}, tc.params)
 			// Twice: a probe changes nothing, so both runs agree.
 			for run := 1; run <= 2; run++ {
 				rep, err := e.Execute(context.Background(), step)

@@ -15,7 +15,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Annotations the workload executor puts on every object it applies, so
@@ -80,8 +80,8 @@ type WorkloadExecutor struct {
 
 var _ Executor = (*WorkloadExecutor)(nil)
 
-// Kind is planner.ExecWorkload.
-func (e *WorkloadExecutor) Kind() string { return planner.ExecWorkload }
+// Kind is step.Workload.
+func (e *WorkloadExecutor) Kind() step.Kind { return step.Workload }
 
 // workloadStep is one step being carried out, with what every action needs.
 type workloadStep struct {

@@ -18,7 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 const (
@@ -217,7 +217,7 @@ func testWorkloadApply(t *testing.T, env *workloadEnv) {
 			if tc.before != nil {
 				tc.before(t)
 			}
-			step := workloadStepEvent(workloadTestPlan(tc.plan), "apply", planner.Target{Kind: "Manifest", Name: tc.path}, nil)
+			step := workloadStepEvent(workloadTestPlan(tc.plan), "apply", step.Target{Kind: "Manifest", Name: tc.path}, nil)
 			for run := 1; run <= 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
 				checkWorkloadErr(t, err, tc.wantErr, tc.terminal)
@@ -267,12 +267,12 @@ func testWorkloadWaitManifest(t *testing.T, env *workloadEnv) {
 	p := workloadTestPlan(kubeadmCCM)
 	// The Apply test applies the same file, maybe at the same time: the
 	// same field manager applying the same objects does not conflict.
-	apply := workloadStepEvent(p, "apply", planner.Target{Kind: "Manifest", Name: overlayPath}, nil)
+	apply := workloadStepEvent(p, "apply", step.Target{Kind: "Manifest", Name: overlayPath}, nil)
 	if _, err := env.exec.Execute(ctx, apply); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(timeout string) error {
-		_, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", planner.Target{Kind: "Manifest", Name: overlayPath},
+		_, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
 			map[string]string{"for": "workloads available", "timeout": timeout}))
 		return err
 	}
@@ -293,7 +293,7 @@ func testWorkloadWaitManifest(t *testing.T, env *workloadEnv) {
 		}
 	}()
 	for run := 1; run <= 2; run++ {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", planner.Target{Kind: "Manifest", Name: overlayPath},
+		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
 			map[string]string{"timeout": "30s"}))
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -334,7 +334,7 @@ func testWorkloadWaitService(t *testing.T, env *workloadEnv) {
 		p.Spec.Cutover = &v1alpha1.Cutover{LoadBalancerService: &v1alpha1.ObjectRef{Namespace: "shop", Name: "ingress"}}
 	})
 	wait := func(name, timeout string) (string, error) {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", planner.Target{Kind: "Service", Namespace: "shop", Name: name},
+		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Service", Namespace: "shop", Name: name},
 			map[string]string{"for": "an external address", "timeout": timeout}))
 		return rep.Message, err
 	}

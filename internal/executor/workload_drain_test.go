@@ -15,7 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // drainPod is a pod on a test node. Owner is ReplicaSet, DaemonSet or
@@ -118,7 +118,7 @@ func testWorkloadDrain(t *testing.T, env *workloadEnv) {
 				env.budget(t, ns, tc.pdb, tc.pdbStatus)
 			}
 			p := workloadTestPlan(nil)
-			step := workloadStepEvent(p, "drain", planner.Target{Kind: "Node", Name: tc.node},
+			step := workloadStepEvent(p, "drain", step.Target{Kind: "Node", Name: tc.node},
 				map[string]string{"timeout": tc.timeout, "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 			for run := 0; run < 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)

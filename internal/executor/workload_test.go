@@ -16,7 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -62,8 +62,8 @@ func TestWorkload(t *testing.T) {
 		},
 	}
 	t.Run("Kind", func(t *testing.T) {
-		if got := env.exec.Kind(); got != planner.ExecWorkload {
-			t.Errorf("Kind() = %q, want %q", got, planner.ExecWorkload)
+		if got := env.exec.Kind(); got != step.Workload {
+			t.Errorf("Kind() = %q, want %q", got, step.Workload)
 		}
 	})
 	t.Run("Kubeconfig", func(t *testing.T) { testWorkloadKubeconfig(t, env) })
@@ -100,11 +100,11 @@ func workloadTestPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationP
 
 // workloadStepEvent builds the event of a workload step as the reconciler
 // publishes it.
-func workloadStepEvent(p *v1alpha1.MigrationPlan, action string, target planner.Target, params map[string]string) *events.StepEvent {
-	s := planner.Step{
-		Key:      "cutover/" + action + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
+func workloadStepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
+	s := step.Step{
+		Key:      "cutover/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
 		Phase:    v1alpha1.PhaseCutover,
-		Executor: planner.ExecWorkload,
+		Executor: step.Workload,
 		Action:   action,
 		Target:   target,
 		Params:   params,
@@ -176,7 +176,7 @@ func testWorkloadKubeconfig(t *testing.T, env *workloadEnv) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := workloadTestPlan(func(p *v1alpha1.MigrationPlan) { p.Spec.Cluster.Name = tc.cluster })
-			_, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", planner.Target{Kind: "Node", Name: "wl-cordon"}, nil))
+			_, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", step.Target{Kind: "Node", Name: "wl-cordon"}, nil))
 			checkWorkloadErr(t, err, tc.want, tc.terminal)
 			if err != nil && strings.Contains(err.Error(), garbage) {
 				t.Errorf("error shows the kubeconfig: %v", err)
@@ -197,7 +197,7 @@ func testWorkloadCordon(t *testing.T, env *workloadEnv) {
 		{"node gone", "wl-never-existed", "Node wl-never-existed is gone: nothing to cordon"},
 	}
 	for _, tc := range cases {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", planner.Target{Kind: "Node", Name: tc.node}, nil))
+		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", step.Target{Kind: "Node", Name: tc.node}, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -215,7 +215,7 @@ func testWorkloadCordon(t *testing.T, env *workloadEnv) {
 func testWorkloadDelete(t *testing.T, env *workloadEnv) {
 	ctx := context.Background()
 	p := workloadTestPlan(nil)
-	step := workloadStepEvent(p, "delete", planner.Target{Kind: "Node", Name: "wl-delete"}, nil)
+	step := workloadStepEvent(p, "delete", step.Target{Kind: "Node", Name: "wl-delete"}, nil)
 
 	_, err := env.exec.Execute(ctx, step)
 	checkWorkloadErr(t, err, []string{"delete Node wl-delete", "still Ready"}, false)

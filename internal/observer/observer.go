@@ -32,7 +32,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
@@ -83,11 +83,11 @@ type cachedWorkload struct {
 // Forget drops what the observer keeps about plan that a step of the
 // executor kind may have changed: its workload cluster, and its cloud
 // after an openstack step.
-func (o *Observer) Forget(plan, executor string) {
+func (o *Observer) Forget(plan string, executor step.Kind) {
 	o.mu.Lock()
 	delete(o.workloads, plan)
 	o.mu.Unlock()
-	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == planner.ExecOpenStack {
+	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == step.OpenStack {
 		f.Forget(plan)
 	}
 }

@@ -2,11 +2,11 @@ package planner
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The adopt strategy (seed 000): the running nodes stay, and CAPI's objects
@@ -34,8 +34,8 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 		if sec := s.Secret(c.ns, name); sec != nil {
 			// Cluster API's managers cache only the Secrets with the
 			// cluster's label: one they cannot see, they create again.
-			b.step(sec.Cluster == c.name, ExecKube, "label", Target{Kind: kindSecret, Name: name},
-				params("cluster.x-k8s.io/cluster-name", c.name), "Cluster API's managers see only the Secrets that carry the cluster's label")
+			b.step(sec.Cluster == c.name, step.Kube, step.Label, step.Target{Kind: step.Secret, Name: name},
+				step.NewParams("cluster.x-k8s.io/cluster-name", c.name), "Cluster API's managers see only the Secrets that carry the cluster's label")
 			continue
 		}
 		switch {
@@ -44,8 +44,8 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 		case s.Secret(from, name) == nil:
 			b.block("Secret %s/%s is missing, and so is its copy %s/%s", c.ns, name, from, name)
 		}
-		b.step(false, ExecKube, "copy-secret", Target{Kind: kindSecret, Name: name},
-			params("from", from+"/"+name), "taken over from the running cluster, never regenerated")
+		b.step(false, step.Kube, step.CopySecret, step.Target{Kind: step.Secret, Name: name},
+			step.NewParams(step.ParamFrom, from+"/"+name), "taken over from the running cluster, never regenerated")
 	}
 	b.group()
 	b.identitySecret(c)
@@ -54,23 +54,23 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	b.group()
 
 	cl := s.Cluster
-	osc := Target{Kind: kindOSC, Name: c.name}
-	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: kindOSC, Name: c.name}
+	osc := step.Target{Kind: step.OpenStackCluster, Name: c.name}
+	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: step.OpenStackCluster, Name: c.name}
 	if cl == nil {
-		b.step(false, ExecKube, "create", Target{Kind: kindCluster, Name: c.name},
-			params("paused", "true", "infrastructureRef", ref(osc.Kind, osc.Name),
-				"controlPlaneRef", ref(c.plan.Spec.Target.ControlPlane.Provider, c.plan.Spec.Target.ControlPlane.Name),
-				"controlPlaneEndpoint", "from the "+c.name+"-kubeconfig Secret"),
+		b.step(false, step.Kube, step.Create, step.Target{Kind: step.Cluster, Name: c.name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamInfrastructureRef, step.Ref(osc.Kind, osc.Name),
+				step.ParamControlPlaneRef, step.Ref(c.plan.Spec.Target.ControlPlane.Provider, c.plan.Spec.Target.ControlPlane.Name),
+				step.ParamControlPlaneEndpoint, "from the "+c.name+"-kubeconfig Secret"),
 			"created paused so that CAPI does not act before its infrastructure exists")
 	} else {
-		b.step(wired, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
-			params("paused", "true", "infrastructureRef", ref(osc.Kind, osc.Name)),
+		b.step(wired, step.Kube, step.Patch, step.Target{Kind: step.Cluster, Name: c.name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamInfrastructureRef, step.Ref(osc.Kind, osc.Name)),
 			fmt.Sprintf("infrastructureRef is %s/%s; paused while it is switched", cl.InfrastructureRef.Kind, cl.InfrastructureRef.Name))
 	}
 	b.group()
 	b.openStackCluster(c)
 	b.group()
-	b.unpause(kindCluster, c.name, wired, pauseOf(cl))
+	b.unpause(step.Cluster, c.name, wired, pauseOf(cl))
 	b.group()
 	b.waitOpenStackCluster(c)
 }
@@ -124,49 +124,49 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 	kubeadmSpec := "from kube-system/kubeadm-config of the workload cluster"
 
 	for _, n := range cpNodes {
-		b.step(has(s.KubeadmConfigs, n.Name), ExecKube, "create", Target{Kind: kindKubeadmCfg, Name: n.Name},
-			params("spec", kubeadmSpec), "the bootstrap config the running node was joined with")
+		b.step(has(s.KubeadmConfigs, n.Name), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfig, Name: n.Name},
+			step.NewParams(step.ParamSpec, kubeadmSpec), "the bootstrap config the running node was joined with")
 	}
 	b.group()
 	kcp := s.ControlPlane
-	if kcp != nil && kcp.Kind != kindKCP {
+	if kcp != nil && kcp.Kind != step.KubeadmControlPlane {
 		b.block("the cluster's control plane %s/%s is not a KubeadmControlPlane, but the plan says KubeadmControlPlane", kcp.Kind, kcp.Name)
 	}
-	b.step(kcp != nil, ExecKube, "create", Target{Kind: kindKCP, Name: cp.Name},
-		params("paused", "true", "replicas", strconv.Itoa(len(cpNodes)), "version", version,
-			"kubeadmConfigSpec", kubeadmSpec, "machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
+	b.step(kcp != nil, step.Kube, step.Create, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+		step.NewParams(step.ParamPaused, step.Bool(true), step.ParamReplicas, step.Int(len(cpNodes)), step.ParamVersion, version,
+			step.ParamKubeadmConfigSpec, kubeadmSpec, step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
 		"created paused, with the running kubeadm spec and version, so that nothing rolls")
 	b.group()
 	for _, n := range cpNodes {
-		b.step(s.Machine(n.Name) != nil, ExecKube, "create", Target{Kind: kindMachine, Name: n.Name},
-			params("paused", "true", "controlPlane", "true", "version", version,
-				"bootstrap", ref(kindKubeadmCfg, n.Name), "infrastructureRef", ref(kindOSM, n.Name),
-				"providerID", c.providerID(b, n)),
+		b.step(s.Machine(n.Name) != nil, step.Kube, step.Create, step.Target{Kind: step.Machine, Name: n.Name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamControlPlane, step.Bool(true), step.ParamVersion, version,
+				step.ParamBootstrap, step.Ref(step.KubeadmConfig, n.Name), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name),
+				step.ParamProviderID, c.providerID(b, n)),
 			"the Machine of running node "+n.Name)
 	}
 	b.group()
 	t := c.plan.Spec.Target
-	b.step(has(s.OpenStackMachineTemplates, cp.Name), ExecKube, "create", Target{Kind: kindOSMT, Name: cp.Name},
-		params("flavor", cp.Flavor, "image", cp.Image, "sshKeyName", t.SSHKey.Name,
-			"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
+	b.step(has(s.OpenStackMachineTemplates, cp.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: cp.Name},
+		step.NewParams(step.ParamFlavor, cp.Flavor, step.ParamImage, cp.Image, step.ParamSSHKeyName, t.SSHKey.Name,
+			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
 		"the template new control-plane machines are built from")
 	b.group()
 	if kcp != nil {
-		b.step(kcp.InfrastructureRef == observed.Ref{Kind: kindOSMT, Name: cp.Name}, ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
-			params("machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
+		b.step(kcp.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachineTemplate, Name: cp.Name}, step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
 			fmt.Sprintf("it refers to %s/%s", kcp.InfrastructureRef.Kind, kcp.InfrastructureRef.Name))
 		b.group()
 	}
 	for _, n := range cpNodes {
-		b.step(has(s.OpenStackMachines, n.Name), ExecKube, "create", Target{Kind: kindOSM, Name: n.Name},
-			params("providerID", c.providerID(b, n), "flavor", cp.Flavor, "image", cp.Image, "identityRef", c.identityRef()),
+		b.step(has(s.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
+			step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, cp.Flavor, step.ParamImage, cp.Image, step.ParamIdentityRef, c.identityRef()),
 			"bound to the running server of node "+n.Name)
 	}
 	b.group()
 	for _, n := range cpNodes {
 		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: kindOSM, Name: n.Name}, ExecKube, "patch", Target{Kind: kindMachine, Name: n.Name},
-				params("infrastructureRef", ref(kindOSM, n.Name)),
+			b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: n.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: n.Name},
+				step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name)),
 				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
 		}
 	}
@@ -175,19 +175,19 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 	c.nodeProviderIDs(b, cpNodes)
 	for _, n := range cpNodes {
 		m := s.Machine(n.Name)
-		b.unpause(kindMachine, n.Name, m != nil, pauseOfMachine(m))
+		b.unpause(step.Machine, n.Name, m != nil, pauseOfMachine(m))
 	}
 	var kcpPause observed.Pause
 	if kcp != nil {
 		kcpPause = kcp.Pause
 	}
-	b.unpause(kindKCP, cp.Name, kcp != nil, kcpPause)
+	b.unpause(step.KubeadmControlPlane, cp.Name, kcp != nil, kcpPause)
 	b.group()
 	// The wait trusts the KCP's own status; whether its replicas match the
 	// nodes is the next phase's health check (seed 001's hang shows as a
 	// stable KCP with fewer nodes than replicas).
-	b.step(kcp != nil && !kcp.Paused && kcp.Stable(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
-		params("for", "replicas == ready == updated, none unavailable", "timeout", c.waitTimeout()),
+	b.step(kcp != nil && !kcp.Paused && kcp.Stable(), step.Kube, step.Wait, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+		step.NewParams(step.ParamFor, step.For(step.ForStable, step.ForAvailable), step.ParamTimeout, c.waitTimeout()),
 		"CAPI takes over the control plane without replacing a machine")
 	b.group()
 	b.cloudControllerManager(c, "seed 000's manual step once the first control-plane machine is adopted")
@@ -207,20 +207,20 @@ func adoptKamaji(c *planCtx, b *phaseBuilder) {
 	s := c.snap
 	cp := c.plan.Spec.Target.ControlPlane
 	kcp := s.ControlPlane
-	if kcp == nil || kcp.Kind != kindKamaji {
+	if kcp == nil || kcp.Kind != step.KamajiControlPlane {
 		b.block("KamajiControlPlane %s/%s not found: ferry adopts a running Kamaji control plane and does not create one", c.ns, cp.Name)
 	}
 	want := cp.Kubelet.PreferredAddressTypes
-	b.step(kcp != nil && equalStrings(kcp.PreferredAddressTypes, want), ExecKube, "patch", Target{Kind: kindKamaji, Name: cp.Name},
-		params("kubelet.preferredAddressTypes", joinComma(want)),
+	b.step(kcp != nil && equalStrings(kcp.PreferredAddressTypes, want), step.Kube, step.Patch, step.Target{Kind: step.KamajiControlPlane, Name: cp.Name},
+		step.NewParams(step.ParamPreferredAddressTypes, joinComma(want)),
 		"the hosted API server reaches kubelets by IP: node names do not resolve there")
 	b.group()
 	cl := s.Cluster
-	b.step(cl != nil && cl.ControlPlaneRef == observed.Ref{Kind: kindKamaji, Name: cp.Name}, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
-		params("controlPlaneRef", ref(kindKamaji, cp.Name)), "the Cluster's control plane is the Kamaji one")
+	b.step(cl != nil && cl.ControlPlaneRef == observed.Ref{Kind: step.KamajiControlPlane, Name: cp.Name}, step.Kube, step.Patch, step.Target{Kind: step.Cluster, Name: c.name},
+		step.NewParams(step.ParamControlPlaneRef, step.Ref(step.KamajiControlPlane, cp.Name)), "the Cluster's control plane is the Kamaji one")
 	b.group()
-	b.step(kcp != nil && kcp.Ready, ExecKube, "wait", Target{Kind: kindKamaji, Name: cp.Name},
-		params("for", "status.ready", "timeout", c.waitTimeout()), "Kamaji serves the control plane at its endpoint")
+	b.step(kcp != nil && kcp.Ready, step.Kube, step.Wait, step.Target{Kind: step.KamajiControlPlane, Name: cp.Name},
+		step.NewParams(step.ParamFor, step.ForReady, step.ParamTimeout, c.waitTimeout()), "Kamaji serves the control plane at its endpoint")
 	b.group()
 	b.cloudControllerManager(c, "with no control-plane nodes, the cloud controller manager runs on the workers (seed 004)")
 }
@@ -266,70 +266,70 @@ func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []ob
 	}
 	version := kubeletVersion(nodes)
 
-	b.step(has(s.KubeadmConfigTemplates, md), ExecKube, "create", Target{Kind: kindKubeadmCfgT, Name: md},
-		params("joinConfiguration", "from kube-system/kubeadm-config of the workload cluster", "kubeletExtraArgs", "cloud-provider=external"),
+	b.step(has(s.KubeadmConfigTemplates, md), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfigTemplate, Name: md},
+		step.NewParams(step.ParamJoinConfiguration, "from kube-system/kubeadm-config of the workload cluster", step.ParamKubeletExtraArgs, "cloud-provider=external"),
 		"how new machines of pool "+pool.Name+" join")
 	b.group()
 	d := s.MachineDeployment(md)
-	b.step(d != nil, ExecKube, "create", Target{Kind: kindMD, Name: md},
-		params("paused", "true", "replicas", strconv.Itoa(len(nodes)), "version", version, "failureDomain", pool.FailureDomain,
-			"bootstrap", ref(kindKubeadmCfgT, md), "infrastructureRef", ref(kindOSMT, md)),
+	b.step(d != nil, step.Kube, step.Create, step.Target{Kind: step.MachineDeployment, Name: md},
+		step.NewParams(step.ParamPaused, step.Bool(true), step.ParamReplicas, step.Int(len(nodes)), step.ParamVersion, version, step.ParamFailureDomain, pool.FailureDomain,
+			step.ParamBootstrap, step.Ref(step.KubeadmConfigTemplate, md), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)),
 		"created paused so that it does not scale while its machines are adopted")
 	b.group()
 	sets := s.MachineSetsOf(md)
-	b.step(len(sets) > 0, ExecKube, "create", Target{Kind: kindMachineSet, Name: ms},
-		params("paused", "true", "owner", ref(kindMD, md), "replicas", strconv.Itoa(len(nodes)), "infrastructureRef", ref(kindOSMT, md)),
+	b.step(len(sets) > 0, step.Kube, step.Create, step.Target{Kind: step.MachineSet, Name: ms},
+		step.NewParams(step.ParamPaused, step.Bool(true), step.ParamOwner, step.Ref(step.MachineDeployment, md), step.ParamReplicas, step.Int(len(nodes)), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)),
 		"owned by the MachineDeployment, owning the adopted Machines")
 	b.group()
 	for _, n := range nodes {
-		b.step(s.Machine(n.Name) != nil, ExecKube, "create", Target{Kind: kindMachine, Name: n.Name},
-			params("paused", "true", "deployment", md, "machineSet", ms, "version", version,
-				"infrastructureRef", ref(kindOSM, n.Name), "providerID", c.providerID(b, n)),
+		b.step(s.Machine(n.Name) != nil, step.Kube, step.Create, step.Target{Kind: step.Machine, Name: n.Name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamDeployment, md, step.ParamMachineSet, ms, step.ParamVersion, version,
+				step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name), step.ParamProviderID, c.providerID(b, n)),
 			"the Machine of running node "+n.Name)
 	}
 	b.group()
 	for _, set := range sets {
-		b.step(set.InfrastructureRef.Kind == kindOSMT, ExecKube, "patch", Target{Kind: kindMachineSet, Name: set.Name},
-			params("infrastructureRef", ref(kindOSMT, md)), "it refers to kind "+set.InfrastructureRef.Kind)
+		b.step(set.InfrastructureRef.Kind == step.OpenStackMachineTemplate, step.Kube, step.Patch, step.Target{Kind: step.MachineSet, Name: set.Name},
+			step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)), "it refers to kind "+set.InfrastructureRef.Kind)
 	}
 	b.group()
 	if d != nil {
-		b.step(d.InfrastructureRef.Kind == kindOSMT, ExecKube, "patch", Target{Kind: kindMD, Name: md},
-			params("infrastructureRef", ref(kindOSMT, md)), "it refers to kind "+d.InfrastructureRef.Kind)
+		b.step(d.InfrastructureRef.Kind == step.OpenStackMachineTemplate, step.Kube, step.Patch, step.Target{Kind: step.MachineDeployment, Name: md},
+			step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)), "it refers to kind "+d.InfrastructureRef.Kind)
 		b.group()
 	}
-	b.step(has(s.OpenStackMachineTemplates, md), ExecKube, "create", Target{Kind: kindOSMT, Name: md},
-		params("flavor", pool.Flavor, "image", pool.Image, "sshKeyName", t.SSHKey.Name,
-			"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
+	b.step(has(s.OpenStackMachineTemplates, md), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: md},
+		step.NewParams(step.ParamFlavor, pool.Flavor, step.ParamImage, pool.Image, step.ParamSSHKeyName, t.SSHKey.Name,
+			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
 		"the template new machines of pool "+pool.Name+" are built from")
 	b.group()
 	for _, n := range nodes {
-		b.step(has(s.OpenStackMachines, n.Name), ExecKube, "create", Target{Kind: kindOSM, Name: n.Name},
-			params("providerID", c.providerID(b, n), "flavor", pool.Flavor, "image", pool.Image, "identityRef", c.identityRef()),
+		b.step(has(s.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
+			step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, pool.Flavor, step.ParamImage, pool.Image, step.ParamIdentityRef, c.identityRef()),
 			"bound to the running server of node "+n.Name)
 		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: kindOSM, Name: n.Name}, ExecKube, "patch", Target{Kind: kindMachine, Name: n.Name},
-				params("infrastructureRef", ref(kindOSM, n.Name)),
+			b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: n.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: n.Name},
+				step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name)),
 				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
 		}
 	}
 	b.group()
 	c.bindServers(b, nodes)
 	c.nodeProviderIDs(b, nodes)
-	b.unpause(kindMD, md, d != nil, pauseOfMD(d))
+	b.unpause(step.MachineDeployment, md, d != nil, pauseOfMD(d))
 	if len(sets) == 0 {
-		b.unpause(kindMachineSet, ms, false, observed.Pause{})
+		b.unpause(step.MachineSet, ms, false, observed.Pause{})
 	}
 	for _, set := range sets {
-		b.unpause(kindMachineSet, set.Name, true, set.Pause)
+		b.unpause(step.MachineSet, set.Name, true, set.Pause)
 	}
 	for _, n := range nodes {
 		m := s.Machine(n.Name)
-		b.unpause(kindMachine, n.Name, m != nil, pauseOfMachine(m))
+		b.unpause(step.Machine, n.Name, m != nil, pauseOfMachine(m))
 	}
 	b.group()
-	b.step(d != nil && !d.Paused && d.Stable() && d.Replicas == len(nodes), ExecKube, "wait", Target{Kind: kindMD, Name: md},
-		params("for", "replicas == ready == updated", "timeout", c.waitTimeout()),
+	b.step(d != nil && !d.Paused && d.Stable() && d.Replicas == len(nodes), step.Kube, step.Wait, step.Target{Kind: step.MachineDeployment, Name: md},
+		step.NewParams(step.ParamFor, step.ForStable, step.ParamTimeout, c.waitTimeout()),
 		"CAPI takes over pool "+pool.Name+" without replacing a machine")
 	b.group()
 }
@@ -358,11 +358,11 @@ func adoptRollout(c *planCtx, b *phaseBuilder) {
 	if cp.Provider == v1alpha1.ProviderKubeadm {
 		kcp := s.ControlPlane
 		left := adopted(func(m *observed.Machine) bool { return m.ControlPlane })
-		b.step(left == 0 || (kcp != nil && kcp.RolloutAfter != ""), ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
-			params("rolloutAfter", "now"), fmt.Sprintf("%d adopted control-plane machines to replace", left))
+		b.step(left == 0 || (kcp != nil && kcp.RolloutAfter != ""), step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamRolloutAfter, step.RolloutNow), fmt.Sprintf("%d adopted control-plane machines to replace", left))
 		b.group()
-		b.step(left == 0 && kcp != nil && kcp.Stable(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
-			params("for", "no adopted machine left, replicas == ready == updated", "timeout", c.waitTimeout()),
+		b.step(left == 0 && kcp != nil && kcp.Stable(), step.Kube, step.Wait, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamFor, step.For(step.ForNoAdopted, step.ForStable), step.ParamTimeout, c.waitTimeout()),
 			"CAPI replaces the control-plane machines one at a time")
 		b.group()
 	}
@@ -370,11 +370,11 @@ func adoptRollout(c *planCtx, b *phaseBuilder) {
 		md := c.name + "-" + pool.Name
 		d := s.MachineDeployment(md)
 		left := adopted(func(m *observed.Machine) bool { return m.Deployment == md })
-		b.step(left == 0 || (d != nil && d.RolloutAfter != ""), ExecKube, "patch", Target{Kind: kindMD, Name: md},
-			params("rolloutAfter", "now"), fmt.Sprintf("%d adopted machines to replace", left))
+		b.step(left == 0 || (d != nil && d.RolloutAfter != ""), step.Kube, step.Patch, step.Target{Kind: step.MachineDeployment, Name: md},
+			step.NewParams(step.ParamRolloutAfter, step.RolloutNow), fmt.Sprintf("%d adopted machines to replace", left))
 		b.group()
-		b.step(left == 0 && d != nil && d.Stable(), ExecKube, "wait", Target{Kind: kindMD, Name: md},
-			params("for", "no adopted machine left, replicas == ready == updated", "timeout", c.waitTimeout()),
+		b.step(left == 0 && d != nil && d.Stable(), step.Kube, step.Wait, step.Target{Kind: step.MachineDeployment, Name: md},
+			step.NewParams(step.ParamFor, step.For(step.ForNoAdopted, step.ForStable), step.ParamTimeout, c.waitTimeout()),
 			"CAPI replaces pool "+pool.Name+"'s machines")
 		b.group()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // ErrNoStrategy is returned for a plan whose strategy the planner does not
@@ -106,7 +107,7 @@ func approvalGate(ph Phase) string {
 		return ""
 	}
 	for _, s := range ph.Groups[0].Steps {
-		if s.Executor != ExecApproval {
+		if s.Executor != step.Approval {
 			return ""
 		}
 	}
@@ -150,22 +151,22 @@ type planCtx struct {
 type phaseBuilder struct {
 	ctx     *planCtx
 	phase   Phase
-	cur     []Step
+	cur     []step.Step
 	blocked []string
 }
 
 // step adds s to the current group unless done. The target's namespace
 // defaults to the cluster's for Kubernetes kinds.
-func (b *phaseBuilder) step(done bool, executor, action string, target Target, params map[string]string, reason string) {
+func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, target step.Target, params step.Params, reason string) {
 	if done {
 		b.phase.Done++
 		return
 	}
-	if target.Namespace == "" && executor != ExecOpenStack && executor != ExecApproval && !clusterScoped[target.Kind] {
+	if target.Namespace == "" && executor != step.OpenStack && executor != step.Approval && !step.ClusterScoped(target.Kind) {
 		target.Namespace = b.ctx.ns
 	}
-	b.cur = append(b.cur, Step{
-		Key:      b.phase.Name + "/" + action + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
+	b.cur = append(b.cur, step.Step{
+		Key:      b.phase.Name + "/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
 		Phase:    b.phase.Name,
 		Executor: executor,
 		Action:   action,
@@ -175,13 +176,10 @@ func (b *phaseBuilder) step(done bool, executor, action string, target Target, p
 	})
 }
 
-// clusterScoped kinds have no namespace.
-var clusterScoped = map[string]bool{kindNode: true, kindManifest: true, kindPlan: true}
-
 // group ends the current group: the steps after it run once these are done.
 func (b *phaseBuilder) group() {
 	if len(b.cur) > 0 {
-		b.phase.Groups = append(b.phase.Groups, Group{Steps: b.cur})
+		b.phase.Groups = append(b.phase.Groups, step.Group{Steps: b.cur})
 		b.cur = nil
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -77,7 +78,7 @@ type recorder struct {
 	planned          map[string]*planner.Result
 }
 
-func (r *recorder) Planned(_ context.Context, _ Cycle, _, plan string, res *planner.Result, _ []planner.Step) {
+func (r *recorder) Planned(_ context.Context, _ Cycle, _, plan string, res *planner.Result, _ []step.Step) {
 	if r.planned == nil {
 		r.planned = map[string]*planner.Result{}
 	}

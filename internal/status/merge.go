@@ -9,6 +9,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The merge functions are pure: no clock (the caller passes now, results
@@ -134,7 +135,7 @@ func mergePhase(old *PhaseStatus, rp planner.Phase, runnable bool, now time.Time
 // Running. Call it for the group the reconciler publishes, after
 // FromResult. It moves Approved forward: publishing is acting on a phase.
 // A step already in flight keeps its start time.
-func Published(st *PlanStatus, steps []planner.Step, now time.Time) {
+func Published(st *PlanStatus, steps []step.Step, now time.Time) {
 	now = now.UTC().Truncate(time.Second)
 	changed := false
 	for _, s := range steps {
@@ -188,10 +189,10 @@ func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 	if ss == nil {
 		action, target := splitKey(ev.StepKey)
 		if ev.Action != "" && ev.Target != "" {
-			action, target = ev.Action, ev.Target
+			action, target = string(ev.Action), ev.Target
 		}
 		ph.Steps = append(ph.Steps, StepStatus{
-			Key: ev.StepKey, Executor: ev.Executor, Action: action, Target: target, State: StepPending,
+			Key: ev.StepKey, Executor: ev.Executor, Action: step.Action(action), Target: target, State: StepPending,
 		})
 		ph.Left++
 		ss = &ph.Steps[len(ph.Steps)-1]

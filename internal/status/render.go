@@ -36,7 +36,7 @@ func Table(w io.Writer, st *PlanStatus) error {
 		ph := &st.Phases[i]
 		cur, attempts, lastErr := "-", "-", "-"
 		if s := currentStep(ph); s != nil {
-			cur = clip(s.Executor+": "+s.Action+" "+s.Target, tableCellMax)
+			cur = clip(s.Title(), tableCellMax)
 			if s.Attempts > 0 {
 				attempts = strconv.Itoa(s.Attempts)
 			}
@@ -108,7 +108,7 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 		ph := &st.Phases[i]
 		var cur, attempts, lastErr string
 		if s := currentStep(ph); s != nil {
-			cur = mdText(s.Executor+": "+s.Action+" "+s.Target, mdCellMax)
+			cur = mdText(s.Title(), mdCellMax)
 			if s.Attempts > 0 {
 				attempts = strconv.Itoa(s.Attempts)
 			}
@@ -148,7 +148,7 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 				result = s.LastError
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n",
-				mdText(ph.Name, mdCellMax), mdText(s.Executor+": "+s.Action+" "+s.Target, mdCellMax),
+				mdText(ph.Name, mdCellMax), mdText(s.Title(), mdCellMax),
 				s.State, attempts, took, mdText(result, mdCellMax)))
 		}
 	}
