@@ -19,6 +19,9 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
+	"github.com/ferry-dev/ferry/internal/executor/openstack"
+	"github.com/ferry-dev/ferry/internal/executor/workload"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/step"
 )
@@ -53,11 +56,11 @@ func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context,
 	for _, k := range kinds {
 		switch step.Kind(k) {
 		case step.Kube:
-			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
+			out = append(out, &kube.Executor{Client: c, Logger: log})
 		case step.OpenStack:
-			out = append(out, &executor.OpenStackExecutor{Client: c})
+			out = append(out, &openstack.Executor{Client: c})
 		case step.Workload:
-			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
+			out = append(out, &workload.Executor{Client: c, Repo: repo, Logger: log})
 		default:
 			return nil, fmt.Errorf("unknown executor kind %q; kinds are %s", k, strings.Join(allKinds, ", "))
 		}

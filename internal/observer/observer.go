@@ -21,7 +21,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
@@ -35,20 +34,12 @@ import (
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
-// provider's Go module is not a dependency of ferry.
-var KamajiGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: v1alpha1.ProviderKamaji}
-
 // CloudObserver reads what the planner needs from OpenStack for a plan:
 // name resolutions, servers by name, keypairs, quota, and the resources
 // ferry tagged. It authenticates with the clouds.yaml Secret the plan names.
 type CloudObserver interface {
 	ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error)
 }
-
-// WorkloadClientFunc builds a client for the workload cluster from the
-// kubeconfig in its <cluster>-kubeconfig Secret.
-type WorkloadClientFunc func(kubeconfig []byte) (client.Client, error)
 
 // Observer reads the state one plan is planned against. It only reads:
 // its lists ask informer-backed clients not to copy (UnsafeDisableDeepCopy),
@@ -58,7 +49,7 @@ type Observer struct {
 	Client client.Client
 	// Workload builds the workload cluster's client; nil uses
 	// NewWorkloadClient.
-	Workload WorkloadClientFunc
+	Workload kube.ClientFunc
 	// Cloud reads OpenStack; nil leaves the cloud unobserved.
 	Cloud CloudObserver
 	// Manifests is the plans repository, where manifest paths are read
@@ -99,31 +90,6 @@ func (o *Observer) repo(ctx context.Context) fs.FS {
 		return fsys
 	}
 	return o.Manifests
-}
-
-// ReadKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
-// where it was read (for errors, which never quote it). A missing Secret is
-// retryable: CAPI writes it, and ferry's own cluster phase restores it.
-func ReadKubeconfig(ctx context.Context, c client.Client, namespace, cluster string) ([]byte, string, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
-	where := "Secret " + key.String()
-	var sec corev1.Secret
-	err := c.Get(ctx, key, &sec)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
-	case err != nil:
-		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
-	case len(sec.Data["value"]) == 0:
-		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
-	}
-	return sec.Data["value"], where, nil
-}
-
-// NewWorkloadClient returns a client for a kubeconfig with ferry's scheme,
-// reused across cycles and steps (kube.WorkloadClient).
-func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
-	return kube.WorkloadClient(kubeconfig)
 }
 
 // Observe reads the snapshot for p, a validated and defaulted plan, and
@@ -252,7 +218,7 @@ func (o *Observer) controlPlane(ctx context.Context, p *v1alpha1.MigrationPlan, 
 	ns, cpName := p.Spec.Cluster.Namespace, p.Spec.Target.ControlPlane.Name
 	if p.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(KamajiGVK)
+		u.SetGroupVersionKind(kube.KamajiGVK)
 		found, err := o.get(ctx, ns, cpName, u)
 		if err != nil || !found {
 			return err

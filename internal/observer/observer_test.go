@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -162,7 +163,7 @@ func TestObserve(t *testing.T) {
 
 	// A KamajiControlPlane is read as unstructured data.
 	kcp := &unstructured.Unstructured{}
-	kcp.SetGroupVersionKind(KamajiGVK)
+	kcp.SetGroupVersionKind(kube.KamajiGVK)
 	kcp.SetNamespace("default")
 	kcp.SetName("c1-control-plane")
 	_ = unstructured.SetNestedField(kcp.Object, int64(2), "spec", "replicas")

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,40 +21,30 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// kubeWaitable are the kinds a wait step watches.
-var kubeWaitable = map[string]bool{kubeKindOSC: true, kubeKindKCP: true, kubeKindMD: true, kubeKindKamaji: true}
+// waitable are the kinds a wait step watches.
+var waitable = map[string]bool{step.OpenStackCluster: true, step.KubeadmControlPlane: true, step.MachineDeployment: true, step.KamajiControlPlane: true}
 
-// The clauses of a wait step's "for" parameter (joined by ", "), and the
-// kinds each applies to. A clause the executor does not know is terminal:
-// a wait that ignored part of what the planner asks for would end early.
-const (
-	kubeForReady       = "status.ready"
-	kubeForStable      = "replicas == ready == updated"
-	kubeForAvailable   = "none unavailable"
-	kubeForNoAdopted   = "no adopted machine left"
-	kubeForOnOpenStack = "every control-plane machine on OpenStack"
-	// kubeForNodesReady needs no check of its own: CAPI counts a machine
-	// ready only when its node is Ready, so readyReplicas covers it.
-	kubeForNodesReady = "nodes Ready"
-)
-
-var kubeWaitClauses = map[string][]string{
-	kubeForReady:       {kubeKindOSC, kubeKindKamaji},
-	kubeForStable:      {kubeKindKCP, kubeKindMD},
-	kubeForAvailable:   {kubeKindKCP, kubeKindMD},
-	kubeForNoAdopted:   {kubeKindKCP, kubeKindMD},
-	kubeForOnOpenStack: {kubeKindKCP},
-	kubeForNodesReady:  {kubeKindMD},
+// waitClauses are the kinds each clause of a wait step's "for" applies to.
+// A clause the executor does not know is terminal: a wait that ignored
+// part of what the planner asks for would end early. ForNodesReady needs
+// no check of its own: CAPI counts a machine ready only when its node is
+// Ready, so readyReplicas covers it.
+var waitClauses = map[string][]string{
+	step.ForReady:       {step.OpenStackCluster, step.KamajiControlPlane},
+	step.ForStable:      {step.KubeadmControlPlane, step.MachineDeployment},
+	step.ForAvailable:   {step.KubeadmControlPlane, step.MachineDeployment},
+	step.ForNoAdopted:   {step.KubeadmControlPlane, step.MachineDeployment},
+	step.ForOnOpenStack: {step.KubeadmControlPlane},
+	step.ForNodesReady:  {step.MachineDeployment},
 }
 
-// kubeWait is one wait step: the clauses it waits for on its target.
-type kubeWait struct {
-	e       *KubeExecutor
-	s       *kubeStep
+// waiter is one wait step: the clauses it waits for on its target.
+type waiter struct {
+	e       *Executor
+	s       *job
 	clauses []string
 	// machines: a clause looks at the cluster's Machines, which are
 	// watched too.
@@ -63,27 +55,27 @@ type kubeWait struct {
 // holds, for at most the "timeout" parameter. Each event only says "look
 // again": the state is read afresh, so a missed or merged event costs
 // nothing. Timing out is retryable, with what was last seen.
-func (e *KubeExecutor) wait(ctx context.Context, s *kubeStep) (events.Report, error) {
-	timeout, err := kubeTimeout(s)
+func (e *Executor) wait(ctx context.Context, s *job) (events.Report, error) {
+	timeout, err := waitTimeout(s)
 	if err != nil {
 		return events.Report{}, err
 	}
-	w := &kubeWait{e: e, s: s}
+	w := &waiter{e: e, s: s}
 	forText := s.param("for")
 	if forText == "" {
-		forText = kubeForReady
-		if s.kind() == kubeKindKCP || s.kind() == kubeKindMD {
-			forText = kubeForStable
+		forText = step.ForReady
+		if s.kind() == step.KubeadmControlPlane || s.kind() == step.MachineDeployment {
+			forText = step.ForStable
 		}
 	}
 	for _, clause := range strings.Split(forText, ",") {
 		clause = strings.TrimSpace(clause)
-		kinds, known := kubeWaitClauses[clause]
+		kinds, known := waitClauses[clause]
 		if !known || !slices.Contains(kinds, s.kind()) {
 			return events.Report{}, failure.Terminal(fmt.Errorf("wait for %s: ferry cannot wait for %q on a %s", s.target(), clause, s.kind()))
 		}
 		w.clauses = append(w.clauses, clause)
-		w.machines = w.machines || clause == kubeForNoAdopted || clause == kubeForOnOpenStack
+		w.machines = w.machines || clause == step.ForNoAdopted || clause == step.ForOnOpenStack
 	}
 
 	s.log.Info("waiting", "object", s.target(), "for", forText, "timeout", timeout)
@@ -104,8 +96,8 @@ func (e *KubeExecutor) wait(ctx context.Context, s *kubeStep) (events.Report, er
 	return events.Report{}, err
 }
 
-// kubeTimeout reads the timeout parameter, else the plan's wait timeout.
-func kubeTimeout(s *kubeStep) (time.Duration, error) {
+// waitTimeout reads the timeout parameter, else the plan's wait timeout.
+func waitTimeout(s *job) (time.Duration, error) {
 	v := s.param("timeout")
 	if v == "" && s.plan.Spec.Timeouts != nil {
 		v = s.plan.Spec.Timeouts.Wait
@@ -120,19 +112,19 @@ func kubeTimeout(s *kubeStep) (time.Duration, error) {
 	return d, nil
 }
 
-// kubeRewatchPause keeps a watch that the API server keeps ending at once
+// rewatchPause keeps a watch that the API server keeps ending at once
 // (an overloaded server, a proxy cutting connections) from turning into a
 // tight loop: a watch that lived shorter than this is restarted after it.
-const kubeRewatchPause = time.Second
+const rewatchPause = time.Second
 
 // until watches and checks until the clauses hold or ctx ends; it returns
 // what it saw last either way. The watches start before the first check,
 // so a change between the two is an event, not a miss.
-func (w *kubeWait) until(ctx context.Context) (seen string, err error) {
+func (w *waiter) until(ctx context.Context) (seen string, err error) {
 	s := w.s
 	for {
 		started := time.Now()
-		target, err := w.e.Client.Watch(ctx, kubeListOf(s.kind()), client.InNamespace(s.key.Namespace),
+		target, err := w.e.Client.Watch(ctx, listOf(s.kind()), client.InNamespace(s.key.Namespace),
 			client.MatchingFields{"metadata.name": s.key.Name})
 		if err != nil {
 			return seen, fmt.Errorf("wait for %s: watch: %w", s.target(), err)
@@ -156,7 +148,7 @@ func (w *kubeWait) until(ctx context.Context) (seen string, err error) {
 			}
 			seen = now
 			if !done {
-				restart, err = kubeNextEvent(ctx, target.ResultChan(), machineEvents)
+				restart, err = nextEvent(ctx, target.ResultChan(), machineEvents)
 			}
 		}
 		target.Stop()
@@ -166,22 +158,22 @@ func (w *kubeWait) until(ctx context.Context) (seen string, err error) {
 		if done || err != nil {
 			return seen, err
 		}
-		if time.Since(started) < kubeRewatchPause {
+		if time.Since(started) < rewatchPause {
 			select {
 			case <-ctx.Done():
 				return seen, ctx.Err()
-			case <-time.After(kubeRewatchPause):
+			case <-time.After(rewatchPause):
 			}
 		}
 	}
 }
 
-// kubeNextEvent blocks until either watch delivers an event worth a look,
+// nextEvent blocks until either watch delivers an event worth a look,
 // then takes the events already queued behind it, so that a burst (the
 // initial events of a watch, many Machines changing at once) costs one
 // look. restart is true when a watch ended or failed and must be started
 // again.
-func kubeNextEvent(ctx context.Context, a, b <-chan watch.Event) (restart bool, err error) {
+func nextEvent(ctx context.Context, a, b <-chan watch.Event) (restart bool, err error) {
 	for got := false; ; {
 		var ev watch.Event
 		var ok bool
@@ -209,31 +201,31 @@ func kubeNextEvent(ctx context.Context, a, b <-chan watch.Event) (restart bool, 
 	}
 }
 
-func kubeListOf(kind string) client.ObjectList {
+func listOf(kind string) client.ObjectList {
 	switch kind {
-	case kubeKindOSC:
+	case step.OpenStackCluster:
 		return &infrav1.OpenStackClusterList{}
-	case kubeKindKCP:
+	case step.KubeadmControlPlane:
 		return &controlplanev1.KubeadmControlPlaneList{}
-	case kubeKindMD:
+	case step.MachineDeployment:
 		return &clusterv1.MachineDeploymentList{}
 	}
 	u := &unstructured.UnstructuredList{}
-	u.SetGroupVersionKind(observer.KamajiGVK.GroupVersion().WithKind(kubeKindKamaji + "List"))
+	u.SetGroupVersionKind(kubeclient.KamajiGVK.GroupVersion().WithKind(step.KamajiControlPlane + "List"))
 	return u
 }
 
-// kubeReplicaStatus is a controller's report on its machines.
-type kubeReplicaStatus struct {
+// replicaStatus is a controller's report on its machines.
+type replicaStatus struct {
 	generation, observedGeneration              int64
 	want, replicas, ready, updated, unavailable int32
 }
 
-func (r kubeReplicaStatus) stable() bool {
+func (r replicaStatus) stable() bool {
 	return r.observedGeneration >= r.generation && r.want == r.replicas && r.want == r.ready && r.want == r.updated && r.unavailable == 0
 }
 
-func (r kubeReplicaStatus) String() string {
+func (r replicaStatus) String() string {
 	s := fmt.Sprintf("replicas %d (status %d), ready %d, updated %d, unavailable %d", r.want, r.replicas, r.ready, r.updated, r.unavailable)
 	if r.observedGeneration < r.generation {
 		s += fmt.Sprintf(", generation %d not yet observed (%d)", r.generation, r.observedGeneration)
@@ -243,9 +235,9 @@ func (r kubeReplicaStatus) String() string {
 
 // check reads the target (and Machines) and reports whether every clause
 // holds, and what it saw.
-func (w *kubeWait) check(ctx context.Context) (bool, string, error) {
+func (w *waiter) check(ctx context.Context) (bool, string, error) {
 	s := w.s
-	obj := kubeNewObject(s.kind())
+	obj := newObject(s.kind())
 	err := w.e.Client.Get(ctx, s.key, obj)
 	if apierrors.IsNotFound(err) {
 		return false, "not found", nil
@@ -254,7 +246,7 @@ func (w *kubeWait) check(ctx context.Context) (bool, string, error) {
 		return false, "", fmt.Errorf("wait for %s: read it: %w", s.target(), err)
 	}
 	var seen []string
-	ready, rs := false, kubeReplicaStatus{generation: obj.GetGeneration()}
+	ready, rs := false, replicaStatus{generation: obj.GetGeneration()}
 	switch o := obj.(type) {
 	case *infrav1.OpenStackCluster:
 		ready = o.Status.Ready
@@ -268,12 +260,12 @@ func (w *kubeWait) check(ctx context.Context) (bool, string, error) {
 	case *controlplanev1.KubeadmControlPlane:
 		st := o.Status
 		rs.observedGeneration, rs.replicas, rs.ready, rs.updated, rs.unavailable = st.ObservedGeneration, st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.UnavailableReplicas
-		rs.want = kubeDeref32(o.Spec.Replicas)
+		rs.want = deref32(o.Spec.Replicas)
 		seen = append(seen, rs.String())
 	case *clusterv1.MachineDeployment:
 		st := o.Status
 		rs.observedGeneration, rs.replicas, rs.ready, rs.updated, rs.unavailable = st.ObservedGeneration, st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.UnavailableReplicas
-		rs.want = kubeDeref32(o.Spec.Replicas)
+		rs.want = deref32(o.Spec.Replicas)
 		seen = append(seen, rs.String())
 	}
 	var adopted, offCloud []string
@@ -285,16 +277,16 @@ func (w *kubeWait) check(ctx context.Context) (bool, string, error) {
 	done := true
 	for _, clause := range w.clauses {
 		switch clause {
-		case kubeForReady:
+		case step.ForReady:
 			done = done && ready
-		case kubeForStable:
+		case step.ForStable:
 			done = done && rs.stable()
-		case kubeForAvailable:
+		case step.ForAvailable:
 			done = done && rs.unavailable == 0
-		case kubeForNoAdopted:
+		case step.ForNoAdopted:
 			done = done && len(adopted) == 0
 			seen = append(seen, fmt.Sprintf("%d adopted machines left %v", len(adopted), adopted))
-		case kubeForOnOpenStack:
+		case step.ForOnOpenStack:
 			done = done && len(offCloud) == 0
 			seen = append(seen, fmt.Sprintf("%d control-plane machines not on OpenStack %v", len(offCloud), offCloud))
 		}
@@ -306,7 +298,7 @@ func (w *kubeWait) check(ctx context.Context) (bool, string, error) {
 // control-plane machines, a MachineDeployment's pool) that ferry adopted,
 // and those whose providerID is not OpenStack's. A machine being deleted
 // still counts: it is left until it is gone.
-func (w *kubeWait) machinesLeft(ctx context.Context) (adopted, offCloud []string, err error) {
+func (w *waiter) machinesLeft(ctx context.Context) (adopted, offCloud []string, err error) {
 	s := w.s
 	var list clusterv1.MachineList
 	if err := w.e.Client.List(ctx, &list, client.InNamespace(s.key.Namespace),
@@ -315,20 +307,20 @@ func (w *kubeWait) machinesLeft(ctx context.Context) (adopted, offCloud []string
 	}
 	for _, m := range list.Items {
 		_, cp := m.Labels[clusterv1.MachineControlPlaneLabel]
-		if (s.kind() == kubeKindKCP && !cp) || (s.kind() == kubeKindMD && m.Labels[clusterv1.MachineDeploymentNameLabel] != s.key.Name) {
+		if (s.kind() == step.KubeadmControlPlane && !cp) || (s.kind() == step.MachineDeployment && m.Labels[clusterv1.MachineDeploymentNameLabel] != s.key.Name) {
 			continue
 		}
 		if _, ok := m.Annotations[observed.AnnotationAdopted]; ok {
 			adopted = append(adopted, m.Name)
 		}
-		if m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, openstack.ProviderIDPrefix) {
+		if m.Spec.ProviderID == nil || !strings.HasPrefix(*m.Spec.ProviderID, step.ProviderIDPrefix) {
 			offCloud = append(offCloud, m.Name)
 		}
 	}
 	return adopted, offCloud, nil
 }
 
-func kubeDeref32(p *int32) int32 {
+func deref32(p *int32) int32 {
 	if p == nil {
 		return 1 // CAPI's default for KubeadmControlPlane and MachineDeployment
 	}

@@ -1,4 +1,4 @@
-package executor
+package openstack
 
 import (
 	"context"
@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/openstack"
+	osclient "github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // bindServer records a running server in the OpenStackServer that CAPO's
@@ -32,13 +34,13 @@ import (
 // its status written through the status subresource, and then unpaused:
 // CAPO must not reconcile it before its status says what it is. Each of
 // the three writes is skipped when already done.
-func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (events.Report, error) {
+func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (events.Report, error) {
 	s := ev.Step
 	ns, name := ev.Spec.Spec.Cluster.Namespace, s.Target.Name
 	target := "OpenStackServer " + ns + "/" + name
-	id := strings.TrimPrefix(s.Params["providerID"], openstack.ProviderIDPrefix)
+	id := strings.TrimPrefix(s.Params["providerID"], step.ProviderIDPrefix)
 	if id == "" || id == s.Params["providerID"] {
-		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: providerID %q is not %s<server-id>", target, s.Params["providerID"], openstack.ProviderIDPrefix))
+		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: providerID %q is not %s<server-id>", target, s.Params["providerID"], step.ProviderIDPrefix))
 	}
 	var osm infrav1.OpenStackMachine
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &osm); err != nil {
@@ -47,8 +49,8 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 	}
 	// The server is read from the cloud once, and only when an
 	// OpenStackServer is to be created or its status written.
-	var b *openstack.ServerBinding
-	binding := func() (*openstack.ServerBinding, error) {
+	var b *osclient.ServerBinding
+	binding := func() (*osclient.ServerBinding, error) {
 		if b != nil {
 			return b, nil
 		}
@@ -67,8 +69,8 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 			return events.Report{}, err
 		}
 		oss = buildOpenStackServer(&osm, b, ev.Plan)
-		if err := e.Client.Create(ctx, &oss, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return events.Report{}, kubeWriteError("bind "+target+": create", err)
+		if err := e.Client.Create(ctx, &oss, client.FieldOwner(executor.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return events.Report{}, executor.WriteError("bind "+target+": create", err)
 		}
 		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&oss), &oss); err != nil {
 			return events.Report{}, fmt.Errorf("bind %s: %w", target, err)
@@ -85,16 +87,16 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 			return events.Report{}, err
 		}
 		oss.Status = openStackServerStatus(b)
-		if err := e.Client.Status().Update(ctx, &oss, client.FieldOwner(FieldManager)); err != nil {
-			return events.Report{}, kubeWriteError("bind "+target+": record the server", err)
+		if err := e.Client.Status().Update(ctx, &oss, client.FieldOwner(executor.FieldManager)); err != nil {
+			return events.Report{}, executor.WriteError("bind "+target+": record the server", err)
 		}
 	}
 	if oss.Annotations[observed.AnnotationPausedBy] == ev.Plan {
 		patch := client.MergeFrom(oss.DeepCopy())
 		delete(oss.Annotations, clusterv1.PausedAnnotation)
 		delete(oss.Annotations, observed.AnnotationPausedBy)
-		if err := e.Client.Patch(ctx, &oss, patch, client.FieldOwner(FieldManager)); err != nil {
-			return events.Report{}, kubeWriteError("bind "+target+": unpause", err)
+		if err := e.Client.Patch(ctx, &oss, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+			return events.Report{}, executor.WriteError("bind "+target+": unpause", err)
 		}
 	}
 	return events.Report{Message: fmt.Sprintf("%s is bound to server %s", target, id)}, nil
@@ -103,7 +105,7 @@ func (e *OpenStackExecutor) bindServer(ctx context.Context, cloud CloudOps, ev *
 // buildOpenStackServer is the OpenStackServer of an adopted server, paused
 // by plan: the OpenStackMachine's identity, and the image, flavor and
 // networks the server runs with.
-func buildOpenStackServer(osm *infrav1.OpenStackMachine, b *openstack.ServerBinding, plan string) infrav1alpha1.OpenStackServer {
+func buildOpenStackServer(osm *infrav1.OpenStackMachine, b *osclient.ServerBinding, plan string) infrav1alpha1.OpenStackServer {
 	oss := infrav1alpha1.OpenStackServer{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: osm.Namespace, Name: osm.Name,
@@ -140,7 +142,7 @@ func buildOpenStackServer(osm *infrav1.OpenStackMachine, b *openstack.ServerBind
 // its spec and built it: the instance, and the ports by ID, so that CAPO
 // adopts them instead of creating its own. Ready is left to CAPO, which
 // sets it with the instance's state.
-func openStackServerStatus(b *openstack.ServerBinding) infrav1alpha1.OpenStackServerStatus {
+func openStackServerStatus(b *osclient.ServerBinding) infrav1alpha1.OpenStackServerStatus {
 	st := infrav1alpha1.OpenStackServerStatus{
 		InstanceID: ptr.To(b.ID),
 		Resolved:   &infrav1alpha1.ResolvedServerSpec{ImageID: b.ImageID, FlavorID: b.FlavorID},

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The machines' objects. The adopted ones (KubeadmConfig, Machine,
@@ -29,42 +29,42 @@ import (
 // machines CAPI builds later, and agree with the adopted ones so that CAPI
 // finds them up to date and replaces nothing on its own.
 
-// kubeAdoptedTemplateHash is the machine-template-hash label of the
+// adoptedTemplateHash is the machine-template-hash label of the
 // MachineSet that owns a pool's adopted Machines, and of those Machines.
 // The MachineDeployment controller reads the label from every MachineSet
 // it owns (it fails without one) and puts it into the set's selector; a
 // Machine without it would no longer be the set's, and the set would
 // create new machines in its place. Its value is any label value: CAPI
 // only compares it.
-const kubeAdoptedTemplateHash = "adopted"
+const adoptedTemplateHash = "adopted"
 
 // buildKubeadmConfig: the bootstrap config of a running control-plane node.
-func (e *KubeExecutor) buildKubeadmConfig(ctx context.Context, s *kubeStep) (client.Object, error) {
-	cc, err := e.kubeRequireKubeadm(ctx, s)
+func (e *Executor) buildKubeadmConfig(ctx context.Context, s *job) (client.Object, error) {
+	cc, err := e.requireKubeadm(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	kc := &bootstrapv1.KubeadmConfig{Spec: kubeControlPlaneSpec(cc, false)}
-	kubeMeta(kc, s, false)
+	kc := &bootstrapv1.KubeadmConfig{Spec: controlPlaneSpec(cc, false)}
+	meta(kc, s, false)
 	return kc, nil
 }
 
 // buildKubeadmControlPlane: the control plane with the running kubeadm
 // spec and version, so that nothing rolls when it is unpaused.
-func (e *KubeExecutor) buildKubeadmControlPlane(ctx context.Context, s *kubeStep) (client.Object, error) {
-	replicas, err := kubeReplicas(s)
+func (e *Executor) buildKubeadmControlPlane(ctx context.Context, s *job) (client.Object, error) {
+	replicas, err := replicas(s)
 	if err != nil {
 		return nil, err
 	}
-	version, err := kubeRequired(s, "version")
+	version, err := required(s, "version")
 	if err != nil {
 		return nil, err
 	}
-	infra, err := kubeRefParam(s, "machineTemplate.infrastructureRef")
+	infra, err := refParam(s, "machineTemplate.infrastructureRef")
 	if err != nil {
 		return nil, err
 	}
-	cc, err := e.kubeRequireKubeadm(ctx, s)
+	cc, err := e.requireKubeadm(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -72,27 +72,27 @@ func (e *KubeExecutor) buildKubeadmControlPlane(ctx context.Context, s *kubeStep
 		Replicas:          replicas,
 		Version:           version,
 		MachineTemplate:   controlplanev1.KubeadmControlPlaneMachineTemplate{InfrastructureRef: *infra},
-		KubeadmConfigSpec: kubeControlPlaneSpec(cc, true),
+		KubeadmConfigSpec: controlPlaneSpec(cc, true),
 		// CAPI's default, written out rather than left to its webhook.
 		RolloutStrategy: &controlplanev1.RolloutStrategy{
 			Type:          controlplanev1.RollingUpdateStrategyType,
 			RollingUpdate: &controlplanev1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(1))},
 		},
 	}}
-	kubeMeta(kcp, s, kubeFlagTrue(s, "paused"))
+	meta(kcp, s, flagTrue(s, "paused"))
 	return kcp, nil
 }
 
-// kubeProviderID reads the providerID parameter. Anything but an OpenStack
+// providerID reads the providerID parameter. Anything but an OpenStack
 // server's ID means the planner could not find the node's server in Nova
 // (or did not ask): a person must see to it, and a Machine without its
 // server must not exist.
-func kubeProviderID(s *kubeStep) (string, error) {
+func providerID(s *job) (string, error) {
 	id := s.param("providerID")
-	if !strings.HasPrefix(id, openstack.ProviderIDPrefix) || len(id) == len(openstack.ProviderIDPrefix) {
+	if !strings.HasPrefix(id, step.ProviderIDPrefix) || len(id) == len(step.ProviderIDPrefix) {
 		return "", failure.Terminal(fmt.Errorf("create %s: providerID %q is not %s<server-id>: the Nova server of node %s was not found; "+
 			"ferry adopts a node only with its server (check that a server named after the node exists and OpenStack is reachable)",
-			s.target(), id, openstack.ProviderIDPrefix, s.key.Name))
+			s.target(), id, step.ProviderIDPrefix, s.key.Name))
 	}
 	return id, nil
 }
@@ -101,12 +101,12 @@ func kubeProviderID(s *kubeStep) (string, error) {
 // Secret so that CAPI does not wait for bootstrap data of a node that has
 // long joined; the Secret is not created, since nothing reads it for a
 // server that exists (CAPO finds the server by name).
-func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Object, error) {
-	providerID, err := kubeProviderID(s)
+func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, error) {
+	providerID, err := providerID(s)
 	if err != nil {
 		return nil, err
 	}
-	infra, err := kubeRefParam(s, "infrastructureRef")
+	infra, err := refParam(s, "infrastructureRef")
 	if err != nil {
 		return nil, err
 	}
@@ -117,18 +117,18 @@ func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Ob
 		Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(s.key.Name)},
 	}}
 	if v := s.param("bootstrap"); v != "" {
-		if m.Spec.Bootstrap.ConfigRef, err = kubeRef("bootstrap", v, s.key.Namespace); err != nil {
+		if m.Spec.Bootstrap.ConfigRef, err = ref("bootstrap", v, s.key.Namespace); err != nil {
 			return nil, err
 		}
 	}
 	if v := s.param("version"); v != "" {
 		m.Spec.Version = ptr.To(v)
 	}
-	kubeMeta(m, s, kubeFlagTrue(s, "paused"))
+	meta(m, s, flagTrue(s, "paused"))
 	// The labels CAPI's owners select their machines by: KubeadmControlPlane
 	// adopts control-plane machines of its cluster, a MachineSet those of
 	// its selector.
-	if kubeFlagTrue(s, "controlPlane") {
+	if flagTrue(s, "controlPlane") {
 		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
 		m.Labels[clusterv1.MachineControlPlaneNameLabel] = s.plan.Spec.Target.ControlPlane.Name
 	}
@@ -137,7 +137,7 @@ func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Ob
 	}
 	if v := s.param("machineSet"); v != "" {
 		m.Labels[clusterv1.MachineSetNameLabel] = v
-		m.Labels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
+		m.Labels[clusterv1.MachineDeploymentUniqueLabel] = adoptedTemplateHash
 	}
 	ann := m.GetAnnotations()
 	if ann == nil {
@@ -148,33 +148,33 @@ func (e *KubeExecutor) buildMachine(ctx context.Context, s *kubeStep) (client.Ob
 	return m, nil
 }
 
-// kubeIdentity reads the identityRef parameter, "secret#cloud"; without
+// identity reads the identityRef parameter, "secret#cloud"; without
 // one, the plan's identity.
-func kubeIdentity(s *kubeStep) (*infrav1.OpenStackIdentityReference, error) {
+func identity(s *job) (*infrav1.OpenStackIdentityReference, error) {
 	v := s.param("identityRef")
 	if v == "" {
 		id := s.plan.Spec.Target.Identity
 		return &infrav1.OpenStackIdentityReference{Name: id.SecretName, CloudName: id.CloudName}, nil
 	}
-	name, cloud, ok := kubeSplitPair(v, "#")
+	name, cloud, ok := step.SplitPair(v, "#")
 	if !ok {
 		return nil, failure.Terminal(fmt.Errorf("create %s: identityRef=%q is not secret#cloud", s.target(), v))
 	}
 	return &infrav1.OpenStackIdentityReference{Name: name, CloudName: cloud}, nil
 }
 
-// kubeMachineSpec is the part of a CAPO machine spec every machine of a
+// machineSpec is the part of a CAPO machine spec every machine of a
 // pool shares: flavor, image by name, and the identity to build it with.
-func kubeMachineSpec(s *kubeStep) (infrav1.OpenStackMachineSpec, error) {
-	flavor, err := kubeRequired(s, "flavor")
+func machineSpec(s *job) (infrav1.OpenStackMachineSpec, error) {
+	flavor, err := required(s, "flavor")
 	if err != nil {
 		return infrav1.OpenStackMachineSpec{}, err
 	}
-	image, err := kubeRequired(s, "image")
+	image, err := required(s, "image")
 	if err != nil {
 		return infrav1.OpenStackMachineSpec{}, err
 	}
-	id, err := kubeIdentity(s)
+	id, err := identity(s)
 	if err != nil {
 		return infrav1.OpenStackMachineSpec{}, err
 	}
@@ -188,33 +188,33 @@ func kubeMachineSpec(s *kubeStep) (infrav1.OpenStackMachineSpec, error) {
 // buildOpenStackMachineTemplate: how CAPO builds new machines of the
 // control plane or a pool, with the SSH key and a port on the plan's
 // network.
-func (e *KubeExecutor) buildOpenStackMachineTemplate(_ context.Context, s *kubeStep) (client.Object, error) {
-	spec, err := kubeMachineSpec(s)
+func (e *Executor) buildOpenStackMachineTemplate(_ context.Context, s *job) (client.Object, error) {
+	spec, err := machineSpec(s)
 	if err != nil {
 		return nil, err
 	}
 	spec.SSHKeyName = s.param("sshKeyName")
-	spec.Ports = []infrav1.PortOpts{{Network: kubeNetworkParam(&s.plan.Spec.Target.Network)}}
+	spec.Ports = []infrav1.PortOpts{{Network: networkParam(&s.plan.Spec.Target.Network)}}
 	t := &infrav1.OpenStackMachineTemplate{Spec: infrav1.OpenStackMachineTemplateSpec{
 		Template: infrav1.OpenStackMachineTemplateResource{Spec: spec},
 	}}
-	kubeMeta(t, s, false)
+	meta(t, s, false)
 	return t, nil
 }
 
 // buildOpenStackMachine: a running node's server, bound by providerID.
-func (e *KubeExecutor) buildOpenStackMachine(_ context.Context, s *kubeStep) (client.Object, error) {
-	providerID, err := kubeProviderID(s)
+func (e *Executor) buildOpenStackMachine(_ context.Context, s *job) (client.Object, error) {
+	providerID, err := providerID(s)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := kubeMachineSpec(s)
+	spec, err := machineSpec(s)
 	if err != nil {
 		return nil, err
 	}
 	spec.ProviderID = ptr.To(providerID)
 	m := &infrav1.OpenStackMachine{Spec: spec}
-	kubeMeta(m, s, false)
+	meta(m, s, false)
 	return m, nil
 }
 
@@ -222,17 +222,17 @@ func (e *KubeExecutor) buildOpenStackMachine(_ context.Context, s *kubeStep) (cl
 // configuration in kube-system/kubeadm-config (only the cluster's), so the
 // template registers nodes as CAPO's own templates do, with the kubelet
 // flags of the step (cloud-provider=external).
-func (e *KubeExecutor) buildKubeadmConfigTemplate(_ context.Context, s *kubeStep) (client.Object, error) {
-	args, err := kubeParseMap("kubeletExtraArgs", s.param("kubeletExtraArgs"))
+func (e *Executor) buildKubeadmConfigTemplate(_ context.Context, s *job) (client.Object, error) {
+	args, err := parseMap("kubeletExtraArgs", s.param("kubeletExtraArgs"))
 	if err != nil {
 		return nil, err
 	}
 	t := &bootstrapv1.KubeadmConfigTemplate{Spec: bootstrapv1.KubeadmConfigTemplateSpec{
 		Template: bootstrapv1.KubeadmConfigTemplateResource{Spec: bootstrapv1.KubeadmConfigSpec{
-			JoinConfiguration: &bootstrapv1.JoinConfiguration{NodeRegistration: kubeNodeRegistration(args)},
+			JoinConfiguration: &bootstrapv1.JoinConfiguration{NodeRegistration: nodeRegistration(args)},
 		}},
 	}}
-	kubeMeta(t, s, false)
+	meta(t, s, false)
 	return t, nil
 }
 
@@ -240,20 +240,20 @@ func (e *KubeExecutor) buildKubeadmConfigTemplate(_ context.Context, s *kubeStep
 // the pool's name, the labels every Machine of the pool carries. The
 // strategy is CAPI's default, written out: the controller fails on a
 // MachineDeployment without one, and only CAPI's webhook would fill it.
-func (e *KubeExecutor) buildMachineDeployment(ctx context.Context, s *kubeStep) (client.Object, error) {
-	replicas, err := kubeReplicas(s)
+func (e *Executor) buildMachineDeployment(ctx context.Context, s *job) (client.Object, error) {
+	replicas, err := replicas(s)
 	if err != nil {
 		return nil, err
 	}
-	bootstrap, err := kubeRefParam(s, "bootstrap")
+	bootstrap, err := refParam(s, "bootstrap")
 	if err != nil {
 		return nil, err
 	}
-	infra, err := kubeRefParam(s, "infrastructureRef")
+	infra, err := refParam(s, "infrastructureRef")
 	if err != nil {
 		return nil, err
 	}
-	version, err := e.kubeVersion(ctx, s)
+	version, err := e.version(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -284,20 +284,20 @@ func (e *KubeExecutor) buildMachineDeployment(ctx context.Context, s *kubeStep) 
 	if fd := s.param("failureDomain"); fd != "" {
 		md.Spec.Template.Spec.FailureDomain = ptr.To(fd)
 	}
-	kubeMeta(md, s, kubeFlagTrue(s, "paused"))
+	meta(md, s, flagTrue(s, "paused"))
 	return md, nil
 }
 
-// kubeVersion is the version parameter or, when the step has none (the
+// version is the version parameter or, when the step has none (the
 // replace strategy's new pools), the control plane's version: workers of
 // another version would be an upgrade nobody asked for. nil when neither
 // is known.
-func (e *KubeExecutor) kubeVersion(ctx context.Context, s *kubeStep) (*string, error) {
+func (e *Executor) version(ctx context.Context, s *job) (*string, error) {
 	if v := s.param("version"); v != "" {
 		return ptr.To(v), nil
 	}
 	cp := s.plan.Spec.Target.ControlPlane
-	obj := kubeNewObject(cp.Provider)
+	obj := newObject(cp.Provider)
 	if obj == nil {
 		return nil, nil
 	}
@@ -330,15 +330,15 @@ func (e *KubeExecutor) kubeVersion(ctx context.Context, s *kubeStep) (*string, e
 // labels, selector and template labels are those the MachineDeployment
 // controller would give it (the deployment's, with the template hash), so
 // that the controller's own update of the set changes nothing.
-func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client.Object, error) {
-	owner, err := kubeRefParam(s, "owner")
+func (e *Executor) buildMachineSet(ctx context.Context, s *job) (client.Object, error) {
+	owner, err := refParam(s, "owner")
 	if err != nil {
 		return nil, err
 	}
-	if owner.Kind != kubeKindMD {
+	if owner.Kind != step.MachineDeployment {
 		return nil, failure.Terminal(fmt.Errorf("create %s: owner %s/%s is not a MachineDeployment", s.target(), owner.Kind, owner.Name))
 	}
-	replicas, err := kubeReplicas(s)
+	replicas, err := replicas(s)
 	if err != nil {
 		return nil, err
 	}
@@ -351,14 +351,14 @@ func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client
 	if selector.MatchLabels == nil {
 		selector.MatchLabels = map[string]string{}
 	}
-	selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
+	selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel] = adoptedTemplateHash
 	template := md.Spec.Template.DeepCopy()
 	if template.Labels == nil {
 		template.Labels = map[string]string{}
 	}
-	template.Labels[clusterv1.MachineDeploymentUniqueLabel] = kubeAdoptedTemplateHash
+	template.Labels[clusterv1.MachineDeploymentUniqueLabel] = adoptedTemplateHash
 	if v := s.param("infrastructureRef"); v != "" {
-		infra, err := kubeRef("infrastructureRef", v, s.key.Namespace)
+		infra, err := ref("infrastructureRef", v, s.key.Namespace)
 		if err != nil {
 			return nil, err
 		}
@@ -370,9 +370,9 @@ func (e *KubeExecutor) buildMachineSet(ctx context.Context, s *kubeStep) (client
 		Selector:    *selector,
 		Template:    *template,
 	}}
-	kubeMeta(ms, s, kubeFlagTrue(s, "paused"))
+	meta(ms, s, flagTrue(s, "paused"))
 	maps.Copy(ms.Labels, template.Labels)
 	ms.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
-	ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&md, clusterv1.GroupVersion.WithKind(kubeKindMD))}
+	ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&md, clusterv1.GroupVersion.WithKind(step.MachineDeployment))}
 	return ms, nil
 }

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // CAPI's pause is spec.paused on a Cluster and the cluster.x-k8s.io/paused
@@ -18,13 +19,13 @@ import (
 // Cluster, and marks its own pauses with observed.AnnotationPausedBy (the
 // plan's name) so that it lifts only those: a pause someone else set stays.
 
-// kubeUnpausable are the kinds whose pause ferry lifts.
-var kubeUnpausable = map[string]bool{
-	kubeKindCluster: true, kubeKindMachine: true, kubeKindMS: true, kubeKindMD: true, kubeKindKCP: true,
+// unpausable are the kinds whose pause ferry lifts.
+var unpausable = map[string]bool{
+	step.Cluster: true, step.Machine: true, step.MachineSet: true, step.MachineDeployment: true, step.KubeadmControlPlane: true,
 }
 
-// kubePause is the pause state of an object.
-type kubePause struct {
+// pauseState is the pause state of an object.
+type pauseState struct {
 	// paused: CAPI does not reconcile the object.
 	paused bool
 	// byFerry: ferry's annotation is present.
@@ -34,11 +35,11 @@ type kubePause struct {
 	userFlag bool
 }
 
-func kubePauseOf(obj client.Object) kubePause {
+func pauseOf(obj client.Object) pauseState {
 	ann := obj.GetAnnotations()
 	_, byFerry := ann[observed.AnnotationPausedBy]
 	_, annotated := ann[clusterv1.PausedAnnotation]
-	p := kubePause{byFerry: byFerry, paused: annotated}
+	p := pauseState{byFerry: byFerry, paused: annotated}
 	switch o := obj.(type) {
 	case *clusterv1.Cluster:
 		p.paused = o.Spec.Paused
@@ -49,8 +50,8 @@ func kubePauseOf(obj client.Object) kubePause {
 	return p
 }
 
-// kubeSetPause pauses obj and marks the pause as ferry's, by plan.
-func kubeSetPause(obj client.Object, plan string) {
+// setPause pauses obj and marks the pause as ferry's, by plan.
+func setPause(obj client.Object, plan string) {
 	ann := obj.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
@@ -64,8 +65,8 @@ func kubeSetPause(obj client.Object, plan string) {
 	obj.SetAnnotations(ann)
 }
 
-// kubeClearPause lifts ferry's pause of obj, and its mark.
-func kubeClearPause(obj client.Object) {
+// clearPause lifts ferry's pause of obj, and its mark.
+func clearPause(obj client.Object) {
 	if c, ok := obj.(*clusterv1.Cluster); ok {
 		c.Spec.Paused = false
 	}
@@ -78,14 +79,14 @@ func kubeClearPause(obj client.Object) {
 // pause pauses the target unless it is paused already; a pause that is
 // there stays whoever's it is, so that ferry never comes to lift a pause
 // that a person set.
-func (e *KubeExecutor) pause(ctx context.Context, s *kubeStep) (events.Report, error) {
-	var before kubePause
+func (e *Executor) pause(ctx context.Context, s *job) (events.Report, error) {
+	var before pauseState
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
-		before = kubePauseOf(obj)
+		before = pauseOf(obj)
 		if before.paused {
 			return nil, nil
 		}
-		kubeSetPause(obj, s.ev.Plan)
+		setPause(obj, s.ev.Plan)
 		return []string{"paused"}, nil
 	})
 	switch {
@@ -101,10 +102,10 @@ func (e *KubeExecutor) pause(ctx context.Context, s *kubeStep) (events.Report, e
 
 // unpause lifts the target's pause when ferry set it. A pause without
 // ferry's mark is someone else's: terminal, for a person to decide.
-func (e *KubeExecutor) unpause(ctx context.Context, s *kubeStep) (events.Report, error) {
+func (e *Executor) unpause(ctx context.Context, s *job) (events.Report, error) {
 	wasPaused := false
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
-		p := kubePauseOf(obj)
+		p := pauseOf(obj)
 		wasPaused = p.paused
 		switch {
 		case p.userFlag || (p.paused && !p.byFerry):
@@ -114,7 +115,7 @@ func (e *KubeExecutor) unpause(ctx context.Context, s *kubeStep) (events.Report,
 		}
 		// Paused by ferry, or a stray mark of a pause someone lifted
 		// already: either way ferry's annotations go.
-		kubeClearPause(obj)
+		clearPause(obj)
 		return []string{"unpaused"}, nil
 	})
 	switch {

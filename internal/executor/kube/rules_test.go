@@ -1,4 +1,4 @@
-package executor_test
+package kube_test
 
 import (
 	"context"
@@ -18,63 +18,63 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/ferry-dev/ferry/internal/events"
-	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
 	"github.com/ferry-dev/ferry/internal/failure"
+	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-const kubeInfraAPI = "infrastructure.cluster.x-k8s.io/v1beta1"
+const infraAPI = "infrastructure.cluster.x-k8s.io/v1beta1"
 
 // Objects the table tests start from: the least each CRD accepts.
 
-func kubeTestCluster(name string, paused bool, ann ...string) *clusterv1.Cluster {
-	c := &clusterv1.Cluster{ObjectMeta: kubeTestMeta(name, ann...), Spec: clusterv1.ClusterSpec{Paused: paused,
-		InfrastructureRef: &corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerCluster", Name: name}}}
+func testCluster(name string, paused bool, ann ...string) *clusterv1.Cluster {
+	c := &clusterv1.Cluster{ObjectMeta: testMeta(name, ann...), Spec: clusterv1.ClusterSpec{Paused: paused,
+		InfrastructureRef: &corev1.ObjectReference{APIVersion: infraAPI, Kind: "DockerCluster", Name: name}}}
 	return c
 }
 
-func kubeTestMD(name, cluster string, ann ...string) *clusterv1.MachineDeployment {
+func testMD(name, cluster string, ann ...string) *clusterv1.MachineDeployment {
 	sel := map[string]string{"pool": name}
-	return &clusterv1.MachineDeployment{ObjectMeta: kubeTestMeta(name, ann...), Spec: clusterv1.MachineDeploymentSpec{
+	return &clusterv1.MachineDeployment{ObjectMeta: testMeta(name, ann...), Spec: clusterv1.MachineDeploymentSpec{
 		ClusterName: cluster, Selector: metav1.LabelSelector{MatchLabels: sel},
-		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: kubeTestMachineSpec(cluster)},
+		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: testMachineSpec(cluster)},
 	}}
 }
 
-func kubeTestMachine(name string, ann ...string) *clusterv1.Machine {
-	return &clusterv1.Machine{ObjectMeta: kubeTestMeta(name, ann...), Spec: kubeTestMachineSpec(kubeCluster)}
+func testMachine(name string, ann ...string) *clusterv1.Machine {
+	return &clusterv1.Machine{ObjectMeta: testMeta(name, ann...), Spec: testMachineSpec(cluster)}
 }
 
-func kubeTestMachineSpec(cluster string) clusterv1.MachineSpec {
+func testMachineSpec(cluster string) clusterv1.MachineSpec {
 	return clusterv1.MachineSpec{ClusterName: cluster, Bootstrap: clusterv1.Bootstrap{DataSecretName: ptr.To("data")},
-		InfrastructureRef: corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerMachineTemplate", Name: "old"}}
+		InfrastructureRef: corev1.ObjectReference{APIVersion: infraAPI, Kind: "DockerMachineTemplate", Name: "old"}}
 }
 
-func kubeTestKCP(name string, replicas int32, ann ...string) *controlplanev1.KubeadmControlPlane {
-	return &controlplanev1.KubeadmControlPlane{ObjectMeta: kubeTestMeta(name, ann...), Spec: controlplanev1.KubeadmControlPlaneSpec{
-		Replicas: ptr.To(replicas), Version: kubeVersion,
+func testKCP(name string, replicas int32, ann ...string) *controlplanev1.KubeadmControlPlane {
+	return &controlplanev1.KubeadmControlPlane{ObjectMeta: testMeta(name, ann...), Spec: controlplanev1.KubeadmControlPlaneSpec{
+		Replicas: ptr.To(replicas), Version: version,
 		MachineTemplate: controlplanev1.KubeadmControlPlaneMachineTemplate{
-			InfrastructureRef: corev1.ObjectReference{APIVersion: kubeInfraAPI, Kind: "DockerMachineTemplate", Name: "old"}},
+			InfrastructureRef: corev1.ObjectReference{APIVersion: infraAPI, Kind: "DockerMachineTemplate", Name: "old"}},
 	}}
 }
 
-func kubeTestKamaji(name string) *unstructured.Unstructured {
+func testKamaji(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
 		"replicas": int64(1), "version": "1.28.10", "dataStoreName": "default",
 		"kubelet": map[string]any{"preferredAddressTypes": []any{"Hostname", "InternalIP"}},
 	}}}
-	u.SetGroupVersionKind(observer.KamajiGVK)
-	u.SetNamespace(kubeNamespace)
+	u.SetGroupVersionKind(kubeclient.KamajiGVK)
+	u.SetNamespace(namespace)
 	u.SetName(name)
 	return u
 }
 
-// kubeTestMeta names an object and sets annotations given as key, value.
-func kubeTestMeta(name string, ann ...string) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Namespace: kubeNamespace, Name: name, Annotations: map[string]string{}}
+// testMeta names an object and sets annotations given as key, value.
+func testMeta(name string, ann ...string) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{Namespace: namespace, Name: name, Annotations: map[string]string{}}
 	for i := 0; i+1 < len(ann); i += 2 {
 		m.Annotations[ann[i]] = ann[i+1]
 	}
@@ -83,13 +83,13 @@ func kubeTestMeta(name string, ann ...string) metav1.ObjectMeta {
 
 // Pause annotations as the tests set them: a user's, and ferry's.
 var (
-	kubeUserPause  = []string{clusterv1.PausedAnnotation, ""}
-	kubeFerryPause = []string{clusterv1.PausedAnnotation, "true", observed.AnnotationPausedBy, kubeCluster}
+	userPause  = []string{clusterv1.PausedAnnotation, ""}
+	ferryPause = []string{clusterv1.PausedAnnotation, "true", observed.AnnotationPausedBy, cluster}
 )
 
-// kubeFresh returns an empty object of obj's type to read into: reading
+// fresh returns an empty object of obj's type to read into: reading
 // into a used one would keep map entries the server no longer has.
-func kubeFresh(obj client.Object) client.Object {
+func fresh(obj client.Object) client.Object {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		fresh := &unstructured.Unstructured{}
 		fresh.SetGroupVersionKind(u.GroupVersionKind())
@@ -98,8 +98,8 @@ func kubeFresh(obj client.Object) client.Object {
 	return reflect.New(reflect.TypeOf(obj).Elem()).Interface().(client.Object)
 }
 
-// kubeKindOf is the kind of a typed or unstructured object.
-func kubeKindOf(t *testing.T, k *testenv.Kube, obj client.Object) string {
+// kindOf is the kind of a typed or unstructured object.
+func kindOf(t *testing.T, k *testenv.Kube, obj client.Object) string {
 	t.Helper()
 	gvk, err := apiutil.GVKForObject(obj, k.Scheme)
 	if err != nil {
@@ -108,9 +108,9 @@ func kubeKindOf(t *testing.T, k *testenv.Kube, obj client.Object) string {
 	return gvk.Kind
 }
 
-// kubePauseState reads back whether an object is paused and carries
+// pauseState reads back whether an object is paused and carries
 // ferry's mark.
-func kubePauseState(obj client.Object) (paused, mark bool) {
+func pauseState(obj client.Object) (paused, mark bool) {
 	_, annotated := obj.GetAnnotations()[clusterv1.PausedAnnotation]
 	_, mark = obj.GetAnnotations()[observed.AnnotationPausedBy]
 	switch o := obj.(type) {
@@ -122,18 +122,18 @@ func kubePauseState(obj client.Object) (paused, mark bool) {
 	return annotated, mark
 }
 
-// kubeRun executes a step and checks the error: wantErr "" wants none, else
+// run executes a step and checks the error: wantErr "" wants none, else
 // a terminal error containing it.
-func kubeRun(t *testing.T, e *executor.KubeExecutor, ev *events.StepEvent, wantErr string) events.Report {
+func run(t *testing.T, e *kube.Executor, ev *events.StepEvent, wantErr string) events.Report {
 	t.Helper()
 	rep, err := e.Execute(context.Background(), ev)
-	kubeCheckErr(t, ev, err, wantErr)
+	checkErr(t, ev, err, wantErr)
 	return rep
 }
 
-// kubeCheckErr checks a step's error: wantErr "" wants none, else a
+// checkErr checks a step's error: wantErr "" wants none, else a
 // terminal error containing it.
-func kubeCheckErr(t *testing.T, ev *events.StepEvent, err error, wantErr string) {
+func checkErr(t *testing.T, ev *events.StepEvent, err error, wantErr string) {
 	t.Helper()
 	switch {
 	case wantErr == "" && err != nil:
@@ -148,8 +148,8 @@ func kubeCheckErr(t *testing.T, ev *events.StepEvent, err error, wantErr string)
 // step and a patch that pauses. Every action runs twice.
 func TestKubePauses(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
 	type act struct {
 		action         step.Action
 		params         map[string]string
@@ -163,54 +163,54 @@ func TestKubePauses(t *testing.T) {
 		acts []act
 	}{{
 		name: "unpause refuses a user's pause of a Cluster",
-		obj:  kubeTestCluster("user-paused", true),
+		obj:  testCluster("user-paused", true),
 		acts: []act{unpauseRefused},
 	}, {
 		name: "unpause refuses a user's pause of a MachineDeployment",
-		obj:  kubeTestMD("user-paused-md", kubeCluster, kubeUserPause...),
+		obj:  testMD("user-paused-md", cluster, userPause...),
 		acts: []act{unpauseRefused},
 	}, {
 		name: "unpause refuses a MachineDeployment's spec.paused even beside ferry's pause",
 		obj: func() client.Object {
-			md := kubeTestMD("spec-paused-md", kubeCluster, kubeFerryPause...)
+			md := testMD("spec-paused-md", cluster, ferryPause...)
 			md.Spec.Paused = true
 			return md
 		}(),
 		acts: []act{{action: "unpause", wantErr: "paused by someone else", paused: true, marked: true}},
 	}, {
 		name: "pause remembers a user pause of a Cluster: it is still not ferry's to lift",
-		obj:  kubeTestCluster("remembered", true),
+		obj:  testCluster("remembered", true),
 		acts: []act{{action: "pause", paused: true}, unpauseRefused},
 	}, {
 		name: "a patch that pauses leaves a user's pause the user's",
-		obj:  kubeTestCluster("patched-user-paused", true),
+		obj:  testCluster("patched-user-paused", true),
 		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true}, unpauseRefused},
 	}, {
 		name: "pause then unpause a MachineDeployment",
-		obj:  kubeTestMD("pool", kubeCluster),
+		obj:  testMD("pool", cluster),
 		acts: []act{{action: "pause", paused: true, marked: true}, {action: "unpause"}},
 	}, {
 		name: "a patch that pauses a running Cluster marks the pause as ferry's",
-		obj:  kubeTestCluster("running", false),
+		obj:  testCluster("running", false),
 		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true, marked: true}, {action: "unpause"}},
 	}, {
 		name: "unpause lifts ferry's pause of a Machine",
-		obj:  kubeTestMachine("adopted", kubeFerryPause...),
+		obj:  testMachine("adopted", ferryPause...),
 		acts: []act{{action: "unpause"}},
 	}, {
 		name: "unpause of an object nobody paused changes nothing",
-		obj:  kubeTestKCP("kcp", 1),
+		obj:  testKCP("kcp", 1),
 		acts: []act{{action: "unpause"}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kubeMustCreate(t, k.Client, tc.obj)
+			mustCreate(t, k.Client, tc.obj)
 			for _, a := range tc.acts {
-				ev := kubeEvent(plan, a.action, kubeKindOf(t, k, tc.obj), tc.obj.GetName(), a.params)
+				ev := event(plan, a.action, kindOf(t, k, tc.obj), tc.obj.GetName(), a.params)
 				for attempt := 1; attempt <= 2; attempt++ {
-					kubeRun(t, e, ev, a.wantErr)
-					got := kubeFresh(tc.obj)
-					kubeMustGet(t, k.Client, tc.obj.GetName(), got)
-					if paused, marked := kubePauseState(got); paused != a.paused || marked != a.marked {
+					run(t, e, ev, a.wantErr)
+					got := fresh(tc.obj)
+					mustGet(t, k.Client, tc.obj.GetName(), got)
+					if paused, marked := pauseState(got); paused != a.paused || marked != a.marked {
 						t.Errorf("after %s (attempt %d): paused %t, ferry's mark %t; want %t, %t", a.action, attempt, paused, marked, a.paused, a.marked)
 					}
 				}
@@ -223,8 +223,8 @@ func TestKubePauses(t *testing.T) {
 // run writes nothing (the resourceVersion stays).
 func TestKubePatches(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
 	for _, tc := range []struct {
 		name    string
 		obj     client.Object
@@ -233,30 +233,30 @@ func TestKubePatches(t *testing.T) {
 		check   func(t *testing.T, got client.Object)
 	}{{
 		name:   "Cluster: infrastructureRef switched to the OpenStackCluster",
-		obj:    kubeTestCluster("switched", false),
+		obj:    testCluster("switched", false),
 		params: map[string]string{"infrastructureRef": "OpenStackCluster/switched"},
 		check: func(t *testing.T, got client.Object) {
-			kubeExpect(t, "infrastructureRef", *got.(*clusterv1.Cluster).Spec.InfrastructureRef, kubeRefTo(kubeInfraAPI, "OpenStackCluster", "switched"))
+			testenv.Expect(t, "infrastructureRef", *got.(*clusterv1.Cluster).Spec.InfrastructureRef, refTo(infraAPI, "OpenStackCluster", "switched"))
 		},
 	}, {
 		name:   "Cluster: controlPlaneRef to a KamajiControlPlane",
-		obj:    kubeTestCluster("kamaji", false),
+		obj:    testCluster("kamaji", false),
 		params: map[string]string{"controlPlaneRef": "KamajiControlPlane/kamaji-cp"},
 		check: func(t *testing.T, got client.Object) {
-			kubeExpect(t, "controlPlaneRef", *got.(*clusterv1.Cluster).Spec.ControlPlaneRef,
-				kubeRefTo("controlplane.cluster.x-k8s.io/v1alpha1", "KamajiControlPlane", "kamaji-cp"))
+			testenv.Expect(t, "controlPlaneRef", *got.(*clusterv1.Cluster).Spec.ControlPlaneRef,
+				refTo("controlplane.cluster.x-k8s.io/v1alpha1", "KamajiControlPlane", "kamaji-cp"))
 		},
 	}, {
 		name:   "KubeadmControlPlane: machineTemplate.infrastructureRef",
-		obj:    kubeTestKCP("kcp-template", 1),
+		obj:    testKCP("kcp-template", 1),
 		params: map[string]string{"machineTemplate.infrastructureRef": "OpenStackMachineTemplate/cp"},
 		check: func(t *testing.T, got client.Object) {
-			kubeExpect(t, "infrastructureRef", got.(*controlplanev1.KubeadmControlPlane).Spec.MachineTemplate.InfrastructureRef,
-				kubeRefTo(kubeInfraAPI, "OpenStackMachineTemplate", "cp"))
+			testenv.Expect(t, "infrastructureRef", got.(*controlplanev1.KubeadmControlPlane).Spec.MachineTemplate.InfrastructureRef,
+				refTo(infraAPI, "OpenStackMachineTemplate", "cp"))
 		},
 	}, {
 		name:   "KubeadmControlPlane: rolloutAfter=now, once however often it is delivered",
-		obj:    kubeTestKCP("kcp-rollout", 1),
+		obj:    testKCP("kcp-rollout", 1),
 		params: map[string]string{"rolloutAfter": "now"},
 		check: func(t *testing.T, got client.Object) {
 			r := got.(*controlplanev1.KubeadmControlPlane).Spec.RolloutAfter
@@ -266,46 +266,46 @@ func TestKubePatches(t *testing.T) {
 		},
 	}, {
 		name:   "MachineSet: infrastructureRef kind switched to OpenStackMachineTemplate",
-		obj:    kubeTestMachineSet("set", "pool-a"),
+		obj:    testMachineSet("set", "pool-a"),
 		params: map[string]string{"infrastructureRef": "OpenStackMachineTemplate/pool-a"},
 		check: func(t *testing.T, got client.Object) {
-			kubeExpect(t, "infrastructureRef", got.(*clusterv1.MachineSet).Spec.Template.Spec.InfrastructureRef,
-				kubeRefTo(kubeInfraAPI, "OpenStackMachineTemplate", "pool-a"))
+			testenv.Expect(t, "infrastructureRef", got.(*clusterv1.MachineSet).Spec.Template.Spec.InfrastructureRef,
+				refTo(infraAPI, "OpenStackMachineTemplate", "pool-a"))
 		},
 	}, {
 		name:   "Machine: infrastructureRef to its OpenStackMachine",
-		obj:    kubeTestMachine("node-a"),
+		obj:    testMachine("node-a"),
 		params: map[string]string{"infrastructureRef": "OpenStackMachine/node-a"},
 		check: func(t *testing.T, got client.Object) {
-			kubeExpect(t, "infrastructureRef", got.(*clusterv1.Machine).Spec.InfrastructureRef, kubeRefTo(kubeInfraAPI, "OpenStackMachine", "node-a"))
+			testenv.Expect(t, "infrastructureRef", got.(*clusterv1.Machine).Spec.InfrastructureRef, refTo(infraAPI, "OpenStackMachine", "node-a"))
 		},
 	}, {
 		name:   "KamajiControlPlane: kubelet.preferredAddressTypes",
-		obj:    kubeTestKamaji("kamaji-cp"),
+		obj:    testKamaji("kamaji-cp"),
 		params: map[string]string{"kubelet.preferredAddressTypes": "InternalIP,ExternalIP,Hostname"},
 		check: func(t *testing.T, got client.Object) {
 			v, _, _ := unstructured.NestedStringSlice(got.(*unstructured.Unstructured).Object, "spec", "kubelet", "preferredAddressTypes")
-			kubeExpect(t, "preferredAddressTypes", v, []string{"InternalIP", "ExternalIP", "Hostname"})
+			testenv.Expect(t, "preferredAddressTypes", v, []string{"InternalIP", "ExternalIP", "Hostname"})
 		},
 	}, {
 		name:    "a field the kind does not have is terminal",
-		obj:     kubeTestMachine("no-cp-ref"),
+		obj:     testMachine("no-cp-ref"),
 		params:  map[string]string{"controlPlaneRef": "KubeadmControlPlane/x"},
 		wantErr: "ferry does not patch controlPlaneRef of a Machine",
 	}, {
 		name:    "a reference to a kind ferry does not know is terminal",
-		obj:     kubeTestMachine("bad-ref"),
+		obj:     testMachine("bad-ref"),
 		params:  map[string]string{"infrastructureRef": "DockerMachine/x"},
 		wantErr: "kind DockerMachine is not one ferry references",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kubeMustCreate(t, k.Client, tc.obj)
-			ev := kubeEvent(plan, "patch", kubeKindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
+			mustCreate(t, k.Client, tc.obj)
+			ev := event(plan, "patch", kindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
-				kubeRun(t, e, ev, tc.wantErr)
-				got := kubeFresh(tc.obj)
-				kubeMustGet(t, k.Client, tc.obj.GetName(), got)
+				run(t, e, ev, tc.wantErr)
+				got := fresh(tc.obj)
+				mustGet(t, k.Client, tc.obj.GetName(), got)
 				versions = append(versions, got.GetResourceVersion())
 				if tc.check != nil {
 					tc.check(t, got)
@@ -318,11 +318,11 @@ func TestKubePatches(t *testing.T) {
 	}
 }
 
-func kubeTestMachineSet(name, pool string) *clusterv1.MachineSet {
+func testMachineSet(name, pool string) *clusterv1.MachineSet {
 	sel := map[string]string{"pool": pool}
-	return &clusterv1.MachineSet{ObjectMeta: kubeTestMeta(name), Spec: clusterv1.MachineSetSpec{
-		ClusterName: kubeCluster, Selector: metav1.LabelSelector{MatchLabels: sel},
-		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: kubeTestMachineSpec(kubeCluster)},
+	return &clusterv1.MachineSet{ObjectMeta: testMeta(name), Spec: clusterv1.MachineSetSpec{
+		ClusterName: cluster, Selector: metav1.LabelSelector{MatchLabels: sel},
+		Template: clusterv1.MachineTemplateSpec{ObjectMeta: clusterv1.ObjectMeta{Labels: sel}, Spec: testMachineSpec(cluster)},
 	}}
 }
 
@@ -330,10 +330,10 @@ func kubeTestMachineSet(name, pool string) *clusterv1.MachineSet {
 // plan's cluster and nothing else; a missing one is already gone.
 func TestKubeDeletes(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
-	kubeMustCreate(t, k.Client,
-		kubeTestMD("old-pool", kubeCluster), kubeTestMD("other-pool", kubeCluster), kubeTestMD("foreign-pool", "another-cluster"))
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
+	mustCreate(t, k.Client,
+		testMD("old-pool", cluster), testMD("other-pool", cluster), testMD("foreign-pool", "another-cluster"))
 	for _, tc := range []struct {
 		name, md, wantErr string
 		wantMessages      [2]string // of the first and second run
@@ -349,22 +349,22 @@ func TestKubeDeletes(t *testing.T) {
 		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-pool"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := kubeEvent(plan, "delete", "MachineDeployment", tc.md, nil)
+			ev := event(plan, "delete", "MachineDeployment", tc.md, nil)
 			for attempt := 1; attempt <= 2; attempt++ {
-				rep := kubeRun(t, e, ev, tc.wantErr)
+				rep := run(t, e, ev, tc.wantErr)
 				if want := tc.wantMessages[attempt-1]; !strings.Contains(rep.Message, want) {
 					t.Errorf("attempt %d: report %q; want it to say %q", attempt, rep.Message, want)
 				}
 			}
 			var list clusterv1.MachineDeploymentList
-			if err := k.Client.List(context.Background(), &list, client.InNamespace(kubeNamespace)); err != nil {
+			if err := k.Client.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
 				t.Fatal(err)
 			}
 			var left []string
 			for _, md := range list.Items {
 				left = append(left, md.Name)
 			}
-			kubeExpect(t, "MachineDeployments left", left, tc.wantLeft)
+			testenv.Expect(t, "MachineDeployments left", left, tc.wantLeft)
 		})
 	}
 }
@@ -373,9 +373,9 @@ func TestKubeDeletes(t *testing.T) {
 // and change nothing.
 func TestKubeRefusals(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
-	noPlan := kubeEvent(plan, "pause", "Cluster", "c", nil)
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
+	noPlan := event(plan, "pause", "Cluster", "c", nil)
 	noPlan.Spec = nil
 	for _, tc := range []struct {
 		name    string
@@ -384,22 +384,22 @@ func TestKubeRefusals(t *testing.T) {
 		absent  client.Object // must not exist afterwards
 	}{{
 		name: "a Machine whose node has no Nova server",
-		ev: kubeEvent(plan, "create", "Machine", "orphan-node", map[string]string{
+		ev: event(plan, "create", "Machine", "orphan-node", map[string]string{
 			"paused": "true", "infrastructureRef": "OpenStackMachine/orphan-node", "providerID": "lookup in Nova by node name"}),
 		wantErr: "the Nova server of node orphan-node was not found",
-		absent:  &clusterv1.Machine{ObjectMeta: kubeTestMeta("orphan-node")},
+		absent:  &clusterv1.Machine{ObjectMeta: testMeta("orphan-node")},
 	}, {
 		name: "an OpenStackMachine without a providerID",
-		ev: kubeEvent(plan, "create", "OpenStackMachine", "orphan-node", map[string]string{
+		ev: event(plan, "create", "OpenStackMachine", "orphan-node", map[string]string{
 			"flavor": "m1.large", "image": "ubuntu"}),
 		wantErr: "was not found",
 	}, {
 		name:    "an action the kube executor does not have",
-		ev:      kubeEvent(plan, "explode", "Cluster", "c", nil),
+		ev:      event(plan, "explode", "Cluster", "c", nil),
 		wantErr: `no action "explode" on kind "Cluster"`,
 	}, {
 		name:    "a wait on a kind nothing reports on",
-		ev:      kubeEvent(plan, "wait", "Machine", "m", nil),
+		ev:      event(plan, "wait", "Machine", "m", nil),
 		wantErr: `no action "wait" on kind "Machine"`,
 	}, {
 		name:    "a step without its plan",
@@ -407,7 +407,7 @@ func TestKubeRefusals(t *testing.T) {
 		wantErr: "carries no plan",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kubeRun(t, e, tc.ev, tc.wantErr)
+			run(t, e, tc.ev, tc.wantErr)
 			if tc.absent != nil {
 				err := k.Client.Get(context.Background(), client.ObjectKeyFromObject(tc.absent), tc.absent)
 				if !apierrors.IsNotFound(err) {

@@ -1,4 +1,4 @@
-package executor
+package openstack
 
 import (
 	"context"
@@ -9,56 +9,56 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/openstack"
+	osclient "github.com/ferry-dev/ferry/internal/openstack"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // CloudOps is what the openstack executor needs of an OpenStack client.
 type CloudOps interface {
-	Resolve(ctx context.Context, kind openstack.Kind, name string) (string, error)
+	Resolve(ctx context.Context, kind osclient.Kind, name string) (string, error)
 	EnsureKeypair(ctx context.Context, name, publicKey string) (created bool, err error)
 	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
-	Shortfall(ctx context.Context, need openstack.Need) (string, error)
-	Cleanup(ctx context.Context, plan string, recorded []openstack.Resource) ([]openstack.Resource, error)
-	ServerBinding(ctx context.Context, id string) (*openstack.ServerBinding, error)
+	Shortfall(ctx context.Context, need osclient.Need) (string, error)
+	Cleanup(ctx context.Context, plan string, recorded []osclient.Resource) ([]osclient.Resource, error)
+	ServerBinding(ctx context.Context, id string) (*osclient.ServerBinding, error)
 }
 
-var _ CloudOps = (*openstack.Client)(nil)
+var _ CloudOps = (*osclient.Client)(nil)
 
-// OpenStackExecutor carries out the steps on the OpenStack side: the
+// Executor carries out the steps on the OpenStack side: the
 // preflight (names resolve, quota covers the new machines), the SSH keypair,
 // the binding of adopted servers to CAPO's OpenStackServers, and the
 // clean-up of what ferry created. It authenticates with the plan's
 // identity Secret, read from the management cluster for each step, so a
 // rotated password is picked up.
-type OpenStackExecutor struct {
+type Executor struct {
 	// Client reads Secrets in the management cluster and writes the
 	// OpenStackServers of adopted servers.
 	Client client.Client
-	// Connect opens the cloud; nil uses openstack.Connect.
-	Connect func(ctx context.Context, creds openstack.Credentials) (CloudOps, error)
+	// Connect opens the cloud; nil uses osclient.Connect.
+	Connect func(ctx context.Context, creds osclient.Credentials) (CloudOps, error)
 }
 
-var _ Executor = (*OpenStackExecutor)(nil)
+var _ executor.Executor = (*Executor)(nil)
 
 // Kind is step.OpenStack.
-func (e *OpenStackExecutor) Kind() step.Kind { return step.OpenStack }
+func (e *Executor) Kind() step.Kind { return step.OpenStack }
 
 // Execute runs one openstack step.
-func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
 	p := ev.Spec
 	if p == nil {
 		return events.Report{}, failure.Terminal(errors.New("step event carries no plan"))
 	}
-	creds, err := observer.CloudCredentials(ctx, e.Client, p)
+	creds, err := osclient.CloudCredentials(ctx, e.Client, p)
 	if err != nil {
 		return events.Report{}, err
 	}
 	connect := e.Connect
 	if connect == nil {
-		connect = func(ctx context.Context, c openstack.Credentials) (CloudOps, error) { return openstack.Connect(ctx, c) }
+		connect = func(ctx context.Context, c osclient.Credentials) (CloudOps, error) { return osclient.Connect(ctx, c) }
 	}
 	cloud, err := connect(ctx, creds)
 	if err != nil {
@@ -69,7 +69,7 @@ func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (
 	case s.Action == "resolve":
 		return resolveAll(ctx, cloud, ev)
 	case s.Action == "check-quota":
-		short, err := observer.QuotaShortfall(ctx, cloud, p, func(string) bool { return true })
+		short, err := osclient.QuotaShortfall(ctx, cloud, p, func(string) bool { return true })
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -88,7 +88,7 @@ func (e *OpenStackExecutor) Execute(ctx context.Context, ev *events.StepEvent) (
 			return events.Report{Message: "keypair " + key.Name + " exists"}, nil
 		}
 		return events.Report{Message: "created keypair " + key.Name,
-			Created: []events.Resource{{Kind: openstack.ResourceKeypair, Name: key.Name}}}, nil
+			Created: []events.Resource{{Kind: osclient.ResourceKeypair, Name: key.Name}}}, nil
 	case s.Action == "bind" && s.Target.Kind == "OpenStackServer":
 		return e.bindServer(ctx, cloud, ev)
 	case s.Action == "delete" && s.Target.Kind == "TaggedResources":
@@ -112,7 +112,7 @@ func resolveAll(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (even
 	var errs []error
 	var ok []string
 	for _, n := range ev.Spec.CloudNames() {
-		id, err := cloud.Resolve(ctx, openstack.Kind(n.Kind), n.Name)
+		id, err := cloud.Resolve(ctx, osclient.Kind(n.Kind), n.Name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -126,12 +126,12 @@ func resolveAll(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (even
 }
 
 // recorded parses "kind/name,kind/name" into resources ferry recorded.
-func recorded(param string) []openstack.Resource {
-	var out []openstack.Resource
+func recorded(param string) []osclient.Resource {
+	var out []osclient.Resource
 	for _, item := range strings.Split(param, ",") {
 		kind, name, ok := strings.Cut(strings.TrimSpace(item), "/")
 		if ok && name != "" {
-			out = append(out, openstack.Resource{Kind: kind, Name: name})
+			out = append(out, osclient.Resource{Kind: kind, Name: name})
 		}
 	}
 	return out

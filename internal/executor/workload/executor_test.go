@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -23,18 +23,18 @@ import (
 // testRevision is the plans repository revision every test step runs at.
 const testRevision = "8f3c2a91d0e4b5c6a7f8091a2b3c4d5e6f708192"
 
-// workloadEnv is a management cluster, a workload cluster reached through
+// testEnv is a management cluster, a workload cluster reached through
 // the management cluster's <cluster>-kubeconfig Secret, and the kubelet
 // stand-in that finishes pod terminations there.
-type workloadEnv struct {
+type testEnv struct {
 	mgmt, wl *testenv.Kube
 	kubelet  *testenv.Kubelet
-	exec     *WorkloadExecutor
+	exec     *Executor
 }
 
 // Worker nodes of the test's workload cluster, one per test that changes
 // a node, so that subtests run in parallel without meeting.
-var workloadTestNodes = []string{
+var testNodes = []string{
 	"wl-cordon", "wl-delete", "wl-drain", "wl-drain-pdb-held", "wl-drain-pdb-allows", "wl-drain-bare",
 }
 
@@ -47,14 +47,14 @@ func TestWorkload(t *testing.T) {
 	testenv.Orphan(t, mgmt, wl, testenv.OrphanedCluster{
 		Name: "c1", Namespace: "default",
 		ControlPlaneNodes: []string{"wl-cp-0"},
-		WorkerNodes:       workloadTestNodes,
+		WorkerNodes:       testNodes,
 		KubeletVersion:    "v1.31.4",
 	})
-	env := &workloadEnv{
+	env := &testEnv{
 		mgmt:    mgmt,
 		wl:      wl,
 		kubelet: testenv.StartKubelet(t, wl),
-		exec: &WorkloadExecutor{
+		exec: &Executor{
 			Client: mgmt.Client,
 			Repo: func(context.Context, string) (fs.FS, error) {
 				return os.DirFS("testdata/workload"), nil
@@ -75,8 +75,8 @@ func TestWorkload(t *testing.T) {
 	t.Run("WaitService", func(t *testing.T) { t.Parallel(); testWorkloadWaitService(t, env) })
 }
 
-// workloadTestPlan is a defaulted plan of strategy replace for cluster c1.
-func workloadTestPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationPlan {
+// testPlan is a defaulted plan of strategy replace for cluster c1.
+func testPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationPlan {
 	p := &v1alpha1.MigrationPlan{
 		APIVersion: v1alpha1.APIVersion, Kind: v1alpha1.Kind,
 		Metadata: v1alpha1.Metadata{Name: "c1"},
@@ -98,9 +98,9 @@ func workloadTestPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationP
 	return p
 }
 
-// workloadStepEvent builds the event of a workload step as the reconciler
+// stepEvent builds the event of a workload step as the reconciler
 // publishes it.
-func workloadStepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
+func stepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
 	s := step.Step{
 		Key:      "cutover/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
 		Phase:    v1alpha1.PhaseCutover,
@@ -113,7 +113,7 @@ func workloadStepEvent(p *v1alpha1.MigrationPlan, action step.Action, target ste
 }
 
 // node reads a workload Node; nil when it is gone.
-func (env *workloadEnv) node(t *testing.T, name string) *corev1.Node {
+func (env *testEnv) node(t *testing.T, name string) *corev1.Node {
 	t.Helper()
 	var n corev1.Node
 	err := env.wl.Client.Get(context.Background(), client.ObjectKey{Name: name}, &n)
@@ -151,7 +151,7 @@ func checkWorkloadErr(t *testing.T, err error, want []string, terminal bool) {
 
 // testWorkloadKubeconfig: the workload cluster is reached only through the
 // kubeconfig Secret, and what goes wrong with it never shows its content.
-func testWorkloadKubeconfig(t *testing.T, env *workloadEnv) {
+func testWorkloadKubeconfig(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	const garbage = "workload-test-kubeconfig-secret-value"
 	for _, obj := range []client.Object{
@@ -175,8 +175,8 @@ func testWorkloadKubeconfig(t *testing.T, env *workloadEnv) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := workloadTestPlan(func(p *v1alpha1.MigrationPlan) { p.Spec.Cluster.Name = tc.cluster })
-			_, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", step.Target{Kind: "Node", Name: "wl-cordon"}, nil))
+			p := testPlan(func(p *v1alpha1.MigrationPlan) { p.Spec.Cluster.Name = tc.cluster })
+			_, err := env.exec.Execute(ctx, stepEvent(p, "cordon", step.Target{Kind: "Node", Name: "wl-cordon"}, nil))
 			checkWorkloadErr(t, err, tc.want, tc.terminal)
 			if err != nil && strings.Contains(err.Error(), garbage) {
 				t.Errorf("error shows the kubeconfig: %v", err)
@@ -186,9 +186,9 @@ func testWorkloadKubeconfig(t *testing.T, env *workloadEnv) {
 }
 
 // testWorkloadCordon: cordon twice leaves the node unschedulable, once.
-func testWorkloadCordon(t *testing.T, env *workloadEnv) {
+func testWorkloadCordon(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := workloadTestPlan(nil)
+	p := testPlan(nil)
 	cases := []struct {
 		name, node, report string
 	}{
@@ -197,7 +197,7 @@ func testWorkloadCordon(t *testing.T, env *workloadEnv) {
 		{"node gone", "wl-never-existed", "Node wl-never-existed is gone: nothing to cordon"},
 	}
 	for _, tc := range cases {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "cordon", step.Target{Kind: "Node", Name: tc.node}, nil))
+		rep, err := env.exec.Execute(ctx, stepEvent(p, "cordon", step.Target{Kind: "Node", Name: tc.node}, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -212,10 +212,10 @@ func testWorkloadCordon(t *testing.T, env *workloadEnv) {
 
 // testWorkloadDelete: a Ready node is kept (its kubelet runs); once it is
 // NotReady, delete removes it, and deleting it again succeeds.
-func testWorkloadDelete(t *testing.T, env *workloadEnv) {
+func testWorkloadDelete(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := workloadTestPlan(nil)
-	step := workloadStepEvent(p, "delete", step.Target{Kind: "Node", Name: "wl-delete"}, nil)
+	p := testPlan(nil)
+	step := stepEvent(p, "delete", step.Target{Kind: "Node", Name: "wl-delete"}, nil)
 
 	_, err := env.exec.Execute(ctx, step)
 	checkWorkloadErr(t, err, []string{"delete Node wl-delete", "still Ready"}, false)

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/observer"
 )
 
 // The running cluster's configuration comes from two places: the server
@@ -26,16 +27,16 @@ import (
 // kubeadm keeps in the workload cluster's kube-system/kubeadm-config
 // ConfigMap (the kubeadm spec the control plane runs with).
 
-// kubeKubeconfig reads the workload cluster's kubeconfig.
-func (e *KubeExecutor) kubeKubeconfig(ctx context.Context, s *kubeStep) (data []byte, where string, err error) {
-	return observer.ReadKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
+// kubeconfig reads the workload cluster's kubeconfig.
+func (e *Executor) kubeconfig(ctx context.Context, s *job) (data []byte, where string, err error) {
+	return kubeclient.ReadKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
 }
 
-// kubeEndpoint reads the control-plane endpoint from the kubeconfig: the
+// endpoint reads the control-plane endpoint from the kubeconfig: the
 // server of its current context, or of its only cluster. A parse error is
 // reported without the parser's message, which may quote credentials.
-func (e *KubeExecutor) kubeEndpoint(ctx context.Context, s *kubeStep) (clusterv1.APIEndpoint, error) {
-	data, where, err := e.kubeKubeconfig(ctx, s)
+func (e *Executor) endpoint(ctx context.Context, s *job) (clusterv1.APIEndpoint, error) {
+	data, where, err := e.kubeconfig(ctx, s)
 	if err != nil {
 		return clusterv1.APIEndpoint{}, err
 	}
@@ -51,16 +52,16 @@ func (e *KubeExecutor) kubeEndpoint(ctx context.Context, s *kubeStep) (clusterv1
 			server = c.Server
 		}
 	}
-	ep, err := kubeParseServer(server)
+	ep, err := parseServer(server)
 	if err != nil {
 		return clusterv1.APIEndpoint{}, failure.Terminal(fmt.Errorf("kubeconfig in %s: %w", where, err))
 	}
 	return ep, nil
 }
 
-// kubeParseServer turns a kubeconfig server URL into host and port; the
+// parseServer turns a kubeconfig server URL into host and port; the
 // port defaults to the scheme's.
-func kubeParseServer(server string) (clusterv1.APIEndpoint, error) {
+func parseServer(server string) (clusterv1.APIEndpoint, error) {
 	u, err := url.Parse(server)
 	if err != nil || u.Hostname() == "" {
 		return clusterv1.APIEndpoint{}, fmt.Errorf("server %q is not a URL with a host", server)
@@ -79,17 +80,17 @@ func kubeParseServer(server string) (clusterv1.APIEndpoint, error) {
 	return clusterv1.APIEndpoint{Host: u.Hostname(), Port: int32(n)}, nil
 }
 
-// kubeRunningKubeadm reads the workload cluster's ClusterConfiguration;
+// runningKubeadm reads the workload cluster's ClusterConfiguration;
 // nil without error when the ConfigMap does not exist. An unreachable
 // workload cluster is retryable.
-func (e *KubeExecutor) kubeRunningKubeadm(ctx context.Context, s *kubeStep) (*kubeadmClusterConfig, error) {
-	data, where, err := e.kubeKubeconfig(ctx, s)
+func (e *Executor) runningKubeadm(ctx context.Context, s *job) (*kubeadmClusterConfig, error) {
+	data, where, err := e.kubeconfig(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	build := e.Workload
 	if build == nil {
-		build = observer.NewWorkloadClient
+		build = kubeclient.WorkloadClient
 	}
 	wc, err := build(data)
 	if err != nil {
@@ -107,17 +108,17 @@ func (e *KubeExecutor) kubeRunningKubeadm(ctx context.Context, s *kubeStep) (*ku
 	if !ok {
 		return nil, failure.Terminal(fmt.Errorf("kube-system/kubeadm-config of workload cluster %s has no ClusterConfiguration", s.cluster()))
 	}
-	cc, err := kubeParseClusterConfiguration(raw)
+	cc, err := parseClusterConfiguration(raw)
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("kube-system/kubeadm-config of workload cluster %s: %w", s.cluster(), err))
 	}
 	return cc, nil
 }
 
-// kubeRequireKubeadm is kubeRunningKubeadm for the objects that cannot do
+// requireKubeadm is runningKubeadm for the objects that cannot do
 // without it: a missing ConfigMap is terminal.
-func (e *KubeExecutor) kubeRequireKubeadm(ctx context.Context, s *kubeStep) (*kubeadmClusterConfig, error) {
-	cc, err := e.kubeRunningKubeadm(ctx, s)
+func (e *Executor) requireKubeadm(ctx context.Context, s *job) (*kubeadmClusterConfig, error) {
+	cc, err := e.runningKubeadm(ctx, s)
 	if err == nil && cc == nil {
 		err = failure.Terminal(fmt.Errorf("create %s: ConfigMap kube-system/kubeadm-config not found in workload cluster %s: the running kubeadm spec cannot be recovered",
 			s.target(), s.cluster()))
@@ -190,7 +191,7 @@ func (a *kubeadmArgs) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-func kubeParseClusterConfiguration(raw string) (*kubeadmClusterConfig, error) {
+func parseClusterConfiguration(raw string) (*kubeadmClusterConfig, error) {
 	var cc kubeadmClusterConfig
 	if err := yaml.Unmarshal([]byte(raw), &cc); err != nil {
 		return nil, fmt.Errorf("parse ClusterConfiguration: %w", err)
@@ -246,32 +247,32 @@ func (cc *kubeadmClusterConfig) clusterNetwork() *clusterv1.ClusterNetwork {
 	return &clusterv1.ClusterNetwork{Pods: cidrs(n.PodSubnet), Services: cidrs(n.ServiceSubnet), ServiceDomain: n.DNSDomain}
 }
 
-// kubeNodeRegistration is how machines CAPO builds register: under the
+// nodeRegistration is how machines CAPO builds register: under the
 // instance's host name, with the external (OpenStack) cloud provider, as
 // CAPO's own cluster templates have it.
-func kubeNodeRegistration(kubeletArgs map[string]string) bootstrapv1.NodeRegistrationOptions {
+func nodeRegistration(kubeletArgs map[string]string) bootstrapv1.NodeRegistrationOptions {
 	if kubeletArgs == nil {
 		kubeletArgs = map[string]string{"cloud-provider": "external"}
 	}
 	return bootstrapv1.NodeRegistrationOptions{Name: "{{ local_hostname }}", KubeletExtraArgs: kubeletArgs}
 }
 
-// kubeControlPlaneSpec is the kubeadmConfigSpec of the KubeadmControlPlane
+// controlPlaneSpec is the kubeadmConfigSpec of the KubeadmControlPlane
 // and, without its InitConfiguration, of each adopted node's KubeadmConfig.
 // Both carry the same ClusterConfiguration and JoinConfiguration, so that
 // KubeadmControlPlane finds the adopted machines up to date and does not
 // roll them; the node registration is the one machines CAPO builds later
 // need. The running nodes never read these: they joined long ago.
-func kubeControlPlaneSpec(cc *kubeadmClusterConfig, withInit bool) bootstrapv1.KubeadmConfigSpec {
+func controlPlaneSpec(cc *kubeadmClusterConfig, withInit bool) bootstrapv1.KubeadmConfigSpec {
 	spec := bootstrapv1.KubeadmConfigSpec{
 		ClusterConfiguration: cc.capi(),
 		JoinConfiguration: &bootstrapv1.JoinConfiguration{
-			NodeRegistration: kubeNodeRegistration(nil),
+			NodeRegistration: nodeRegistration(nil),
 			ControlPlane:     &bootstrapv1.JoinControlPlane{},
 		},
 	}
 	if withInit {
-		spec.InitConfiguration = &bootstrapv1.InitConfiguration{NodeRegistration: kubeNodeRegistration(nil)}
+		spec.InitConfiguration = &bootstrapv1.InitConfiguration{NodeRegistration: nodeRegistration(nil)}
 	}
 	return spec
 }

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -32,7 +32,7 @@ type drainPod struct {
 // status that controller would compute; the kubelet stand-in marks pods
 // Running and Ready (the eviction API lets Pending pods go regardless of
 // budgets) and finishes their termination.
-func testWorkloadDrain(t *testing.T, env *workloadEnv) {
+func testWorkloadDrain(t *testing.T, env *testEnv) {
 	cases := []struct {
 		name, node string
 		pods       []drainPod
@@ -117,8 +117,8 @@ func testWorkloadDrain(t *testing.T, env *workloadEnv) {
 			if tc.pdb != nil {
 				env.budget(t, ns, tc.pdb, tc.pdbStatus)
 			}
-			p := workloadTestPlan(nil)
-			step := workloadStepEvent(p, "drain", step.Target{Kind: "Node", Name: tc.node},
+			p := testPlan(nil)
+			step := stepEvent(p, "drain", step.Target{Kind: "Node", Name: tc.node},
 				map[string]string{"timeout": tc.timeout, "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 			for run := 0; run < 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
@@ -162,7 +162,7 @@ func testWorkloadDrain(t *testing.T, env *workloadEnv) {
 // drainFixture creates a namespace and the pods of a case, Running and
 // Ready. A DaemonSet-owned pod's DaemonSet exists (the drain looks it up);
 // a ReplicaSet owner need not (no garbage collector runs here).
-func (env *workloadEnv) drainFixture(t *testing.T, ns, node string, pods []drainPod) {
+func (env *testEnv) drainFixture(t *testing.T, ns, node string, pods []drainPod) {
 	t.Helper()
 	ctx := context.Background()
 	c := env.wl.Client
@@ -216,7 +216,7 @@ func (env *workloadEnv) drainFixture(t *testing.T, ns, node string, pods []drain
 
 // budget creates a PodDisruptionBudget with the status the disruption
 // controller, which does not run here, would give it.
-func (env *workloadEnv) budget(t *testing.T, ns string, pdb *policyv1.PodDisruptionBudget, status policyv1.PodDisruptionBudgetStatus) {
+func (env *testEnv) budget(t *testing.T, ns string, pdb *policyv1.PodDisruptionBudget, status policyv1.PodDisruptionBudgetStatus) {
 	t.Helper()
 	ctx := context.Background()
 	pdb = pdb.DeepCopy()
@@ -231,7 +231,7 @@ func (env *workloadEnv) budget(t *testing.T, ns string, pdb *policyv1.PodDisrupt
 	}
 }
 
-func (env *workloadEnv) podExists(t *testing.T, ns, name string) bool {
+func (env *testEnv) podExists(t *testing.T, ns, name string) bool {
 	t.Helper()
 	err := env.wl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &corev1.Pod{})
 	if apierrors.IsNotFound(err) {

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -12,26 +12,28 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// kubeKeyCopy is one key of a copy-secret step: Src of the source Secret
+// keyCopy is one key of a copy-secret step: Src of the source Secret
 // becomes Dst of the target.
-type kubeKeyCopy struct{ dst, src string }
+type keyCopy struct{ dst, src string }
 
-// kubeParseKeys reads the keys parameter, "dst<-src,dst2<-src2"; empty
+// parseKeys reads the keys parameter, "dst<-src,dst2<-src2"; empty
 // gives nil, which copies every key under its own name.
-func kubeParseKeys(value string) ([]kubeKeyCopy, error) {
+func parseKeys(value string) ([]keyCopy, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, nil
 	}
-	var out []kubeKeyCopy
+	var out []keyCopy
 	for _, part := range strings.Split(value, ",") {
-		dst, src, ok := kubeSplitPair(part, "<-")
+		dst, src, ok := step.SplitPair(part, "<-")
 		if !ok {
 			return nil, failure.Terminal(fmt.Errorf("parameter keys=%q: %q is not dst<-src", value, part))
 		}
-		out = append(out, kubeKeyCopy{dst: dst, src: src})
+		out = append(out, keyCopy{dst: dst, src: src})
 	}
 	return out, nil
 }
@@ -41,17 +43,17 @@ func kubeParseKeys(value string) ([]kubeKeyCopy, error) {
 // lacks, and a key it has is never overwritten: these are CAs, keys and
 // credentials the running cluster depends on, and ferry never replaces
 // them. Values stay out of logs, errors and reports: only key names appear.
-func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Report, error) {
-	fromNS, fromName, ok := kubeSplitPair(s.param("from"), "/")
+func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error) {
+	fromNS, fromName, ok := step.SplitPair(s.param("from"), "/")
 	if !ok {
 		return events.Report{}, failure.Terminal(fmt.Errorf("copy to %s: parameter from=%q is not namespace/name", s.target(), s.param("from")))
 	}
 	from := "Secret " + fromNS + "/" + fromName
-	keys, err := kubeParseKeys(s.param("keys"))
+	keys, err := parseKeys(s.param("keys"))
 	if err != nil {
 		return events.Report{}, err
 	}
-	labels, err := kubeParseMap("label", s.param("label"))
+	labels, err := parseMap("label", s.param("label"))
 	if err != nil {
 		return events.Report{}, err
 	}
@@ -66,7 +68,7 @@ func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Repo
 	}
 	if keys == nil {
 		for k := range src.Data {
-			keys = append(keys, kubeKeyCopy{dst: k, src: k})
+			keys = append(keys, keyCopy{dst: k, src: k})
 		}
 		sort.Slice(keys, func(i, j int) bool { return keys[i].dst < keys[j].dst })
 		if len(keys) == 0 {
@@ -87,14 +89,14 @@ func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Repo
 	case err != nil:
 		return events.Report{}, fmt.Errorf("copy %s to %s: read target: %w", from, s.target(), err)
 	}
-	var missing []kubeKeyCopy
+	var missing []keyCopy
 	for _, k := range keys {
 		if _, ok := dst.Data[k.dst]; !ok {
 			missing = append(missing, k)
 		}
 	}
 	if len(missing) == 0 {
-		return events.Report{Message: fmt.Sprintf("%s already has %s; left as it is", s.target(), kubeKeyNames(keys))}, nil
+		return events.Report{Message: fmt.Sprintf("%s already has %s; left as it is", s.target(), keyNames(keys))}, nil
 	}
 	before := dst.DeepCopy()
 	if dst.Data == nil {
@@ -103,42 +105,42 @@ func (e *KubeExecutor) copySecret(ctx context.Context, s *kubeStep) (events.Repo
 	for _, k := range missing {
 		dst.Data[k.dst] = src.Data[k.src]
 	}
-	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(missing))
+	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", keyNames(missing))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(FieldManager)); err != nil {
-		return events.Report{}, kubeWriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), kubeKeyNames(missing)), err)
+	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), keyNames(missing)), err)
 	}
 	return events.Report{Message: fmt.Sprintf("copied %s from %s into existing %s; its other keys left as they are",
-		kubeKeyNames(missing), from, s.target())}, nil
+		keyNames(missing), from, s.target())}, nil
 }
 
-func (e *KubeExecutor) createSecretCopy(ctx context.Context, s *kubeStep, src *corev1.Secret, from string, keys []kubeKeyCopy, labels map[string]string) (events.Report, error) {
+func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Secret, from string, keys []keyCopy, labels map[string]string) (events.Report, error) {
 	// Opaque, whatever the source's type: Cluster API's
 	// KubeadmControlPlane makes itself the controller of every Secret of
 	// type cluster.x-k8s.io/secret it reads, so that deleting it would
 	// garbage-collect the cluster's CA with it.
 	sec := &corev1.Secret{Data: map[string][]byte{}, Type: corev1.SecretTypeOpaque}
-	kubeMeta(sec, s, false)
+	meta(sec, s, false)
 	for k, v := range labels {
 		sec.Labels[k] = v
 	}
 	for _, k := range keys {
 		sec.Data[k.dst] = src.Data[k.src]
 	}
-	s.log.Info("creating Secret", "object", s.target(), "from", from, "keys", kubeKeyNames(keys))
-	err := e.Client.Create(ctx, sec, client.FieldOwner(FieldManager))
+	s.log.Info("creating Secret", "object", s.target(), "from", from, "keys", keyNames(keys))
+	err := e.Client.Create(ctx, sec, client.FieldOwner(executor.FieldManager))
 	if apierrors.IsAlreadyExists(err) {
 		// Created meanwhile: the next attempt adds only what it lacks.
 		return events.Report{}, fmt.Errorf("copy %s to %s: created by someone else meanwhile; the next attempt checks its keys", from, s.target())
 	}
 	if err != nil {
-		return events.Report{}, kubeWriteError(fmt.Sprintf("copy %s to %s", from, s.target()), err)
+		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s", from, s.target()), err)
 	}
-	return events.Report{Message: fmt.Sprintf("copied %s from %s to new %s", kubeKeyNames(keys), from, s.target())}, nil
+	return events.Report{Message: fmt.Sprintf("copied %s from %s to new %s", keyNames(keys), from, s.target())}, nil
 }
 
-// kubeKeyNames lists the target key names: "keys a, b".
-func kubeKeyNames(keys []kubeKeyCopy) string {
+// keyNames lists the target key names: "keys a, b".
+func keyNames(keys []keyCopy) string {
 	names := make([]string, len(keys))
 	for i, k := range keys {
 		names[i] = k.dst
@@ -153,7 +155,7 @@ func kubeKeyNames(keys []kubeKeyCopy) string {
 // label: Cluster API's managers cache only the Secrets that carry it, and
 // a kubeconfig Secret they cannot see is one KubeadmControlPlane tries to
 // create again, failing on every pass. Only the label is changed.
-func (e *KubeExecutor) labelSecret(ctx context.Context, s *kubeStep) (events.Report, error) {
+func (e *Executor) labelSecret(ctx context.Context, s *job) (events.Report, error) {
 	var sec corev1.Secret
 	if err := e.get(ctx, s, &sec); err != nil {
 		return events.Report{}, err
@@ -168,8 +170,8 @@ func (e *KubeExecutor) labelSecret(ctx context.Context, s *kubeStep) (events.Rep
 	}
 	sec.Labels[clusterv1.ClusterNameLabel] = want
 	s.log.Info("labelling Secret", "object", s.target(), "label", clusterv1.ClusterNameLabel+"="+want)
-	if err := e.Client.Patch(ctx, &sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldManager)); err != nil {
-		return events.Report{}, kubeWriteError("label "+s.target(), err)
+	if err := e.Client.Patch(ctx, &sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(executor.FieldManager)); err != nil {
+		return events.Report{}, executor.WriteError("label "+s.target(), err)
 	}
 	return events.Report{Message: fmt.Sprintf("labelled %s %s=%s", s.target(), clusterv1.ClusterNameLabel, want)}, nil
 }

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"reflect"
@@ -95,7 +95,7 @@ encryptionAlgorithm: RSA-2048
 		wantErr: true,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cc, err := kubeParseClusterConfiguration(tc.raw)
+			cc, err := parseClusterConfiguration(tc.raw)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatal("parsed; want an error")
@@ -129,9 +129,9 @@ func TestKubeParseServer(t *testing.T) {
 		{server: "", wantErr: true},
 		{server: "https://10.0.0.10:0", wantErr: true},
 	} {
-		got, err := kubeParseServer(tc.server)
+		got, err := parseServer(tc.server)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("kubeParseServer(%q) = %v, %v; want %v (error %t)", tc.server, got, err, tc.want, tc.wantErr)
+			t.Errorf("parseServer(%q) = %v, %v; want %v (error %t)", tc.server, got, err, tc.want, tc.wantErr)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
-	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -28,10 +28,6 @@ const (
 	// applied from.
 	AnnotationRevision = "ferry.dev/revision"
 )
-
-// FieldManager is the server-side apply field manager of everything ferry
-// applies to a workload cluster.
-const FieldManager = "ferry"
 
 // defaultProbeTimeout bounds a probe: the planner gives probes no timeout
 // parameter, and an application that takes longer than this to answer a
@@ -50,7 +46,7 @@ func NewWorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
 	return kube.WorkloadClientset(kubeconfig)
 }
 
-// WorkloadExecutor carries out the steps of kind "workload": it changes the
+// Executor carries out the steps of kind "workload": it changes the
 // migrated cluster itself, reached through the <cluster>-kubeconfig Secret
 // in the management cluster. Actions: apply and wait on manifests from the
 // plans repository, wait for a LoadBalancer Service's address, cordon,
@@ -59,12 +55,12 @@ func NewWorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
 // Every action is idempotent: a cordoned node is cordoned, a drained node
 // has nothing left to evict, an applied manifest is applied again with the
 // same result, a Node already gone is deleted.
-type WorkloadExecutor struct {
+type Executor struct {
 	// Client reads the management cluster, where the kubeconfig Secret is.
 	Client client.Client
 	// Workload builds the workload cluster's controller-runtime client;
-	// nil uses observer.NewWorkloadClient.
-	Workload observer.WorkloadClientFunc
+	// nil uses kube.WorkloadClient.
+	Workload kube.ClientFunc
 	// Clientset builds the workload cluster's client-go clientset from the
 	// same kubeconfig; nil uses NewWorkloadClientset.
 	Clientset ClientsetFunc
@@ -78,23 +74,23 @@ type WorkloadExecutor struct {
 	Logger *slog.Logger
 }
 
-var _ Executor = (*WorkloadExecutor)(nil)
+var _ executor.Executor = (*Executor)(nil)
 
 // Kind is step.Workload.
-func (e *WorkloadExecutor) Kind() step.Kind { return step.Workload }
+func (e *Executor) Kind() step.Kind { return step.Workload }
 
-// workloadStep is one step being carried out, with what every action needs.
-type workloadStep struct {
+// job is one step being carried out, with what every action needs.
+type job struct {
 	ev  *events.StepEvent
 	log *slog.Logger
 }
 
-func (s *workloadStep) param(name string) string { return s.ev.Step.Params[name] }
+func (s *job) param(name string) string { return s.ev.Step.Params[name] }
 
 // timeout reads the step's timeout parameter, falling back to def. A
 // timeout that does not parse is a defect of the plan or the planner that
 // no retry fixes.
-func (s *workloadStep) timeout(def time.Duration) (time.Duration, error) {
+func (s *job) timeout(def time.Duration) (time.Duration, error) {
 	v := s.param("timeout")
 	if v == "" {
 		return def, nil
@@ -107,7 +103,7 @@ func (s *workloadStep) timeout(def time.Duration) (time.Duration, error) {
 }
 
 // Execute carries out one workload step.
-func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
 	if ev.Spec == nil {
 		return events.Report{}, failure.Terminal(fmt.Errorf("step %s carries no plan", ev.Step.Key))
 	}
@@ -115,7 +111,7 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 	if log == nil {
 		log = slog.Default()
 	}
-	s := &workloadStep{ev: ev, log: log.With(
+	s := &job{ev: ev, log: log.With(
 		"plan", ev.Plan, "phase", ev.Step.Phase, "step", ev.Step.Key, "revision", ev.Revision)}
 
 	target := ev.Step.Target
@@ -125,31 +121,31 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 		// kubeconfig needed.
 		return e.probe(ctx, s)
 	case a == "apply" && target.Kind == "Manifest":
-		c, err := e.workloadClient(ctx, ev.Spec)
+		c, err := e.connect(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
 		return e.apply(ctx, s, c)
 	case a == "wait" && target.Kind == "Manifest":
-		cs, err := e.workloadClientset(ctx, ev.Spec)
+		cs, err := e.connectClientset(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
 		return e.waitManifest(ctx, s, cs)
 	case a == "wait" && target.Kind == "Service":
-		cs, err := e.workloadClientset(ctx, ev.Spec)
+		cs, err := e.connectClientset(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
 		return waitService(ctx, s, cs)
 	case a == "set-provider-id" && target.Kind == "Node":
-		cs, err := e.workloadClientset(ctx, ev.Spec)
+		cs, err := e.connectClientset(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
 		return setProviderID(ctx, s, cs)
 	case (a == "cordon" || a == "drain" || a == "delete") && target.Kind == "Node":
-		cs, err := e.workloadClientset(ctx, ev.Spec)
+		cs, err := e.connectClientset(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -167,8 +163,8 @@ func (e *WorkloadExecutor) Execute(ctx context.Context, ev *events.StepEvent) (e
 
 // kubeconfig reads the workload cluster's kubeconfig from the management
 // cluster.
-func (e *WorkloadExecutor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
-	return observer.ReadKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
+func (e *Executor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
+	return kube.ReadKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
 }
 
 // errUnusableKubeconfig is what a kubeconfig that does not parse becomes:
@@ -177,14 +173,14 @@ func errUnusableKubeconfig(where string) error {
 	return failure.Terminal(fmt.Errorf("kubeconfig in %s is not usable", where))
 }
 
-func (e *WorkloadExecutor) workloadClient(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {
+func (e *Executor) connect(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {
 	kc, where, err := e.kubeconfig(ctx, p)
 	if err != nil {
 		return nil, err
 	}
 	build := e.Workload
 	if build == nil {
-		build = observer.NewWorkloadClient
+		build = kube.WorkloadClient
 	}
 	c, err := build(kc)
 	if err != nil {
@@ -193,7 +189,7 @@ func (e *WorkloadExecutor) workloadClient(ctx context.Context, p *v1alpha1.Migra
 	return c, nil
 }
 
-func (e *WorkloadExecutor) workloadClientset(ctx context.Context, p *v1alpha1.MigrationPlan) (kubernetes.Interface, error) {
+func (e *Executor) connectClientset(ctx context.Context, p *v1alpha1.MigrationPlan) (kubernetes.Interface, error) {
 	kc, where, err := e.kubeconfig(ctx, p)
 	if err != nil {
 		return nil, err

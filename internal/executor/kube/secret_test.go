@@ -1,4 +1,4 @@
-package executor_test
+package kube_test
 
 import (
 	"context"
@@ -18,17 +18,17 @@ import (
 // and never shows a value.
 func TestKubeCopySecret(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
 	const (
 		password = "source-password-never-shown"
 		caCert   = "source-ca-never-shown"
 		oldValue = "target-value-kept"
 	)
-	kubeMustCreate(t, k.Client,
-		&corev1.Secret{ObjectMeta: kubeTestMeta("credentials"),
+	mustCreate(t, k.Client,
+		&corev1.Secret{ObjectMeta: testMeta("credentials"),
 			Data: map[string][]byte{"clouds.yaml": []byte(password), "ca.pem": []byte(caCert)}},
-		&corev1.Secret{ObjectMeta: kubeTestMeta("typed"), Type: clusterv1.ClusterSecretType,
+		&corev1.Secret{ObjectMeta: testMeta("typed"), Type: clusterv1.ClusterSecretType,
 			Data: map[string][]byte{"tls.crt": []byte(caCert), "tls.key": []byte(password)}})
 	cloudKeys := "clouds.yaml<-clouds.yaml,cacert<-ca.pem"
 	for _, tc := range []struct {
@@ -83,13 +83,13 @@ func TestKubeCopySecret(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			name := tc.target
 			if tc.existing != nil {
-				sec := &corev1.Secret{ObjectMeta: kubeTestMeta(name), Data: map[string][]byte{}}
+				sec := &corev1.Secret{ObjectMeta: testMeta(name), Data: map[string][]byte{}}
 				for k, v := range tc.existing {
 					sec.Data[k] = []byte(v)
 				}
-				kubeMustCreate(t, k.Client, sec)
+				mustCreate(t, k.Client, sec)
 			}
-			ev := kubeEvent(plan, "copy-secret", "Secret", name, tc.params)
+			ev := event(plan, "copy-secret", "Secret", name, tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
 				rep, err := e.Execute(context.Background(), ev)
@@ -98,26 +98,26 @@ func TestKubeCopySecret(t *testing.T) {
 						t.Fatalf("a secret value shows in the report %q or error %v", rep.Message, err)
 					}
 				}
-				kubeCheckErr(t, ev, err, tc.wantErr)
+				checkErr(t, ev, err, tc.wantErr)
 				if tc.wantErr != "" {
-					err := k.Client.Get(context.Background(), client.ObjectKey{Namespace: kubeNamespace, Name: name}, &corev1.Secret{})
+					err := k.Client.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &corev1.Secret{})
 					if !apierrors.IsNotFound(err) {
 						t.Errorf("a refused copy left Secret %s behind (err %v)", name, err)
 					}
 					return
 				}
 				var got corev1.Secret
-				kubeMustGet(t, k.Client, name, &got)
+				mustGet(t, k.Client, name, &got)
 				versions = append(versions, got.ResourceVersion)
 				data := map[string]string{}
 				for k, v := range got.Data {
 					data[k] = string(v)
 				}
-				kubeExpect(t, "data", data, tc.want)
-				kubeExpect(t, "type", got.Type, tc.wantType)
-				kubeExpect(t, "move label", got.Labels["clusterctl.cluster.x-k8s.io/move"] == "true", tc.wantMove)
+				testenv.Expect(t, "data", data, tc.want)
+				testenv.Expect(t, "type", got.Type, tc.wantType)
+				testenv.Expect(t, "move label", got.Labels["clusterctl.cluster.x-k8s.io/move"] == "true", tc.wantMove)
 				if tc.existing == nil {
-					kubeExpect(t, "cluster-name label", got.Labels[clusterv1.ClusterNameLabel], kubeCluster)
+					testenv.Expect(t, "cluster-name label", got.Labels[clusterv1.ClusterNameLabel], cluster)
 				}
 			}
 			if versions[0] != versions[1] {

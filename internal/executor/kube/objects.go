@@ -1,8 +1,10 @@
-package executor
+package kube
 
 import (
 	"fmt"
 	"strings"
+
+	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,87 +15,70 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// The kinds kube steps act on, as the planner names them.
-const (
-	kubeKindSecret  = "Secret"
-	kubeKindCluster = "Cluster"
-	kubeKindOSC     = "OpenStackCluster"
-	kubeKindOSM     = "OpenStackMachine"
-	kubeKindOSMT    = "OpenStackMachineTemplate"
-	kubeKindKCP     = v1alpha1.ProviderKubeadm
-	kubeKindKamaji  = v1alpha1.ProviderKamaji
-	kubeKindKC      = "KubeadmConfig"
-	kubeKindKCT     = "KubeadmConfigTemplate"
-	kubeKindMachine = "Machine"
-	kubeKindMS      = "MachineSet"
-	kubeKindMD      = "MachineDeployment"
-)
-
-// kubeGroupVersions maps each kind a reference parameter may name to its
+// groupVersions maps each kind a reference parameter may name to its
 // API version. The versions are those of ferry's scheme (internal/kube).
-var kubeGroupVersions = map[string]schema.GroupVersion{
-	kubeKindCluster: clusterv1.GroupVersion,
-	kubeKindMachine: clusterv1.GroupVersion,
-	kubeKindMS:      clusterv1.GroupVersion,
-	kubeKindMD:      clusterv1.GroupVersion,
-	kubeKindKC:      bootstrapv1.GroupVersion,
-	kubeKindKCT:     bootstrapv1.GroupVersion,
-	kubeKindKCP:     controlplanev1.GroupVersion,
-	kubeKindKamaji:  observer.KamajiGVK.GroupVersion(),
-	kubeKindOSC:     infrav1.SchemeGroupVersion,
-	kubeKindOSM:     infrav1.SchemeGroupVersion,
-	kubeKindOSMT:    infrav1.SchemeGroupVersion,
+var groupVersions = map[string]schema.GroupVersion{
+	step.Cluster:                  clusterv1.GroupVersion,
+	step.Machine:                  clusterv1.GroupVersion,
+	step.MachineSet:               clusterv1.GroupVersion,
+	step.MachineDeployment:        clusterv1.GroupVersion,
+	step.KubeadmConfig:            bootstrapv1.GroupVersion,
+	step.KubeadmConfigTemplate:    bootstrapv1.GroupVersion,
+	step.KubeadmControlPlane:      controlplanev1.GroupVersion,
+	step.KamajiControlPlane:       kubeclient.KamajiGVK.GroupVersion(),
+	step.OpenStackCluster:         infrav1.SchemeGroupVersion,
+	step.OpenStackMachine:         infrav1.SchemeGroupVersion,
+	step.OpenStackMachineTemplate: infrav1.SchemeGroupVersion,
 }
 
-// kubeNewObject returns an empty object of a kind the executor reads and
+// newObject returns an empty object of a kind the executor reads and
 // patches, or nil.
-func kubeNewObject(kind string) client.Object {
+func newObject(kind string) client.Object {
 	switch kind {
-	case kubeKindCluster:
+	case step.Cluster:
 		return &clusterv1.Cluster{}
-	case kubeKindMachine:
+	case step.Machine:
 		return &clusterv1.Machine{}
-	case kubeKindMS:
+	case step.MachineSet:
 		return &clusterv1.MachineSet{}
-	case kubeKindMD:
+	case step.MachineDeployment:
 		return &clusterv1.MachineDeployment{}
-	case kubeKindKCP:
+	case step.KubeadmControlPlane:
 		return &controlplanev1.KubeadmControlPlane{}
-	case kubeKindOSC:
+	case step.OpenStackCluster:
 		return &infrav1.OpenStackCluster{}
-	case kubeKindKamaji:
+	case step.KamajiControlPlane:
 		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(observer.KamajiGVK)
+		u.SetGroupVersionKind(kubeclient.KamajiGVK)
 		return u
 	}
 	return nil
 }
 
-// kubeRef parses a reference parameter, "Kind/name", into an object
+// ref parses a reference parameter, "Kind/name", into an object
 // reference in namespace (CAPI's references are namespace-local). The
 // namespace is always written: CAPI's controllers look a reference up in
 // the namespace it names, and only its webhooks fill in an empty one.
 // A malformed one or an unknown kind is a defect of the step: terminal.
-func kubeRef(param, value, namespace string) (*corev1.ObjectReference, error) {
-	kind, name, ok := kubeSplitPair(value, "/")
+func ref(param, value, namespace string) (*corev1.ObjectReference, error) {
+	kind, name, ok := step.SplitPair(value, "/")
 	if !ok {
 		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q is not Kind/name", param, value))
 	}
-	gv, known := kubeGroupVersions[kind]
+	gv, known := groupVersions[kind]
 	if !known {
 		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q: kind %s is not one ferry references", param, value, kind))
 	}
 	return &corev1.ObjectReference{APIVersion: gv.String(), Kind: kind, Name: name, Namespace: namespace}, nil
 }
 
-// kubeSameRef reports whether a reference already points at want: same
+// sameRef reports whether a reference already points at want: same
 // kind, name and API group (the version may differ after a CRD upgrade).
-func kubeSameRef(have *corev1.ObjectReference, want *corev1.ObjectReference) bool {
+func sameRef(have *corev1.ObjectReference, want *corev1.ObjectReference) bool {
 	if have == nil {
 		return false
 	}
@@ -101,10 +86,10 @@ func kubeSameRef(have *corev1.ObjectReference, want *corev1.ObjectReference) boo
 		have.GroupVersionKind().Group == want.GroupVersionKind().Group
 }
 
-// kubeMeta is the metadata every object ferry creates gets: CAPI's
+// meta is the metadata every object ferry creates gets: CAPI's
 // cluster-name label, which clusterctl move and CAPI's controllers select
 // by, and ferry's pause annotations when the step asks for a pause.
-func kubeMeta(obj client.Object, s *kubeStep, paused bool) {
+func meta(obj client.Object, s *job, paused bool) {
 	obj.SetNamespace(s.key.Namespace)
 	obj.SetName(s.key.Name)
 	labels := obj.GetLabels()
@@ -114,21 +99,21 @@ func kubeMeta(obj client.Object, s *kubeStep, paused bool) {
 	labels[clusterv1.ClusterNameLabel] = s.cluster()
 	obj.SetLabels(labels)
 	if paused {
-		kubeSetPause(obj, s.ev.Plan)
+		setPause(obj, s.ev.Plan)
 	}
 }
 
-// kubeFlagTrue reads a boolean parameter; only "true" is true.
-func kubeFlagTrue(s *kubeStep, name string) bool { return s.param(name) == "true" }
+// flagTrue reads a boolean parameter; only "true" is true.
+func flagTrue(s *job, name string) bool { return s.param(name) == "true" }
 
-// kubeParseMap reads "k=v,k2=v2" into a map; empty gives nil.
-func kubeParseMap(param, value string) (map[string]string, error) {
+// parseMap reads "k=v,k2=v2" into a map; empty gives nil.
+func parseMap(param, value string) (map[string]string, error) {
 	if strings.TrimSpace(value) == "" {
 		return nil, nil
 	}
 	m := map[string]string{}
 	for _, part := range strings.Split(value, ",") {
-		k, v, ok := kubeSplitPair(part, "=")
+		k, v, ok := step.SplitPair(part, "=")
 		if !ok {
 			return nil, failure.Terminal(fmt.Errorf("parameter %s=%q: %q is not key=value", param, value, part))
 		}

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -21,8 +21,9 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // defaultDrainTimeout bounds a drain step that carries no timeout.
@@ -86,9 +87,9 @@ func getWorkloadNode(ctx context.Context, cs kubernetes.Interface, name string) 
 // it empty, and the cloud controller manager fills it only on nodes that
 // join after it runs. The field can be set once: a Node that has another
 // one is left alone and the step fails for a person to look at.
-func setProviderID(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func setProviderID(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	name, want := s.ev.Step.Target.Name, s.param("providerID")
-	if !strings.HasPrefix(want, openstack.ProviderIDPrefix) {
+	if !strings.HasPrefix(want, step.ProviderIDPrefix) {
 		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id Node %s: providerID %q is not openstack:///<server-id>: the node's server was not found", name, want))
 	}
 	n, err := getWorkloadNode(ctx, cs, name)
@@ -104,14 +105,14 @@ func setProviderID(ctx context.Context, s *workloadStep, cs kubernetes.Interface
 	}
 	s.log.InfoContext(ctx, "setting the node's provider ID", "node", name, "providerID", want)
 	patch := []byte(`{"spec":{"providerID":` + strconv.Quote(want) + `}}`)
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: executor.FieldManager}); err != nil {
 		return events.Report{}, fmt.Errorf("set the provider ID of Node %s: %w", name, err)
 	}
 	return events.Report{Message: fmt.Sprintf("Node %s has provider ID %s", name, want)}, nil
 }
 
 // cordon marks a Node unschedulable.
-func cordonNode(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func cordonNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	name := s.ev.Step.Target.Name
 	n, err := getWorkloadNode(ctx, cs, name)
 	switch {
@@ -132,7 +133,7 @@ func cordonNode(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (
 // drainNode cordons a Node (a drain of a schedulable node would see its
 // pods come back) and evicts every pod a drain evicts, waiting until they
 // are gone or the step's timeout ends.
-func drainNode(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	name := s.ev.Step.Target.Name
 	def := defaultDrainTimeout
 	if c := s.ev.Spec.Spec.Cutover; c != nil && c.DrainTimeout != "" {
@@ -289,7 +290,7 @@ func podNames(pods []corev1.Pod) string {
 // garbage collector delete its pods, and the kubelet register it again.
 // That is refused, retryably: once the machine is gone the node stops
 // being Ready within the node monitor's grace period.
-func deleteNode(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func deleteNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	name := s.ev.Step.Target.Name
 	n, err := getWorkloadNode(ctx, cs, name)
 	switch {

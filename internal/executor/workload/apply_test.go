@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -51,7 +51,7 @@ var (
 // twice: the cases build on each other as a cluster's history does (the
 // CCM applied for a kubeadm plan, then for a Kamaji one, then edited by
 // hand).
-func testWorkloadApply(t *testing.T, env *workloadEnv) {
+func testWorkloadApply(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	c := env.wl.Client
 	cases := []struct {
@@ -146,7 +146,7 @@ func testWorkloadApply(t *testing.T, env *workloadEnv) {
 			// The observer, which the planner's done condition reads,
 			// agrees the manifest is applied.
 			o := &observer.Observer{Client: env.mgmt.Client, Manifests: os.DirFS("testdata/workload")}
-			s, err := o.Observe(ctx, workloadTestPlan(kubeadmCCM), observed.Record{})
+			s, err := o.Observe(ctx, testPlan(kubeadmCCM), observed.Record{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,7 +217,7 @@ func testWorkloadApply(t *testing.T, env *workloadEnv) {
 			if tc.before != nil {
 				tc.before(t)
 			}
-			step := workloadStepEvent(workloadTestPlan(tc.plan), "apply", step.Target{Kind: "Manifest", Name: tc.path}, nil)
+			step := stepEvent(testPlan(tc.plan), "apply", step.Target{Kind: "Manifest", Name: tc.path}, nil)
 			for run := 1; run <= 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
 				checkWorkloadErr(t, err, tc.wantErr, tc.terminal)
@@ -236,7 +236,7 @@ func testWorkloadApply(t *testing.T, env *workloadEnv) {
 }
 
 // ccm reads the applied CCM DaemonSet and checks its annotations.
-func (env *workloadEnv) ccm(t *testing.T) *appsv1.DaemonSet {
+func (env *testEnv) ccm(t *testing.T) *appsv1.DaemonSet {
 	t.Helper()
 	var ds appsv1.DaemonSet
 	env.get(t, "kube-system", "openstack-cloud-controller-manager", &ds)
@@ -244,7 +244,7 @@ func (env *workloadEnv) ccm(t *testing.T) *appsv1.DaemonSet {
 	return &ds
 }
 
-func (env *workloadEnv) get(t *testing.T, ns, name string, obj client.Object) {
+func (env *testEnv) get(t *testing.T, ns, name string, obj client.Object) {
 	t.Helper()
 	if err := env.wl.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, obj); err != nil {
 		t.Fatalf("get %T %s/%s: %v", obj, ns, name, err)
@@ -262,17 +262,17 @@ func checkAnnotated(t *testing.T, obj client.Object) {
 // testWorkloadWaitManifest waits for the VPN overlay's DaemonSet. No
 // DaemonSet controller runs in envtest: the test writes the status the
 // controller would once the pods run.
-func testWorkloadWaitManifest(t *testing.T, env *workloadEnv) {
+func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := workloadTestPlan(kubeadmCCM)
+	p := testPlan(kubeadmCCM)
 	// The Apply test applies the same file, maybe at the same time: the
 	// same field manager applying the same objects does not conflict.
-	apply := workloadStepEvent(p, "apply", step.Target{Kind: "Manifest", Name: overlayPath}, nil)
+	apply := stepEvent(p, "apply", step.Target{Kind: "Manifest", Name: overlayPath}, nil)
 	if _, err := env.exec.Execute(ctx, apply); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(timeout string) error {
-		_, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
+		_, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
 			map[string]string{"for": "workloads available", "timeout": timeout}))
 		return err
 	}
@@ -293,7 +293,7 @@ func testWorkloadWaitManifest(t *testing.T, env *workloadEnv) {
 		}
 	}()
 	for run := 1; run <= 2; run++ {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
+		rep, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
 			map[string]string{"timeout": "30s"}))
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -315,7 +315,7 @@ func testWorkloadWaitManifest(t *testing.T, env *workloadEnv) {
 // testWorkloadWaitService waits for a LoadBalancer Service's address. No
 // cloud controller manager runs in envtest: the test writes the address a
 // load balancer would get.
-func testWorkloadWaitService(t *testing.T, env *workloadEnv) {
+func testWorkloadWaitService(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	c := env.wl.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}); err != nil {
@@ -330,11 +330,11 @@ func testWorkloadWaitService(t *testing.T, env *workloadEnv) {
 			t.Fatal(err)
 		}
 	}
-	p := workloadTestPlan(func(p *v1alpha1.MigrationPlan) {
+	p := testPlan(func(p *v1alpha1.MigrationPlan) {
 		p.Spec.Cutover = &v1alpha1.Cutover{LoadBalancerService: &v1alpha1.ObjectRef{Namespace: "shop", Name: "ingress"}}
 	})
 	wait := func(name, timeout string) (string, error) {
-		rep, err := env.exec.Execute(ctx, workloadStepEvent(p, "wait", step.Target{Kind: "Service", Namespace: "shop", Name: name},
+		rep, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Service", Namespace: "shop", Name: name},
 			map[string]string{"for": "an external address", "timeout": timeout}))
 		return rep.Message, err
 	}

@@ -1,6 +1,6 @@
 //go:build openstack
 
-package executor
+package openstack
 
 import (
 	"context"
@@ -51,7 +51,7 @@ func TestOpenStackExecutor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bus.Close()
-	exec := &OpenStackExecutor{Client: k.Client}
+	exec := &Executor{Client: k.Client}
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -68,11 +68,11 @@ func TestWorkloadProbe(t *testing.T) {
 			params:  map[string]string{"url": srv.URL + "/healthz", "timeout": "soon"},
 			wantErr: []string{`timeout parameter "soon"`}, terminal: true},
 	}
-	e := &WorkloadExecutor{}
+	e := &Executor{}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			healthy.Store(tc.healthy)
-			step := workloadStepEvent(workloadTestPlan(nil), "probe", step.Target{Kind: "Node", Name: "wl-old-0"}, tc.params)
+			step := stepEvent(testPlan(nil), "probe", step.Target{Kind: "Node", Name: "wl-old-0"}, tc.params)
 			// Twice: a probe changes nothing, so both runs agree.
 			for run := 1; run <= 2; run++ {
 				rep, err := e.Execute(context.Background(), step)

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"bytes"
@@ -14,15 +14,16 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/kube"
 )
 
 // readManifest reads and decodes a manifest from the plans repository at
 // the step's revision. A file that is missing or does not decode is
 // terminal: the reviewed commit has to change. A repository that cannot be
 // fetched is retryable.
-func (e *WorkloadExecutor) readManifest(ctx context.Context, s *workloadStep) ([]*unstructured.Unstructured, error) {
+func (e *Executor) readManifest(ctx context.Context, s *job) ([]*unstructured.Unstructured, error) {
 	path := s.ev.Step.Target.Name
 	if e.Repo == nil {
 		return nil, failure.Terminal(fmt.Errorf("manifest %s: the workload executor has no plans repository", path))
@@ -35,7 +36,7 @@ func (e *WorkloadExecutor) readManifest(ctx context.Context, s *workloadStep) ([
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("manifest %s at %s: %w", path, s.ev.Revision, err))
 	}
-	objs, err := observer.DecodeManifest(data)
+	objs, err := kube.DecodeManifest(data)
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("manifest %s at %s: %w", path, s.ev.Revision, err))
 	}
@@ -78,7 +79,7 @@ func applyOrder(objs []*unstructured.Unstructured) {
 // apply server-side applies every object of a manifest, as field manager
 // ferry, without forcing: a field another manager owns is a conflict that
 // is reported, not overwritten.
-func (e *WorkloadExecutor) apply(ctx context.Context, s *workloadStep, c client.Client) (events.Report, error) {
+func (e *Executor) apply(ctx context.Context, s *job, c client.Client) (events.Report, error) {
 	path := s.ev.Step.Target.Name
 	objs, err := e.readManifest(ctx, s)
 	if err != nil {
@@ -115,7 +116,7 @@ func (e *WorkloadExecutor) apply(ctx context.Context, s *workloadStep, c client.
 			return events.Report{}, fmt.Errorf("apply manifest %s: %s: %w", path, manifestObjectName(u), err)
 		}
 		s.log.InfoContext(ctx, "applying to the workload cluster", "manifest", path, "object", manifestObjectName(u))
-		err := c.Patch(ctx, u, client.Apply, client.FieldOwner(FieldManager))
+		err := c.Patch(ctx, u, client.Apply, client.FieldOwner(executor.FieldManager))
 		switch {
 		case apierrors.IsConflict(err):
 			return events.Report{}, fmt.Errorf("apply manifest %s: %s: fields owned by another field manager; ferry does not force ownership, so remove them there or from the manifest: %w", path, manifestObjectName(u), err)
@@ -222,7 +223,7 @@ func checkCCMScheduling(applied *unstructured.Unstructured, ccm *v1alpha1.CloudC
 	}
 	var owners []string
 	for _, m := range applied.GetManagedFields() {
-		if m.Manager != FieldManager && m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.Raw, []byte(`"f:nodeSelector"`)) {
+		if m.Manager != executor.FieldManager && m.FieldsV1 != nil && bytes.Contains(m.FieldsV1.Raw, []byte(`"f:nodeSelector"`)) {
 			owners = append(owners, m.Manager)
 		}
 	}

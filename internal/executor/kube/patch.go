@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -17,12 +17,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// kubePatchable are the kinds the patch action changes.
-var kubePatchable = map[string]bool{
-	kubeKindCluster: true, kubeKindKCP: true, kubeKindMachine: true, kubeKindMS: true, kubeKindMD: true, kubeKindKamaji: true,
+// patchable are the kinds the patch action changes.
+var patchable = map[string]bool{
+	step.Cluster: true, step.KubeadmControlPlane: true, step.Machine: true, step.MachineSet: true, step.MachineDeployment: true, step.KamajiControlPlane: true,
 }
 
 // modify reads the target, lets change edit it, and writes the difference
@@ -31,8 +33,8 @@ var kubePatchable = map[string]bool{
 // resourceVersion it was computed from, so a decision taken on what was
 // read (is it paused, and by whom?) never lands on an object someone
 // changed meanwhile: that is a conflict, and the next attempt decides again.
-func (e *KubeExecutor) modify(ctx context.Context, s *kubeStep, change func(client.Object) ([]string, error)) ([]string, error) {
-	obj := kubeNewObject(s.kind())
+func (e *Executor) modify(ctx context.Context, s *job, change func(client.Object) ([]string, error)) ([]string, error) {
+	obj := newObject(s.kind())
 	if obj == nil {
 		return nil, failure.Terminal(fmt.Errorf("kube executor: cannot read kind %s", s.kind()))
 	}
@@ -46,15 +48,15 @@ func (e *KubeExecutor) modify(ctx context.Context, s *kubeStep, change func(clie
 	}
 	s.log.Info("patching", "object", s.target(), "changes", strings.Join(changes, ", "))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := e.Client.Patch(ctx, obj, patch, client.FieldOwner(FieldManager)); err != nil {
-		return nil, kubeWriteError("patch "+s.target(), err)
+	if err := e.Client.Patch(ctx, obj, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+		return nil, executor.WriteError("patch "+s.target(), err)
 	}
 	return changes, nil
 }
 
 // patch sets the fields the step's parameters name. Each parameter is
 // compared first, so a second run writes nothing.
-func (e *KubeExecutor) patch(ctx context.Context, s *kubeStep) (events.Report, error) {
+func (e *Executor) patch(ctx context.Context, s *job) (events.Report, error) {
 	names := make([]string, 0, len(s.ev.Step.Params))
 	for name := range s.ev.Step.Params {
 		names = append(names, name)
@@ -66,7 +68,7 @@ func (e *KubeExecutor) patch(ctx context.Context, s *kubeStep) (events.Report, e
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		var changes []string
 		for _, name := range names {
-			change, err := kubePatchField(obj, s, name, s.param(name))
+			change, err := patchField(obj, s, name, s.param(name))
 			if err != nil {
 				return nil, err
 			}
@@ -85,9 +87,9 @@ func (e *KubeExecutor) patch(ctx context.Context, s *kubeStep) (events.Report, e
 	return events.Report{Message: "patched " + s.target() + ": " + strings.Join(changes, ", ")}, nil
 }
 
-// kubePatchField sets one field on obj and says what changed; "" when it
+// patchField sets one field on obj and says what changed; "" when it
 // already had the value. A field the kind does not have is terminal.
-func kubePatchField(obj client.Object, s *kubeStep, name, value string) (string, error) {
+func patchField(obj client.Object, s *job, name, value string) (string, error) {
 	unsupported := failure.Terminal(fmt.Errorf("patch %s: ferry does not patch %s of a %s", s.target(), name, s.kind()))
 	switch name {
 	case "paused":
@@ -95,30 +97,30 @@ func kubePatchField(obj client.Object, s *kubeStep, name, value string) (string,
 		if value != "true" {
 			return "", failure.Terminal(fmt.Errorf("patch %s: paused=%q: ferry only pauses in a patch; unpause is its own step", s.target(), value))
 		}
-		if kubePauseOf(obj).paused {
+		if pauseOf(obj).paused {
 			return "", nil
 		}
-		kubeSetPause(obj, s.ev.Plan)
+		setPause(obj, s.ev.Plan)
 		return "paused", nil
 	case "infrastructureRef", "controlPlaneRef", "machineTemplate.infrastructureRef":
-		want, err := kubeRef(name, value, s.key.Namespace)
+		want, err := ref(name, value, s.key.Namespace)
 		if err != nil {
 			return "", err
 		}
-		field := kubeRefField(obj, name)
+		field := refField(obj, name)
 		if field == nil {
 			return "", unsupported
 		}
-		if kubeSameRef(field.get(), want) {
+		if sameRef(field.get(), want) {
 			return "", nil
 		}
 		field.set(want)
 		return name + " " + value, nil
 	case "rolloutAfter":
-		return kubeRollout(obj, s, value)
+		return rollout(obj, s, value)
 	case "kubelet.preferredAddressTypes":
 		u, ok := obj.(*unstructured.Unstructured)
-		if !ok || s.kind() != kubeKindKamaji {
+		if !ok || s.kind() != step.KamajiControlPlane {
 			return "", unsupported
 		}
 		want := strings.Split(value, ",")
@@ -134,58 +136,58 @@ func kubePatchField(obj client.Object, s *kubeStep, name, value string) (string,
 	return "", unsupported
 }
 
-// kubeRefSlot reads and writes one reference field of an object.
-type kubeRefSlot struct {
+// refSlot reads and writes one reference field of an object.
+type refSlot struct {
 	get func() *corev1.ObjectReference
 	set func(*corev1.ObjectReference)
 }
 
-// kubeByValue is the slot of a reference held by value.
-func kubeByValue(field *corev1.ObjectReference) *kubeRefSlot {
-	return &kubeRefSlot{get: func() *corev1.ObjectReference { return field }, set: func(r *corev1.ObjectReference) { *field = *r }}
+// byValue is the slot of a reference held by value.
+func byValue(field *corev1.ObjectReference) *refSlot {
+	return &refSlot{get: func() *corev1.ObjectReference { return field }, set: func(r *corev1.ObjectReference) { *field = *r }}
 }
 
-// kubeByPointer is the slot of a reference that may be absent.
-func kubeByPointer(field **corev1.ObjectReference) *kubeRefSlot {
-	return &kubeRefSlot{get: func() *corev1.ObjectReference { return *field }, set: func(r *corev1.ObjectReference) { *field = r }}
+// byPointer is the slot of a reference that may be absent.
+func byPointer(field **corev1.ObjectReference) *refSlot {
+	return &refSlot{get: func() *corev1.ObjectReference { return *field }, set: func(r *corev1.ObjectReference) { *field = r }}
 }
 
-// kubeRefField returns the reference field a parameter names, or nil when
+// refField returns the reference field a parameter names, or nil when
 // the object has no such field.
-func kubeRefField(obj client.Object, name string) *kubeRefSlot {
+func refField(obj client.Object, name string) *refSlot {
 	switch o := obj.(type) {
 	case *clusterv1.Cluster:
 		switch name {
 		case "infrastructureRef":
-			return kubeByPointer(&o.Spec.InfrastructureRef)
+			return byPointer(&o.Spec.InfrastructureRef)
 		case "controlPlaneRef":
-			return kubeByPointer(&o.Spec.ControlPlaneRef)
+			return byPointer(&o.Spec.ControlPlaneRef)
 		}
 	case *clusterv1.Machine:
 		if name == "infrastructureRef" {
-			return kubeByValue(&o.Spec.InfrastructureRef)
+			return byValue(&o.Spec.InfrastructureRef)
 		}
 	case *clusterv1.MachineSet:
 		if name == "infrastructureRef" {
-			return kubeByValue(&o.Spec.Template.Spec.InfrastructureRef)
+			return byValue(&o.Spec.Template.Spec.InfrastructureRef)
 		}
 	case *clusterv1.MachineDeployment:
 		if name == "infrastructureRef" {
-			return kubeByValue(&o.Spec.Template.Spec.InfrastructureRef)
+			return byValue(&o.Spec.Template.Spec.InfrastructureRef)
 		}
 	case *controlplanev1.KubeadmControlPlane:
 		if name == "machineTemplate.infrastructureRef" {
-			return kubeByValue(&o.Spec.MachineTemplate.InfrastructureRef)
+			return byValue(&o.Spec.MachineTemplate.InfrastructureRef)
 		}
 	}
 	return nil
 }
 
-// kubeRollout sets rolloutAfter, which makes CAPI replace every machine
+// rollout sets rolloutAfter, which makes CAPI replace every machine
 // created before it. "now" is the time of the write; a rolloutAfter that is
 // already at or after the step was published was set by this step (or a
 // later one), so a redelivery does not start a second rollout.
-func kubeRollout(obj client.Object, s *kubeStep, value string) (string, error) {
+func rollout(obj client.Object, s *job, value string) (string, error) {
 	var field **metav1.Time
 	switch o := obj.(type) {
 	case *controlplanev1.KubeadmControlPlane:
@@ -209,7 +211,7 @@ func kubeRollout(obj client.Object, s *kubeStep, value string) (string, error) {
 // deleteMachineDeployment deletes the MachineDeployment the step names,
 // and nothing else: CAPI's garbage collection removes its MachineSets and
 // Machines, which it owns. One of another cluster is not touched.
-func (e *KubeExecutor) deleteMachineDeployment(ctx context.Context, s *kubeStep) (events.Report, error) {
+func (e *Executor) deleteMachineDeployment(ctx context.Context, s *job) (events.Report, error) {
 	var md clusterv1.MachineDeployment
 	err := e.Client.Get(ctx, s.key, &md)
 	switch {
@@ -229,7 +231,7 @@ func (e *KubeExecutor) deleteMachineDeployment(ctx context.Context, s *kubeStep)
 	case apierrors.IsNotFound(err):
 		return events.Report{Message: s.target() + " is already gone"}, nil
 	case err != nil:
-		return events.Report{}, kubeWriteError("delete "+s.target(), err)
+		return events.Report{}, executor.WriteError("delete "+s.target(), err)
 	}
 	return events.Report{Message: "deleted " + s.target() + "; CAPI removes its MachineSets and Machines"}, nil
 }

@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/observer"
+	"github.com/ferry-dev/ferry/internal/kube"
 )
 
 // defaultWaitTimeout bounds a wait step that carries no timeout.
@@ -38,7 +38,7 @@ func mustParseDefault(s string) time.Duration {
 // waitManifest waits until every DaemonSet and Deployment of a manifest is
 // available, by the same rule the observer reports a manifest healthy
 // with, so that the planner agrees the step is done once it returns.
-func (e *WorkloadExecutor) waitManifest(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func (e *Executor) waitManifest(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	path := s.ev.Step.Target.Name
 	timeout, err := s.timeout(defaultWaitTimeout)
 	if err != nil {
@@ -105,7 +105,7 @@ func (e *WorkloadExecutor) waitManifest(ctx context.Context, s *workloadStep, cs
 // waitService waits until a Service of type LoadBalancer has an external
 // address. A Service of another type never gets one: that is the plan's
 // mistake, terminal.
-func waitService(ctx context.Context, s *workloadStep, cs kubernetes.Interface) (events.Report, error) {
+func waitService(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	t := s.ev.Step.Target
 	timeout, err := s.timeout(defaultWaitTimeout)
 	if err != nil {
@@ -125,7 +125,7 @@ func waitService(ctx context.Context, s *workloadStep, cs kubernetes.Interface) 
 			if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 				return false, "", failure.Terminal(fmt.Errorf("it is of type %s and never gets an external address; name a LoadBalancer Service in spec.cutover.loadBalancerService", svc.Spec.Type))
 			}
-			address = observer.ExternalAddress(svc)
+			address = kube.ExternalAddress(svc)
 			return address != "", "no external address yet", nil
 		})
 	if err != nil {

@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 // the kube executor (grep ExecKube in internal/planner) has a handler, so
 // that no planned step meets "no action" at run time.
 func TestKubeHandlesEveryPlannedStep(t *testing.T) {
-	e := &KubeExecutor{}
+	e := &Executor{}
 	for _, tc := range []struct {
 		action step.Action
 		kinds  []string
@@ -25,7 +25,7 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 		{"delete", []string{"MachineDeployment"}},
 	} {
 		for _, kind := range tc.kinds {
-			if e.handler(tc.action, kind) == nil {
+			if e.handlerFor(tc.action, kind) == nil {
 				t.Errorf("no handler for %s %s", tc.action, kind)
 			}
 		}
@@ -34,7 +34,7 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 		action step.Action
 		kind   string
 	}{{"create", "Secret"}, {"delete", "Cluster"}, {"wait", "Machine"}, {"pause", "Machine"}, {"apply", "Manifest"}} {
-		if e.handler(tc.action, tc.kind) != nil {
+		if e.handlerFor(tc.action, tc.kind) != nil {
 			t.Errorf("a handler for %s %s, which the kube executor must refuse", tc.action, tc.kind)
 		}
 	}

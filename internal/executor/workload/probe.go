@@ -1,4 +1,4 @@
-package executor
+package workload
 
 import (
 	"context"
@@ -39,7 +39,7 @@ func expectStatus(expect string) (func(int) bool, error) {
 // application must still answer as expected before the next node goes. A
 // failure is retryable: the step is redelivered after a back-off, and the
 // cutover stops until the application answers again.
-func (e *WorkloadExecutor) probe(ctx context.Context, s *workloadStep) (events.Report, error) {
+func (e *Executor) probe(ctx context.Context, s *job) (events.Report, error) {
 	raw, expect := s.param("url"), s.param("expect")
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

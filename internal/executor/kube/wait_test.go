@@ -1,4 +1,4 @@
-package executor_test
+package kube_test
 
 import (
 	"context"
@@ -18,33 +18,33 @@ import (
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// kubeChangeAfter is how long after the wait begins a test's stand-in
+// changeAfter is how long after the wait begins a test's stand-in
 // controller changes the status: long enough that the wait is already
 // watching, so that only its watch can see the change.
-const kubeChangeAfter = 700 * time.Millisecond
+const changeAfter = 700 * time.Millisecond
 
 // TestKubeWait: a wait ends when the watched status says so, even when the
 // status changes only during the wait, and times out with a retryable
 // error that says what it waited for and what it saw last.
 func TestKubeWait(t *testing.T) {
 	k := testenv.StartKube(t)
-	e := kubeExecutor(t, k)
-	plan := kubePlan(t, "cluster")
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
 	c := k.Client
 	ctx := context.Background()
 
 	osc := func(name string) client.Object {
-		return &infrav1.OpenStackCluster{ObjectMeta: kubeTestMeta(name),
+		return &infrav1.OpenStackCluster{ObjectMeta: testMeta(name),
 			Spec: infrav1.OpenStackClusterSpec{IdentityRef: infrav1.OpenStackIdentityReference{Name: "cloud-config", CloudName: "openstack"}}}
 	}
-	adoptedMachine := kubeTestMachine("adopted-cp", observed.AnnotationAdopted, kubeCluster)
-	adoptedMachine.Labels = map[string]string{clusterv1.ClusterNameLabel: kubeCluster, clusterv1.MachineControlPlaneLabel: ""}
+	adoptedMachine := testMachine("adopted-cp", observed.AnnotationAdopted, cluster)
+	adoptedMachine.Labels = map[string]string{clusterv1.ClusterNameLabel: cluster, clusterv1.MachineControlPlaneLabel: ""}
 
 	for _, tc := range []struct {
 		name    string
 		objs    []client.Object // created first; the first is the target
 		params  map[string]string
-		change  func(ctx context.Context, c client.Client, target client.Object) error // run kubeChangeAfter into the wait
+		change  func(ctx context.Context, c client.Client, target client.Object) error // run changeAfter into the wait
 		wantErr []string                                                               // in a retryable error; none: success
 	}{{
 		name:    "OpenStackCluster never ready: retryable, saying what it saw",
@@ -60,19 +60,19 @@ func TestKubeWait(t *testing.T) {
 		},
 	}, {
 		name:    "MachineDeployment never stable: the replica counts in the error",
-		objs:    []client.Object{kubeWithReplicas(kubeTestMD("unstable", kubeCluster), 2)},
+		objs:    []client.Object{withReplicas(testMD("unstable", cluster), 2)},
 		params:  map[string]string{"for": "replicas == ready == updated", "timeout": "1s"},
 		wantErr: []string{"replicas == ready == updated not reached within 1s", "last seen: replicas 2 (status 0), ready 0, updated 0, unavailable 0"},
 	}, {
 		name:   "KubeadmControlPlane stable during the wait",
-		objs:   []client.Object{kubeTestKCP("becomes-stable", 3)},
+		objs:   []client.Object{testKCP("becomes-stable", 3)},
 		params: map[string]string{"for": "replicas == ready == updated, none unavailable", "timeout": "1m"},
 		change: func(ctx context.Context, c client.Client, obj client.Object) error {
 			return capiStandIn(ctx, c, "KubeadmControlPlane", client.ObjectKeyFromObject(obj))
 		},
 	}, {
 		name:   "rollout: stable, but an adopted machine is left until it is deleted during the wait",
-		objs:   []client.Object{kubeTestKCP("rolling", 1), adoptedMachine},
+		objs:   []client.Object{testKCP("rolling", 1), adoptedMachine},
 		params: map[string]string{"for": "no adopted machine left, replicas == ready == updated", "timeout": "1m"},
 		change: func(ctx context.Context, c client.Client, obj client.Object) error {
 			if err := capiStandIn(ctx, c, "KubeadmControlPlane", client.ObjectKeyFromObject(obj)); err != nil {
@@ -82,11 +82,11 @@ func TestKubeWait(t *testing.T) {
 		},
 	}, {
 		name:   "KamajiControlPlane ready during the wait",
-		objs:   []client.Object{kubeTestKamaji("kamaji-ready")},
+		objs:   []client.Object{testKamaji("kamaji-ready")},
 		params: map[string]string{"for": "status.ready", "timeout": "1m"},
 		change: func(ctx context.Context, c client.Client, obj client.Object) error {
 			return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-				u := kubeFresh(obj).(*unstructured.Unstructured)
+				u := fresh(obj).(*unstructured.Unstructured)
 				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), u); err != nil {
 					return err
 				}
@@ -98,15 +98,15 @@ func TestKubeWait(t *testing.T) {
 		},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			kubeMustCreate(t, c, tc.objs...)
+			mustCreate(t, c, tc.objs...)
 			target := tc.objs[0]
-			ev := kubeEvent(plan, "wait", kubeKindOf(t, k, target), target.GetName(), tc.params)
+			ev := event(plan, "wait", kindOf(t, k, target), target.GetName(), tc.params)
 			changed := make(chan error, 1)
 			waitCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			if tc.change != nil {
 				go func() {
-					time.Sleep(kubeChangeAfter)
+					time.Sleep(changeAfter)
 					err := tc.change(ctx, c, target)
 					if err != nil {
 						cancel() // the wait cannot succeed any more
@@ -126,8 +126,8 @@ func TestKubeWait(t *testing.T) {
 				if err != nil {
 					t.Fatalf("wait: %v", err)
 				}
-				if took < kubeChangeAfter {
-					t.Errorf("wait ended after %s, before the status changed (%s)", took, kubeChangeAfter)
+				if took < changeAfter {
+					t.Errorf("wait ended after %s, before the status changed (%s)", took, changeAfter)
 				}
 				t.Logf("report: %s (after %s)", rep.Message, took.Round(time.Millisecond))
 				// Done is done: a redelivery ends at once.
@@ -153,13 +153,13 @@ func TestKubeWait(t *testing.T) {
 		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout "soon" is not a positive duration`},
 	} {
 		t.Run("terminal: "+tc.name, func(t *testing.T) {
-			ev := kubeEvent(plan, "wait", tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
-			kubeRun(t, e, ev, tc.wantErr)
+			ev := event(plan, "wait", tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
+			run(t, e, ev, tc.wantErr)
 		})
 	}
 }
 
-func kubeWithReplicas(md *clusterv1.MachineDeployment, n int32) *clusterv1.MachineDeployment {
+func withReplicas(md *clusterv1.MachineDeployment, n int32) *clusterv1.MachineDeployment {
 	md.Spec.Replicas = &n
 	return md
 }

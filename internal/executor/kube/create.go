@@ -1,4 +1,4 @@
-package executor
+package kube
 
 import (
 	"context"
@@ -16,27 +16,29 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// kubeBuilder builds the object a create step makes. Builders read what
+// builder builds the object a create step makes. Builders read what
 // they need (the kubeconfig, the running kubeadm spec, an owner) and are
 // called only when the object does not exist yet.
-type kubeBuilder func(ctx context.Context, s *kubeStep) (client.Object, error)
+type builder func(ctx context.Context, s *job) (client.Object, error)
 
 // builder returns the builder of a kind, or nil.
-func (e *KubeExecutor) builder(kind string) kubeBuilder {
-	return map[string]kubeBuilder{
-		kubeKindCluster: e.buildCluster,
-		kubeKindOSC:     e.buildOpenStackCluster,
-		kubeKindKC:      e.buildKubeadmConfig,
-		kubeKindKCP:     e.buildKubeadmControlPlane,
-		kubeKindMachine: e.buildMachine,
-		kubeKindOSMT:    e.buildOpenStackMachineTemplate,
-		kubeKindOSM:     e.buildOpenStackMachine,
-		kubeKindKCT:     e.buildKubeadmConfigTemplate,
-		kubeKindMD:      e.buildMachineDeployment,
-		kubeKindMS:      e.buildMachineSet,
+func (e *Executor) builderFor(kind string) builder {
+	return map[string]builder{
+		step.Cluster:                  e.buildCluster,
+		step.OpenStackCluster:         e.buildOpenStackCluster,
+		step.KubeadmConfig:            e.buildKubeadmConfig,
+		step.KubeadmControlPlane:      e.buildKubeadmControlPlane,
+		step.Machine:                  e.buildMachine,
+		step.OpenStackMachineTemplate: e.buildOpenStackMachineTemplate,
+		step.OpenStackMachine:         e.buildOpenStackMachine,
+		step.KubeadmConfigTemplate:    e.buildKubeadmConfigTemplate,
+		step.MachineDeployment:        e.buildMachineDeployment,
+		step.MachineSet:               e.buildMachineSet,
 	}[kind]
 }
 
@@ -44,9 +46,9 @@ func (e *KubeExecutor) builder(kind string) kubeBuilder {
 // it is: the planner emits a create only for a missing object, so one that
 // exists is this step's own earlier work (or the user's, which ferry does
 // not overwrite).
-func (e *KubeExecutor) create(ctx context.Context, s *kubeStep, build kubeBuilder) (events.Report, error) {
+func (e *Executor) create(ctx context.Context, s *job, build builder) (events.Report, error) {
 	exists := &metav1.PartialObjectMetadata{}
-	exists.SetGroupVersionKind(kubeGroupVersions[s.kind()].WithKind(s.kind()))
+	exists.SetGroupVersionKind(groupVersions[s.kind()].WithKind(s.kind()))
 	err := e.Client.Get(ctx, s.key, exists)
 	switch {
 	case err == nil:
@@ -58,22 +60,22 @@ func (e *KubeExecutor) create(ctx context.Context, s *kubeStep, build kubeBuilde
 	if err != nil {
 		return events.Report{}, err
 	}
-	paused := kubePauseOf(obj).paused
+	paused := pauseOf(obj).paused
 	s.log.Info("creating", "object", s.target(), "paused", paused)
-	err = e.Client.Create(ctx, obj, client.FieldOwner(FieldManager))
+	err = e.Client.Create(ctx, obj, client.FieldOwner(executor.FieldManager))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		return events.Report{Message: s.target() + " already exists"}, nil
 	case err != nil:
-		return events.Report{}, kubeWriteError("create "+s.target(), err)
+		return events.Report{}, executor.WriteError("create "+s.target(), err)
 	case paused:
 		return events.Report{Message: "created " + s.target() + " (paused)"}, nil
 	}
 	return events.Report{Message: "created " + s.target()}, nil
 }
 
-// kubeRequired reads a parameter the step cannot do without.
-func kubeRequired(s *kubeStep, name string) (string, error) {
+// required reads a parameter the step cannot do without.
+func required(s *job, name string) (string, error) {
 	v := s.param(name)
 	if v == "" {
 		return "", failure.Terminal(fmt.Errorf("%s %s: the step has no %s parameter", s.ev.Step.Action, s.target(), name))
@@ -81,9 +83,9 @@ func kubeRequired(s *kubeStep, name string) (string, error) {
 	return v, nil
 }
 
-// kubeReplicas reads the replicas parameter.
-func kubeReplicas(s *kubeStep) (*int32, error) {
-	v, err := kubeRequired(s, "replicas")
+// replicas reads the replicas parameter.
+func replicas(s *job) (*int32, error) {
+	v, err := required(s, "replicas")
 	if err != nil {
 		return nil, err
 	}
@@ -94,13 +96,13 @@ func kubeReplicas(s *kubeStep) (*int32, error) {
 	return ptr.To(int32(n)), nil
 }
 
-// kubeRefParam reads a required reference parameter.
-func kubeRefParam(s *kubeStep, name string) (*corev1.ObjectReference, error) {
-	v, err := kubeRequired(s, name)
+// refParam reads a required reference parameter.
+func refParam(s *job, name string) (*corev1.ObjectReference, error) {
+	v, err := required(s, name)
 	if err != nil {
 		return nil, err
 	}
-	return kubeRef(name, v, s.key.Namespace)
+	return ref(name, v, s.key.Namespace)
 }
 
 // buildCluster: the CAPI Cluster around a running cluster, created paused
@@ -109,20 +111,20 @@ func kubeRefParam(s *kubeStep, name string) (*corev1.ObjectReference, error) {
 // running one's, from kubeadm, so that CAPI and the nodes agree. An
 // unreachable workload cluster is retried rather than skipped: the Cluster
 // is created once, and its network must be right then.
-func (e *KubeExecutor) buildCluster(ctx context.Context, s *kubeStep) (client.Object, error) {
-	infra, err := kubeRefParam(s, "infrastructureRef")
+func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, error) {
+	infra, err := refParam(s, "infrastructureRef")
 	if err != nil {
 		return nil, err
 	}
-	cp, err := kubeRefParam(s, "controlPlaneRef")
+	cp, err := refParam(s, "controlPlaneRef")
 	if err != nil {
 		return nil, err
 	}
-	ep, err := e.kubeEndpoint(ctx, s)
+	ep, err := e.endpoint(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	running, err := e.kubeRunningKubeadm(ctx, s)
+	running, err := e.runningKubeadm(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +132,7 @@ func (e *KubeExecutor) buildCluster(ctx context.Context, s *kubeStep) (client.Ob
 	if running != nil {
 		c.Spec.ClusterNetwork = running.clusterNetwork()
 	}
-	kubeMeta(c, s, kubeFlagTrue(s, "paused"))
+	meta(c, s, flagTrue(s, "paused"))
 	return c, nil
 }
 
@@ -150,7 +152,7 @@ func (e *KubeExecutor) buildCluster(ctx context.Context, s *kubeStep) (client.Ob
 // The plan's dnsNameservers are not set: CAPO v1beta1 applies them only to
 // subnets it creates (managedSubnets), and the plan names an existing
 // network, whose subnets keep their own DNS servers.
-func (e *KubeExecutor) buildOpenStackCluster(ctx context.Context, s *kubeStep) (client.Object, error) {
+func (e *Executor) buildOpenStackCluster(ctx context.Context, s *job) (client.Object, error) {
 	ep, err := e.clusterEndpoint(ctx, s)
 	if err != nil {
 		return nil, err
@@ -158,19 +160,19 @@ func (e *KubeExecutor) buildOpenStackCluster(ctx context.Context, s *kubeStep) (
 	t := s.plan.Spec.Target
 	api := ptr.Deref(t.APIServer, v1alpha1.APIServer{}) // defaults applied: never nil
 	spec := infrav1.OpenStackClusterSpec{
-		Network:                       kubeNetworkParam(&t.Network),
-		ExternalNetwork:               kubeNetworkParam(t.ExternalNetwork),
+		Network:                       networkParam(&t.Network),
+		ExternalNetwork:               networkParam(t.ExternalNetwork),
 		DisableExternalNetwork:        ptr.To(t.ExternalNetwork == nil),
 		APIServerLoadBalancer:         &infrav1.APIServerLoadBalancer{Enabled: ptr.To(ptr.Deref(api.LoadBalancer, false))},
 		DisableAPIServerFloatingIP:    ptr.To(!ptr.Deref(api.FloatingIP, false)),
-		ManagedSecurityGroups:         kubeSecurityGroups(t.SecurityGroups),
+		ManagedSecurityGroups:         securityGroups(t.SecurityGroups),
 		ControlPlaneEndpoint:          &ep,
-		APIServerFloatingIP:           kubeEndpointIP(ep),
+		APIServerFloatingIP:           endpointIP(ep),
 		ControlPlaneAvailabilityZones: []string{t.FailureDomain},
 		IdentityRef:                   infrav1.OpenStackIdentityReference{Name: t.Identity.SecretName, CloudName: t.Identity.CloudName},
 	}
 	for i := range t.Subnets {
-		spec.Subnets = append(spec.Subnets, kubeSubnetParam(&t.Subnets[i]))
+		spec.Subnets = append(spec.Subnets, subnetParam(&t.Subnets[i]))
 	}
 	if api.FixedIP != "" {
 		spec.APIServerFixedIP = ptr.To(api.FixedIP)
@@ -179,13 +181,13 @@ func (e *KubeExecutor) buildOpenStackCluster(ctx context.Context, s *kubeStep) (
 		spec.ControlPlaneAvailabilityZones = nil
 	}
 	osc := &infrav1.OpenStackCluster{Spec: spec}
-	kubeMeta(osc, s, false)
+	meta(osc, s, false)
 	return osc, nil
 }
 
 // clusterEndpoint is the Cluster's control-plane endpoint, or the
 // kubeconfig's while the Cluster has none.
-func (e *KubeExecutor) clusterEndpoint(ctx context.Context, s *kubeStep) (clusterv1.APIEndpoint, error) {
+func (e *Executor) clusterEndpoint(ctx context.Context, s *job) (clusterv1.APIEndpoint, error) {
 	var c clusterv1.Cluster
 	err := e.Client.Get(ctx, client.ObjectKey{Namespace: s.key.Namespace, Name: s.cluster()}, &c)
 	switch {
@@ -194,19 +196,19 @@ func (e *KubeExecutor) clusterEndpoint(ctx context.Context, s *kubeStep) (cluste
 	case err != nil && !apierrors.IsNotFound(err):
 		return clusterv1.APIEndpoint{}, fmt.Errorf("read Cluster %s/%s: %w", s.key.Namespace, s.cluster(), err)
 	}
-	return e.kubeEndpoint(ctx, s)
+	return e.endpoint(ctx, s)
 }
 
-// kubeEndpointIP is the endpoint's host when it is an IP address.
-func kubeEndpointIP(ep clusterv1.APIEndpoint) *string {
+// endpointIP is the endpoint's host when it is an IP address.
+func endpointIP(ep clusterv1.APIEndpoint) *string {
 	if net.ParseIP(ep.Host) == nil {
 		return nil
 	}
 	return ptr.To(ep.Host)
 }
 
-// kubeNetworkParam is a plan's network as CAPO's filter: by ID, or by name.
-func kubeNetworkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
+// networkParam is a plan's network as CAPO's filter: by ID, or by name.
+func networkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
 	switch {
 	case r == nil:
 		return nil
@@ -216,18 +218,18 @@ func kubeNetworkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
 	return &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: r.Name}}
 }
 
-func kubeSubnetParam(r *v1alpha1.ResourceRef) infrav1.SubnetParam {
+func subnetParam(r *v1alpha1.ResourceRef) infrav1.SubnetParam {
 	if r.ID != "" {
 		return infrav1.SubnetParam{ID: ptr.To(r.ID)}
 	}
 	return infrav1.SubnetParam{Filter: &infrav1.SubnetFilter{Name: r.Name}}
 }
 
-// kubeSecurityGroups: with spec.target.securityGroups, CAPO manages the
+// securityGroups: with spec.target.securityGroups, CAPO manages the
 // cluster's security groups (the kubelet, etcd and API server rules) for
 // the machines it creates, with the plan's extra rules on every node;
 // without, none.
-func kubeSecurityGroups(sg *v1alpha1.SecurityGroups) *infrav1.ManagedSecurityGroups {
+func securityGroups(sg *v1alpha1.SecurityGroups) *infrav1.ManagedSecurityGroups {
 	if sg == nil {
 		return nil
 	}
