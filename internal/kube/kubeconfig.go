@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ferry-dev/ferry/internal/failure"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +24,7 @@ type ClientsetFunc func(kubeconfig []byte) (kubernetes.Interface, error)
 // retryable: CAPI writes it, and ferry's own cluster phase restores it.
 func ReadKubeconfig(ctx context.Context, c client.Reader, namespace, cluster string) ([]byte, string, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
-	where := "Secret " + key.String()
+	where := KubeconfigSecret(namespace, cluster)
 	var sec corev1.Secret
 	err := c.Get(ctx, key, &sec)
 	switch {
@@ -35,6 +36,12 @@ func ReadKubeconfig(ctx context.Context, c client.Reader, namespace, cluster str
 		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
 	}
 	return sec.Data["value"], where, nil
+}
+
+// KubeconfigSecret names the Secret a cluster's kubeconfig is read from,
+// as errors about it say: "Secret <namespace>/<cluster>-kubeconfig".
+func KubeconfigSecret(namespace, cluster string) string {
+	return "Secret " + namespace + "/" + cluster + "-kubeconfig"
 }
 
 // UnusableKubeconfigError is a kubeconfig that does not parse or connect.
@@ -51,8 +58,9 @@ func (e *UnusableKubeconfigError) Error() string {
 
 // ConnectWorkload reads a cluster's kubeconfig from its Secret in the
 // management cluster and builds a client of the workload cluster with
-// build. A kubeconfig build rejects is an *UnusableKubeconfigError; an
-// error reading the Secret is returned as it is.
+// build. A kubeconfig build rejects is an *UnusableKubeconfigError, marked
+// terminal: no retry mends a kubeconfig, a person or CAPI must replace it.
+// An error reading the Secret is returned as it is (retryable).
 func ConnectWorkload[C any](ctx context.Context, c client.Reader, namespace, cluster string, build func([]byte) (C, error)) (C, error) {
 	var zero C
 	data, where, err := ReadKubeconfig(ctx, c, namespace, cluster)
@@ -61,7 +69,7 @@ func ConnectWorkload[C any](ctx context.Context, c client.Reader, namespace, clu
 	}
 	wc, err := build(data)
 	if err != nil {
-		return zero, &UnusableKubeconfigError{Where: where}
+		return zero, failure.Terminal(&UnusableKubeconfigError{Where: where})
 	}
 	return wc, nil
 }

@@ -45,7 +45,7 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 			b.block("Secret %s/%s is missing, and so is its copy %s/%s", c.ns, name, from, name)
 		}
 		b.step(false, step.Kube, step.CopySecret, step.Target{Kind: step.Secret, Name: name},
-			step.NewParams(step.ParamFrom, from+"/"+name), "taken over from the running cluster, never regenerated")
+			step.NewParams(step.ParamFrom, step.NamespacedName(from, name)), "taken over from the running cluster, never regenerated")
 	}
 	b.group()
 	b.identitySecret(c)

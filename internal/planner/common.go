@@ -29,7 +29,7 @@ func (c *planCtx) waitTimeout() string { return c.plan.Spec.Timeouts.Wait }
 
 func (c *planCtx) identityRef() string {
 	id := c.plan.Spec.Target.Identity
-	return id.SecretName + "#" + id.CloudName
+	return step.IdentityRef(id.SecretName, id.CloudName)
 }
 
 // clusterNodes splits the workload's nodes into control-plane and worker
@@ -175,13 +175,13 @@ func (b *phaseBuilder) identitySecret(c *planCtx) {
 		b.block("Secret %s/%s with clouds.yaml is missing and spec.target.identity.from names no Secret to copy it from", c.ns, id.SecretName)
 		return
 	}
-	src := id.From.Namespace + "/" + id.From.Name
+	src := step.NamespacedName(id.From.Namespace, id.From.Name)
 	if c.snap.Secret(id.From.Namespace, id.From.Name) == nil {
 		b.block("identity source Secret %s not found", src)
 	}
-	keys := "clouds.yaml<-" + id.From.CloudsKey
+	keys := step.KeyCopy{Dst: "clouds.yaml", Src: id.From.CloudsKey}.String()
 	if id.From.CACertKey != "" {
-		keys += ",cacert<-" + id.From.CACertKey
+		keys += "," + step.KeyCopy{Dst: "cacert", Src: id.From.CACertKey}.String()
 	}
 	b.step(false, step.Kube, step.CopySecret, step.Target{Kind: step.Secret, Name: id.SecretName},
 		step.NewParams(step.ParamFrom, src, step.ParamKeys, keys, step.ParamLabel, "clusterctl.cluster.x-k8s.io/move=true"),

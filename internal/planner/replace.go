@@ -79,9 +79,9 @@ func (c *planCtx) cloudNames() []string {
 func (c *planCtx) credentialsSource() string {
 	id := c.plan.Spec.Target.Identity
 	if c.snap.HasSecretKey(c.ns, id.SecretName, "clouds.yaml") || id.From == nil {
-		return c.ns + "/" + id.SecretName
+		return step.NamespacedName(c.ns, id.SecretName)
 	}
-	return id.From.Namespace + "/" + id.From.Name
+	return step.NamespacedName(id.From.Namespace, id.From.Name)
 }
 
 // ensureKeypair adds the step that creates the plan's SSH keypair in Nova

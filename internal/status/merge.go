@@ -197,7 +197,7 @@ func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 		ph.Left++
 		ss = &ph.Steps[len(ph.Steps)-1]
 	}
-	if ev.Outcome == events.Succeeded && ss.Action == "probe" {
+	if ev.Outcome == events.Succeeded && ss.Action == step.Probe {
 		if i, found := slices.BinarySearch(st.Checks, ev.StepKey); !found {
 			st.Checks = slices.Insert(st.Checks, i, ev.StepKey)
 			changed = true

@@ -177,7 +177,7 @@ func (p Params) Duration(key string, def time.Duration) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d <= 0 {
-		return 0, failure.Terminal(fmt.Errorf("%s %q is not a positive duration", key, v))
+		return 0, failure.Terminal(fmt.Errorf("%s parameter %q is not a positive duration", key, v))
 	}
 	return d, nil
 }
@@ -217,9 +217,16 @@ func (p Params) Map(key string) (map[string]string, error) {
 	return m, nil
 }
 
-// KeyCopies reads ParamKeys, "dst<-src,dst2<-src2", as [dst, src] pairs;
-// absent gives nil, which copies every key under its own name.
-func (p Params) KeyCopies() ([][2]string, error) { return p.pairs(ParamKeys, "<-", "dst<-src") }
+// KeyCopies reads ParamKeys, "dst<-src,dst2<-src2"; absent gives nil,
+// which copies every key under its own name.
+func (p Params) KeyCopies() ([]KeyCopy, error) {
+	pairs, err := p.pairs(ParamKeys, "<-", "dst<-src")
+	var out []KeyCopy
+	for _, kv := range pairs {
+		out = append(out, KeyCopy{Dst: kv[0], Src: kv[1]})
+	}
+	return out, err
+}
 
 func (p Params) pairs(key, sep, shape string) ([][2]string, error) {
 	value := p[key]
@@ -252,3 +259,39 @@ func SplitPair(s, sep string) (a, b string, ok bool) {
 	a, b = strings.TrimSpace(a), strings.TrimSpace(b)
 	return a, b, found && a != "" && b != ""
 }
+
+// IdentityRef encodes ParamIdentityRef: the identity Secret and the cloud
+// in its clouds.yaml, "secret#cloud".
+func IdentityRef(secret, cloud string) string { return secret + "#" + cloud }
+
+// IdentityRef reads ParamIdentityRef; ok is false when the step has none.
+func (p Params) IdentityRef() (secret, cloud string, ok bool, err error) {
+	v := p[ParamIdentityRef]
+	if v == "" {
+		return "", "", false, nil
+	}
+	secret, cloud, ok = SplitPair(v, "#")
+	if !ok {
+		return "", "", false, failure.Terminal(fmt.Errorf("%s=%q is not secret#cloud", ParamIdentityRef, v))
+	}
+	return secret, cloud, true, nil
+}
+
+// NamespacedName encodes an object in another namespace: "namespace/name".
+func NamespacedName(namespace, name string) string { return namespace + "/" + name }
+
+// NamespacedName reads a required "namespace/name" parameter.
+func (p Params) NamespacedName(key string) (namespace, name string, err error) {
+	namespace, name, ok := SplitPair(p[key], "/")
+	if !ok {
+		return "", "", failure.Terminal(fmt.Errorf("parameter %s=%q is not namespace/name", key, p[key]))
+	}
+	return namespace, name, nil
+}
+
+// KeyCopy is one key of ParamKeys: Dst of the target Secret gets Src of
+// the source Secret.
+type KeyCopy struct{ Dst, Src string }
+
+// String encodes it: "dst<-src".
+func (k KeyCopy) String() string { return k.Dst + "<-" + k.Src }

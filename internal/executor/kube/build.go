@@ -56,11 +56,11 @@ func (e *Executor) buildKubeadmControlPlane(ctx context.Context, s *job) (client
 	if err != nil {
 		return nil, err
 	}
-	version, err := required(s, "version")
+	version, err := required(s, step.ParamVersion)
 	if err != nil {
 		return nil, err
 	}
-	infra, err := refParam(s, "machineTemplate.infrastructureRef")
+	infra, err := refParam(s, step.ParamMachineTemplateInfraRef)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (e *Executor) buildKubeadmControlPlane(ctx context.Context, s *job) (client
 			RollingUpdate: &controlplanev1.RollingUpdate{MaxSurge: ptr.To(intstr.FromInt32(1))},
 		},
 	}}
-	meta(kcp, s, flagTrue(s, "paused"))
+	meta(kcp, s, s.params().Flag(step.ParamPaused))
 	return kcp, nil
 }
 
@@ -88,7 +88,7 @@ func (e *Executor) buildKubeadmControlPlane(ctx context.Context, s *job) (client
 // (or did not ask): a person must see to it, and a Machine without its
 // server must not exist.
 func providerID(s *job) (string, error) {
-	id := s.param("providerID")
+	id := s.params().Get(step.ParamProviderID)
 	if !strings.HasPrefix(id, step.ProviderIDPrefix) || len(id) == len(step.ProviderIDPrefix) {
 		return "", failure.Terminal(fmt.Errorf("create %s: providerID %q is not %s<server-id>: the Nova server of node %s was not found; "+
 			"ferry adopts a node only with its server (check that a server named after the node exists and OpenStack is reachable)",
@@ -106,7 +106,7 @@ func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, err
 	if err != nil {
 		return nil, err
 	}
-	infra, err := refParam(s, "infrastructureRef")
+	infra, err := refParam(s, step.ParamInfrastructureRef)
 	if err != nil {
 		return nil, err
 	}
@@ -116,26 +116,26 @@ func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, err
 		ProviderID:        ptr.To(providerID),
 		Bootstrap:         clusterv1.Bootstrap{DataSecretName: ptr.To(s.key.Name)},
 	}}
-	if v := s.param("bootstrap"); v != "" {
-		if m.Spec.Bootstrap.ConfigRef, err = ref("bootstrap", v, s.key.Namespace); err != nil {
+	if v := s.params().Get(step.ParamBootstrap); v != "" {
+		if m.Spec.Bootstrap.ConfigRef, err = ref(step.ParamBootstrap, v, s.key.Namespace); err != nil {
 			return nil, err
 		}
 	}
-	if v := s.param("version"); v != "" {
+	if v := s.params().Get(step.ParamVersion); v != "" {
 		m.Spec.Version = ptr.To(v)
 	}
-	meta(m, s, flagTrue(s, "paused"))
+	meta(m, s, s.params().Flag(step.ParamPaused))
 	// The labels CAPI's owners select their machines by: KubeadmControlPlane
 	// adopts control-plane machines of its cluster, a MachineSet those of
 	// its selector.
-	if flagTrue(s, "controlPlane") {
+	if s.params().Flag(step.ParamControlPlane) {
 		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
 		m.Labels[clusterv1.MachineControlPlaneNameLabel] = s.plan.Spec.Target.ControlPlane.Name
 	}
-	if v := s.param("deployment"); v != "" {
+	if v := s.params().Get(step.ParamDeployment); v != "" {
 		m.Labels[clusterv1.MachineDeploymentNameLabel] = v
 	}
-	if v := s.param("machineSet"); v != "" {
+	if v := s.params().Get(step.ParamMachineSet); v != "" {
 		m.Labels[clusterv1.MachineSetNameLabel] = v
 		m.Labels[clusterv1.MachineDeploymentUniqueLabel] = adoptedTemplateHash
 	}
@@ -151,14 +151,13 @@ func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, err
 // identity reads the identityRef parameter, "secret#cloud"; without
 // one, the plan's identity.
 func identity(s *job) (*infrav1.OpenStackIdentityReference, error) {
-	v := s.param("identityRef")
-	if v == "" {
+	name, cloud, ok, err := s.params().IdentityRef()
+	switch {
+	case err != nil:
+		return nil, s.paramError(err)
+	case !ok:
 		id := s.plan.Spec.Target.Identity
 		return &infrav1.OpenStackIdentityReference{Name: id.SecretName, CloudName: id.CloudName}, nil
-	}
-	name, cloud, ok := step.SplitPair(v, "#")
-	if !ok {
-		return nil, failure.Terminal(fmt.Errorf("create %s: identityRef=%q is not secret#cloud", s.target(), v))
 	}
 	return &infrav1.OpenStackIdentityReference{Name: name, CloudName: cloud}, nil
 }
@@ -166,11 +165,11 @@ func identity(s *job) (*infrav1.OpenStackIdentityReference, error) {
 // machineSpec is the part of a CAPO machine spec every machine of a
 // pool shares: flavor, image by name, and the identity to build it with.
 func machineSpec(s *job) (infrav1.OpenStackMachineSpec, error) {
-	flavor, err := required(s, "flavor")
+	flavor, err := required(s, step.ParamFlavor)
 	if err != nil {
 		return infrav1.OpenStackMachineSpec{}, err
 	}
-	image, err := required(s, "image")
+	image, err := required(s, step.ParamImage)
 	if err != nil {
 		return infrav1.OpenStackMachineSpec{}, err
 	}
@@ -193,7 +192,7 @@ func (e *Executor) buildOpenStackMachineTemplate(_ context.Context, s *job) (cli
 	if err != nil {
 		return nil, err
 	}
-	spec.SSHKeyName = s.param("sshKeyName")
+	spec.SSHKeyName = s.params().Get(step.ParamSSHKeyName)
 	spec.Ports = []infrav1.PortOpts{{Network: networkParam(&s.plan.Spec.Target.Network)}}
 	t := &infrav1.OpenStackMachineTemplate{Spec: infrav1.OpenStackMachineTemplateSpec{
 		Template: infrav1.OpenStackMachineTemplateResource{Spec: spec},
@@ -223,9 +222,9 @@ func (e *Executor) buildOpenStackMachine(_ context.Context, s *job) (client.Obje
 // template registers nodes as CAPO's own templates do, with the kubelet
 // flags of the step (cloud-provider=external).
 func (e *Executor) buildKubeadmConfigTemplate(_ context.Context, s *job) (client.Object, error) {
-	args, err := parseMap("kubeletExtraArgs", s.param("kubeletExtraArgs"))
+	args, err := s.params().Map(step.ParamKubeletExtraArgs)
 	if err != nil {
-		return nil, err
+		return nil, s.paramError(err)
 	}
 	t := &bootstrapv1.KubeadmConfigTemplate{Spec: bootstrapv1.KubeadmConfigTemplateSpec{
 		Template: bootstrapv1.KubeadmConfigTemplateResource{Spec: bootstrapv1.KubeadmConfigSpec{
@@ -245,11 +244,11 @@ func (e *Executor) buildMachineDeployment(ctx context.Context, s *job) (client.O
 	if err != nil {
 		return nil, err
 	}
-	bootstrap, err := refParam(s, "bootstrap")
+	bootstrap, err := refParam(s, step.ParamBootstrap)
 	if err != nil {
 		return nil, err
 	}
-	infra, err := refParam(s, "infrastructureRef")
+	infra, err := refParam(s, step.ParamInfrastructureRef)
 	if err != nil {
 		return nil, err
 	}
@@ -281,10 +280,10 @@ func (e *Executor) buildMachineDeployment(ctx context.Context, s *job) (client.O
 			},
 		},
 	}}
-	if fd := s.param("failureDomain"); fd != "" {
+	if fd := s.params().Get(step.ParamFailureDomain); fd != "" {
 		md.Spec.Template.Spec.FailureDomain = ptr.To(fd)
 	}
-	meta(md, s, flagTrue(s, "paused"))
+	meta(md, s, s.params().Flag(step.ParamPaused))
 	return md, nil
 }
 
@@ -293,7 +292,7 @@ func (e *Executor) buildMachineDeployment(ctx context.Context, s *job) (client.O
 // another version would be an upgrade nobody asked for. nil when neither
 // is known.
 func (e *Executor) version(ctx context.Context, s *job) (*string, error) {
-	if v := s.param("version"); v != "" {
+	if v := s.params().Get(step.ParamVersion); v != "" {
 		return ptr.To(v), nil
 	}
 	cp := s.plan.Spec.Target.ControlPlane
@@ -331,7 +330,7 @@ func (e *Executor) version(ctx context.Context, s *job) (*string, error) {
 // controller would give it (the deployment's, with the template hash), so
 // that the controller's own update of the set changes nothing.
 func (e *Executor) buildMachineSet(ctx context.Context, s *job) (client.Object, error) {
-	owner, err := refParam(s, "owner")
+	owner, err := refParam(s, step.ParamOwner)
 	if err != nil {
 		return nil, err
 	}
@@ -357,7 +356,7 @@ func (e *Executor) buildMachineSet(ctx context.Context, s *job) (client.Object, 
 		template.Labels = map[string]string{}
 	}
 	template.Labels[clusterv1.MachineDeploymentUniqueLabel] = adoptedTemplateHash
-	if v := s.param("infrastructureRef"); v != "" {
+	if v := s.params().Get(step.ParamInfrastructureRef); v != "" {
 		infra, err := ref("infrastructureRef", v, s.key.Namespace)
 		if err != nil {
 			return nil, err
@@ -370,7 +369,7 @@ func (e *Executor) buildMachineSet(ctx context.Context, s *job) (client.Object, 
 		Selector:    *selector,
 		Template:    *template,
 	}}
-	meta(ms, s, flagTrue(s, "paused"))
+	meta(ms, s, s.params().Flag(step.ParamPaused))
 	maps.Copy(ms.Labels, template.Labels)
 	ms.Labels[clusterv1.MachineDeploymentNameLabel] = md.Name
 	ms.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(&md, clusterv1.GroupVersion.WithKind(step.MachineDeployment))}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,6 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
-	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -76,24 +74,17 @@ func (e *Executor) create(ctx context.Context, s *job, build builder) (events.Re
 
 // required reads a parameter the step cannot do without.
 func required(s *job, name string) (string, error) {
-	v := s.param(name)
-	if v == "" {
-		return "", failure.Terminal(fmt.Errorf("%s %s: the step has no %s parameter", s.ev.Step.Action, s.target(), name))
-	}
-	return v, nil
+	v, err := s.params().Required(name)
+	return v, s.paramError(err)
 }
 
 // replicas reads the replicas parameter.
 func replicas(s *job) (*int32, error) {
-	v, err := required(s, "replicas")
+	n, err := s.params().Count(step.ParamReplicas)
 	if err != nil {
-		return nil, err
+		return nil, s.paramError(err)
 	}
-	n, err := strconv.ParseInt(v, 10, 32)
-	if err != nil || n < 0 {
-		return nil, failure.Terminal(fmt.Errorf("%s %s: replicas=%q is not a count", s.ev.Step.Action, s.target(), v))
-	}
-	return ptr.To(int32(n)), nil
+	return ptr.To(n), nil
 }
 
 // refParam reads a required reference parameter.
@@ -112,11 +103,11 @@ func refParam(s *job, name string) (*corev1.ObjectReference, error) {
 // unreachable workload cluster is retried rather than skipped: the Cluster
 // is created once, and its network must be right then.
 func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, error) {
-	infra, err := refParam(s, "infrastructureRef")
+	infra, err := refParam(s, step.ParamInfrastructureRef)
 	if err != nil {
 		return nil, err
 	}
-	cp, err := refParam(s, "controlPlaneRef")
+	cp, err := refParam(s, step.ParamControlPlaneRef)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +123,7 @@ func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, err
 	if running != nil {
 		c.Spec.ClusterNetwork = running.clusterNetwork()
 	}
-	meta(c, s, flagTrue(s, "paused"))
+	meta(c, s, s.params().Flag(step.ParamPaused))
 	return c, nil
 }
 

@@ -64,7 +64,17 @@ type job struct {
 	key client.ObjectKey
 }
 
-func (s *job) param(name string) string { return s.ev.Step.Params[name] }
+// params are the step's parameters; their getters are the only parsers.
+func (s *job) params() step.Params { return s.ev.Step.Params }
+
+// paramError says which step a parameter that does not parse belongs to;
+// it stays terminal.
+func (s *job) paramError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s %s: %w", s.ev.Step.Action, s.target(), err)
+}
 
 func (s *job) kind() string { return s.ev.Step.Target.Kind }
 
@@ -111,35 +121,35 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 // kube executor does not do that.
 func (e *Executor) handlerFor(action step.Action, kind string) handler {
 	switch action {
-	case "copy-secret":
+	case step.CopySecret:
 		if kind == step.Secret {
 			return e.copySecret
 		}
-	case "label":
+	case step.Label:
 		if kind == step.Secret {
 			return e.labelSecret
 		}
-	case "create":
+	case step.Create:
 		if b := e.builderFor(kind); b != nil {
 			return func(ctx context.Context, s *job) (events.Report, error) { return e.create(ctx, s, b) }
 		}
-	case "patch":
+	case step.Patch:
 		if patchable[kind] {
 			return e.patch
 		}
-	case "pause":
+	case step.Pause:
 		if kind == step.Cluster || kind == step.MachineDeployment {
 			return e.pause
 		}
-	case "unpause":
+	case step.Unpause:
 		if unpausable[kind] {
 			return e.unpause
 		}
-	case "wait":
+	case step.Wait:
 		if waitable[kind] {
 			return e.wait
 		}
-	case "delete":
+	case step.Delete:
 		if kind == step.MachineDeployment {
 			return e.deleteMachineDeployment
 		}

@@ -27,22 +27,19 @@ import (
 // kubeadm keeps in the workload cluster's kube-system/kubeadm-config
 // ConfigMap (the kubeadm spec the control plane runs with).
 
-// kubeconfig reads the workload cluster's kubeconfig.
-func (e *Executor) kubeconfig(ctx context.Context, s *job) (data []byte, where string, err error) {
-	return kubeclient.ReadKubeconfig(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster())
+// connectWorkload reads the workload cluster's kubeconfig and builds
+// what the step needs of it with build.
+func connectWorkload[C any](ctx context.Context, e *Executor, s *job, build func([]byte) (C, error)) (C, error) {
+	return kubeclient.ConnectWorkload(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster(), build)
 }
 
 // endpoint reads the control-plane endpoint from the kubeconfig: the
 // server of its current context, or of its only cluster. A parse error is
 // reported without the parser's message, which may quote credentials.
 func (e *Executor) endpoint(ctx context.Context, s *job) (clusterv1.APIEndpoint, error) {
-	data, where, err := e.kubeconfig(ctx, s)
+	cfg, err := connectWorkload(ctx, e, s, clientcmd.Load)
 	if err != nil {
 		return clusterv1.APIEndpoint{}, err
-	}
-	cfg, err := clientcmd.Load(data)
-	if err != nil {
-		return clusterv1.APIEndpoint{}, failure.Terminal(fmt.Errorf("kubeconfig in %s is not usable", where))
 	}
 	server := ""
 	if kctx := cfg.Contexts[cfg.CurrentContext]; kctx != nil && cfg.Clusters[kctx.Cluster] != nil {
@@ -54,6 +51,7 @@ func (e *Executor) endpoint(ctx context.Context, s *job) (clusterv1.APIEndpoint,
 	}
 	ep, err := parseServer(server)
 	if err != nil {
+		where := kubeclient.KubeconfigSecret(s.plan.Spec.Cluster.Namespace, s.cluster())
 		return clusterv1.APIEndpoint{}, failure.Terminal(fmt.Errorf("kubeconfig in %s: %w", where, err))
 	}
 	return ep, nil
@@ -84,17 +82,13 @@ func parseServer(server string) (clusterv1.APIEndpoint, error) {
 // nil without error when the ConfigMap does not exist. An unreachable
 // workload cluster is retryable.
 func (e *Executor) runningKubeadm(ctx context.Context, s *job) (*kubeadmClusterConfig, error) {
-	data, where, err := e.kubeconfig(ctx, s)
-	if err != nil {
-		return nil, err
-	}
 	build := e.Workload
 	if build == nil {
 		build = kubeclient.WorkloadClient
 	}
-	wc, err := build(data)
+	wc, err := connectWorkload(ctx, e, s, build)
 	if err != nil {
-		return nil, failure.Terminal(fmt.Errorf("kubeconfig in %s is not usable", where))
+		return nil, err
 	}
 	var cm corev1.ConfigMap
 	err = wc.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &cm)

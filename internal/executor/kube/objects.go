@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"strings"
 
 	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 
@@ -65,10 +64,11 @@ func newObject(kind string) client.Object {
 // the namespace it names, and only its webhooks fill in an empty one.
 // A malformed one or an unknown kind is a defect of the step: terminal.
 func ref(param, value, namespace string) (*corev1.ObjectReference, error) {
-	kind, name, ok := step.SplitPair(value, "/")
-	if !ok {
-		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q is not Kind/name", param, value))
+	r, err := step.ParseRef(param, value)
+	if err != nil {
+		return nil, err
 	}
+	kind, name := r.Kind, r.Name
 	gv, known := groupVersions[kind]
 	if !known {
 		return nil, failure.Terminal(fmt.Errorf("parameter %s=%q: kind %s is not one ferry references", param, value, kind))
@@ -101,23 +101,4 @@ func meta(obj client.Object, s *job, paused bool) {
 	if paused {
 		setPause(obj, s.ev.Plan)
 	}
-}
-
-// flagTrue reads a boolean parameter; only "true" is true.
-func flagTrue(s *job, name string) bool { return s.param(name) == "true" }
-
-// parseMap reads "k=v,k2=v2" into a map; empty gives nil.
-func parseMap(param, value string) (map[string]string, error) {
-	if strings.TrimSpace(value) == "" {
-		return nil, nil
-	}
-	m := map[string]string{}
-	for _, part := range strings.Split(value, ",") {
-		k, v, ok := step.SplitPair(part, "=")
-		if !ok {
-			return nil, failure.Terminal(fmt.Errorf("parameter %s=%q: %q is not key=value", param, value, part))
-		}
-		m[k] = v
-	}
-	return m, nil
 }

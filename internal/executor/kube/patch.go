@@ -68,7 +68,7 @@ func (e *Executor) patch(ctx context.Context, s *job) (events.Report, error) {
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		var changes []string
 		for _, name := range names {
-			change, err := patchField(obj, s, name, s.param(name))
+			change, err := patchField(obj, s, name, s.params().Get(name))
 			if err != nil {
 				return nil, err
 			}
@@ -92,9 +92,9 @@ func (e *Executor) patch(ctx context.Context, s *job) (events.Report, error) {
 func patchField(obj client.Object, s *job, name, value string) (string, error) {
 	unsupported := failure.Terminal(fmt.Errorf("patch %s: ferry does not patch %s of a %s", s.target(), name, s.kind()))
 	switch name {
-	case "paused":
+	case step.ParamPaused:
 		// A pause already there stays whoever's it is.
-		if value != "true" {
+		if value != step.Bool(true) {
 			return "", failure.Terminal(fmt.Errorf("patch %s: paused=%q: ferry only pauses in a patch; unpause is its own step", s.target(), value))
 		}
 		if pauseOf(obj).paused {
@@ -102,7 +102,7 @@ func patchField(obj client.Object, s *job, name, value string) (string, error) {
 		}
 		setPause(obj, s.ev.Plan)
 		return "paused", nil
-	case "infrastructureRef", "controlPlaneRef", "machineTemplate.infrastructureRef":
+	case step.ParamInfrastructureRef, step.ParamControlPlaneRef, step.ParamMachineTemplateInfraRef:
 		want, err := ref(name, value, s.key.Namespace)
 		if err != nil {
 			return "", err
@@ -116,9 +116,9 @@ func patchField(obj client.Object, s *job, name, value string) (string, error) {
 		}
 		field.set(want)
 		return name + " " + value, nil
-	case "rolloutAfter":
+	case step.ParamRolloutAfter:
 		return rollout(obj, s, value)
-	case "kubelet.preferredAddressTypes":
+	case step.ParamPreferredAddressTypes:
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok || s.kind() != step.KamajiControlPlane {
 			return "", unsupported
@@ -158,25 +158,25 @@ func refField(obj client.Object, name string) *refSlot {
 	switch o := obj.(type) {
 	case *clusterv1.Cluster:
 		switch name {
-		case "infrastructureRef":
+		case step.ParamInfrastructureRef:
 			return byPointer(&o.Spec.InfrastructureRef)
-		case "controlPlaneRef":
+		case step.ParamControlPlaneRef:
 			return byPointer(&o.Spec.ControlPlaneRef)
 		}
 	case *clusterv1.Machine:
-		if name == "infrastructureRef" {
+		if name == step.ParamInfrastructureRef {
 			return byValue(&o.Spec.InfrastructureRef)
 		}
 	case *clusterv1.MachineSet:
-		if name == "infrastructureRef" {
+		if name == step.ParamInfrastructureRef {
 			return byValue(&o.Spec.Template.Spec.InfrastructureRef)
 		}
 	case *clusterv1.MachineDeployment:
-		if name == "infrastructureRef" {
+		if name == step.ParamInfrastructureRef {
 			return byValue(&o.Spec.Template.Spec.InfrastructureRef)
 		}
 	case *controlplanev1.KubeadmControlPlane:
-		if name == "machineTemplate.infrastructureRef" {
+		if name == step.ParamMachineTemplateInfraRef {
 			return byValue(&o.Spec.MachineTemplate.InfrastructureRef)
 		}
 	}
@@ -197,7 +197,7 @@ func rollout(obj client.Object, s *job, value string) (string, error) {
 	default:
 		return "", failure.Terminal(fmt.Errorf("patch %s: ferry does not patch rolloutAfter of a %s", s.target(), s.kind()))
 	}
-	if value != "now" {
+	if value != step.RolloutNow {
 		return "", failure.Terminal(fmt.Errorf("patch %s: rolloutAfter=%q: only \"now\" is understood", s.target(), value))
 	}
 	if have := *field; have != nil && !have.Time.Before(s.ev.PublishedAt.Truncate(time.Second)) {

@@ -17,45 +17,24 @@ import (
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// keyCopy is one key of a copy-secret step: Src of the source Secret
-// becomes Dst of the target.
-type keyCopy struct{ dst, src string }
-
-// parseKeys reads the keys parameter, "dst<-src,dst2<-src2"; empty
-// gives nil, which copies every key under its own name.
-func parseKeys(value string) ([]keyCopy, error) {
-	if strings.TrimSpace(value) == "" {
-		return nil, nil
-	}
-	var out []keyCopy
-	for _, part := range strings.Split(value, ",") {
-		dst, src, ok := step.SplitPair(part, "<-")
-		if !ok {
-			return nil, failure.Terminal(fmt.Errorf("parameter keys=%q: %q is not dst<-src", value, part))
-		}
-		out = append(out, keyCopy{dst: dst, src: src})
-	}
-	return out, nil
-}
-
 // copySecret copies keys of a source Secret into the target Secret. The
 // target is created when absent; an existing one only gets the keys it
 // lacks, and a key it has is never overwritten: these are CAs, keys and
 // credentials the running cluster depends on, and ferry never replaces
 // them. Values stay out of logs, errors and reports: only key names appear.
 func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error) {
-	fromNS, fromName, ok := step.SplitPair(s.param("from"), "/")
-	if !ok {
-		return events.Report{}, failure.Terminal(fmt.Errorf("copy to %s: parameter from=%q is not namespace/name", s.target(), s.param("from")))
+	fromNS, fromName, err := s.params().NamespacedName(step.ParamFrom)
+	if err != nil {
+		return events.Report{}, fmt.Errorf("copy to %s: %w", s.target(), err)
 	}
 	from := "Secret " + fromNS + "/" + fromName
-	keys, err := parseKeys(s.param("keys"))
+	keys, err := s.params().KeyCopies()
 	if err != nil {
-		return events.Report{}, err
+		return events.Report{}, s.paramError(err)
 	}
-	labels, err := parseMap("label", s.param("label"))
+	labels, err := s.params().Map(step.ParamLabel)
 	if err != nil {
-		return events.Report{}, err
+		return events.Report{}, s.paramError(err)
 	}
 
 	var src corev1.Secret
@@ -68,16 +47,16 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	}
 	if keys == nil {
 		for k := range src.Data {
-			keys = append(keys, keyCopy{dst: k, src: k})
+			keys = append(keys, step.KeyCopy{Dst: k, Src: k})
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i].dst < keys[j].dst })
+		sort.Slice(keys, func(i, j int) bool { return keys[i].Dst < keys[j].Dst })
 		if len(keys) == 0 {
 			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no keys", from, s.target()))
 		}
 	}
 	for _, k := range keys {
-		if _, ok := src.Data[k.src]; !ok {
-			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no key %q", from, s.target(), k.src))
+		if _, ok := src.Data[k.Src]; !ok {
+			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no key %q", from, s.target(), k.Src))
 		}
 	}
 
@@ -89,9 +68,9 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	case err != nil:
 		return events.Report{}, fmt.Errorf("copy %s to %s: read target: %w", from, s.target(), err)
 	}
-	var missing []keyCopy
+	var missing []step.KeyCopy
 	for _, k := range keys {
-		if _, ok := dst.Data[k.dst]; !ok {
+		if _, ok := dst.Data[k.Dst]; !ok {
 			missing = append(missing, k)
 		}
 	}
@@ -103,7 +82,7 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 		dst.Data = map[string][]byte{}
 	}
 	for _, k := range missing {
-		dst.Data[k.dst] = src.Data[k.src]
+		dst.Data[k.Dst] = src.Data[k.Src]
 	}
 	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", keyNames(missing))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
@@ -114,7 +93,7 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 		keyNames(missing), from, s.target())}, nil
 }
 
-func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Secret, from string, keys []keyCopy, labels map[string]string) (events.Report, error) {
+func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Secret, from string, keys []step.KeyCopy, labels map[string]string) (events.Report, error) {
 	// Opaque, whatever the source's type: Cluster API's
 	// KubeadmControlPlane makes itself the controller of every Secret of
 	// type cluster.x-k8s.io/secret it reads, so that deleting it would
@@ -125,7 +104,7 @@ func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Sec
 		sec.Labels[k] = v
 	}
 	for _, k := range keys {
-		sec.Data[k.dst] = src.Data[k.src]
+		sec.Data[k.Dst] = src.Data[k.Src]
 	}
 	s.log.Info("creating Secret", "object", s.target(), "from", from, "keys", keyNames(keys))
 	err := e.Client.Create(ctx, sec, client.FieldOwner(executor.FieldManager))
@@ -140,10 +119,10 @@ func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Sec
 }
 
 // keyNames lists the target key names: "keys a, b".
-func keyNames(keys []keyCopy) string {
+func keyNames(keys []step.KeyCopy) string {
 	names := make([]string, len(keys))
 	for i, k := range keys {
-		names[i] = k.dst
+		names[i] = k.Dst
 	}
 	if len(names) == 1 {
 		return "key " + names[0]

@@ -61,15 +61,14 @@ func (e *Executor) wait(ctx context.Context, s *job) (events.Report, error) {
 		return events.Report{}, err
 	}
 	w := &waiter{e: e, s: s}
-	forText := s.param("for")
+	forText := s.params().Get(step.ParamFor)
 	if forText == "" {
 		forText = step.ForReady
 		if s.kind() == step.KubeadmControlPlane || s.kind() == step.MachineDeployment {
 			forText = step.ForStable
 		}
 	}
-	for _, clause := range strings.Split(forText, ",") {
-		clause = strings.TrimSpace(clause)
+	for _, clause := range step.Clauses(forText) {
 		kinds, known := waitClauses[clause]
 		if !known || !slices.Contains(kinds, s.kind()) {
 			return events.Report{}, failure.Terminal(fmt.Errorf("wait for %s: ferry cannot wait for %q on a %s", s.target(), clause, s.kind()))
@@ -98,16 +97,17 @@ func (e *Executor) wait(ctx context.Context, s *job) (events.Report, error) {
 
 // waitTimeout reads the timeout parameter, else the plan's wait timeout.
 func waitTimeout(s *job) (time.Duration, error) {
-	v := s.param("timeout")
-	if v == "" && s.plan.Spec.Timeouts != nil {
-		v = s.plan.Spec.Timeouts.Wait
+	p := s.params()
+	if p.Get(step.ParamTimeout) == "" {
+		// The plan's wait timeout, as the planner would have written it.
+		p = step.Params{step.ParamTimeout: v1alpha1.DefaultWaitTimeout}
+		if t := s.plan.Spec.Timeouts; t != nil && t.Wait != "" {
+			p[step.ParamTimeout] = t.Wait
+		}
 	}
-	if v == "" {
-		v = v1alpha1.DefaultWaitTimeout
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, failure.Terminal(fmt.Errorf("wait for %s: timeout %q is not a positive duration", s.target(), v))
+	d, err := p.Duration(step.ParamTimeout, 0)
+	if err != nil {
+		return 0, fmt.Errorf("wait for %s: %w", s.target(), err)
 	}
 	return d, nil
 }

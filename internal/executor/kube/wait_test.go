@@ -150,7 +150,7 @@ func TestKubeWait(t *testing.T) {
 	for _, tc := range []struct{ name, kind, forText, timeout, wantErr string }{
 		{"a clause the executor does not know", "OpenStackCluster", "status.ready, the moon is full", "1m", `cannot wait for "the moon is full" on a OpenStackCluster`},
 		{"a clause of another kind", "OpenStackCluster", "replicas == ready == updated", "1m", "cannot wait for"},
-		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout "soon" is not a positive duration`},
+		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout parameter "soon" is not a positive duration`},
 	} {
 		t.Run("terminal: "+tc.name, func(t *testing.T) {
 			ev := event(plan, "wait", tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})

@@ -66,9 +66,9 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	}
 	s := ev.Step
 	switch {
-	case s.Action == "resolve":
+	case s.Action == step.Resolve:
 		return resolveAll(ctx, cloud, ev)
-	case s.Action == "check-quota":
+	case s.Action == step.CheckQuota:
 		short, err := osclient.QuotaShortfall(ctx, cloud, p, func(string) bool { return true })
 		if err != nil {
 			return events.Report{}, err
@@ -78,7 +78,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 			return events.Report{}, failure.Terminal(fmt.Errorf("OpenStack quota does not cover the new machines: %s", short))
 		}
 		return events.Report{Message: "the quota covers the new machines"}, nil
-	case s.Action == "ensure-keypair":
+	case s.Action == step.EnsureKeypair:
 		key := p.Spec.Target.SSHKey
 		created, err := cloud.EnsureKeypair(ctx, key.Name, key.PublicKey)
 		if err != nil {
@@ -89,10 +89,10 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		}
 		return events.Report{Message: "created keypair " + key.Name,
 			Created: []events.Resource{{Kind: osclient.ResourceKeypair, Name: key.Name}}}, nil
-	case s.Action == "bind" && s.Target.Kind == "OpenStackServer":
+	case s.Action == step.Bind && s.Target.Kind == step.OpenStackServer:
 		return e.bindServer(ctx, cloud, ev)
-	case s.Action == "delete" && s.Target.Kind == "TaggedResources":
-		deleted, err := cloud.Cleanup(ctx, p.Metadata.Name, recorded(s.Params["recorded"]))
+	case s.Action == step.Delete && s.Target.Kind == step.TaggedResources:
+		deleted, err := cloud.Cleanup(ctx, p.Metadata.Name, recorded(s.Params.List(step.ParamRecorded)))
 		var names []string
 		for _, r := range deleted {
 			names = append(names, r.String())
@@ -125,12 +125,12 @@ func resolveAll(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (even
 	return events.Report{Message: "resolved " + strings.Join(ok, ", ")}, nil
 }
 
-// recorded parses "kind/name,kind/name" into resources ferry recorded.
-func recorded(param string) []osclient.Resource {
+// recorded parses "kind/name" items into resources ferry recorded;
+// malformed ones are skipped: clean-up deletes only what it can name.
+func recorded(items []string) []osclient.Resource {
 	var out []osclient.Resource
-	for _, item := range strings.Split(param, ",") {
-		kind, name, ok := strings.Cut(strings.TrimSpace(item), "/")
-		if ok && name != "" {
+	for _, item := range items {
+		if kind, name, ok := step.SplitPair(item, "/"); ok {
 			out = append(out, osclient.Resource{Kind: kind, Name: name})
 		}
 	}

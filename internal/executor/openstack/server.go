@@ -38,9 +38,10 @@ func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.St
 	s := ev.Step
 	ns, name := ev.Spec.Spec.Cluster.Namespace, s.Target.Name
 	target := "OpenStackServer " + ns + "/" + name
-	id := strings.TrimPrefix(s.Params["providerID"], step.ProviderIDPrefix)
-	if id == "" || id == s.Params["providerID"] {
-		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: providerID %q is not %s<server-id>", target, s.Params["providerID"], step.ProviderIDPrefix))
+	providerID := s.Params.Get(step.ParamProviderID)
+	id := strings.TrimPrefix(providerID, step.ProviderIDPrefix)
+	if id == "" || id == providerID {
+		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: providerID %q is not %s<server-id>", target, providerID, step.ProviderIDPrefix))
 	}
 	var osm infrav1.OpenStackMachine
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &osm); err != nil {
@@ -115,7 +116,7 @@ func buildOpenStackServer(osm *infrav1.OpenStackMachine, b *osclient.ServerBindi
 				observed.AnnotationAdopted: plan,
 			},
 			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: infrav1.SchemeGroupVersion.String(), Kind: "OpenStackMachine",
+				APIVersion: infrav1.SchemeGroupVersion.String(), Kind: step.OpenStackMachine,
 				Name: osm.Name, UID: osm.UID,
 			}},
 		},

@@ -34,18 +34,6 @@ const (
 // health check is not answering.
 const defaultProbeTimeout = 10 * time.Second
 
-// ClientsetFunc builds a client-go clientset from the kubeconfig in a
-// cluster's <cluster>-kubeconfig Secret. The drain helper and the watches
-// of wait steps need one; everything else uses the controller-runtime
-// client.
-type ClientsetFunc func(kubeconfig []byte) (kubernetes.Interface, error)
-
-// NewWorkloadClientset returns a clientset for a kubeconfig, reused across
-// steps (kube.WorkloadClientset).
-func NewWorkloadClientset(kubeconfig []byte) (kubernetes.Interface, error) {
-	return kube.WorkloadClientset(kubeconfig)
-}
-
 // Executor carries out the steps of kind "workload": it changes the
 // migrated cluster itself, reached through the <cluster>-kubeconfig Secret
 // in the management cluster. Actions: apply and wait on manifests from the
@@ -62,8 +50,8 @@ type Executor struct {
 	// nil uses kube.WorkloadClient.
 	Workload kube.ClientFunc
 	// Clientset builds the workload cluster's client-go clientset from the
-	// same kubeconfig; nil uses NewWorkloadClientset.
-	Clientset ClientsetFunc
+	// same kubeconfig; nil uses kube.WorkloadClientset.
+	Clientset kube.ClientsetFunc
 	// Repo returns the plans repository at a revision; manifest paths are
 	// relative to its root. Required for apply and wait on manifests.
 	Repo func(ctx context.Context, revision string) (fs.FS, error)
@@ -85,21 +73,14 @@ type job struct {
 	log *slog.Logger
 }
 
-func (s *job) param(name string) string { return s.ev.Step.Params[name] }
+// params are the step's parameters; their getters are the only parsers.
+func (s *job) params() step.Params { return s.ev.Step.Params }
 
 // timeout reads the step's timeout parameter, falling back to def. A
 // timeout that does not parse is a defect of the plan or the planner that
-// no retry fixes.
+// no retry fixes (the error is terminal).
 func (s *job) timeout(def time.Duration) (time.Duration, error) {
-	v := s.param("timeout")
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d <= 0 {
-		return 0, failure.Terminal(fmt.Errorf("timeout parameter %q is not a positive duration", v))
-	}
-	return d, nil
+	return s.params().Duration(step.ParamTimeout, def)
 }
 
 // Execute carries out one workload step.
@@ -114,93 +95,69 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	s := &job{ev: ev, log: log.With(
 		"plan", ev.Plan, "phase", ev.Step.Phase, "step", ev.Step.Key, "revision", ev.Revision)}
 
-	target := ev.Step.Target
-	switch a := ev.Step.Action; {
-	case a == "probe":
+	a, kind := ev.Step.Action, ev.Step.Target.Kind
+	switch {
+	case a == step.Probe:
 		// A probe talks to the application, not to the cluster: no
 		// kubeconfig needed.
 		return e.probe(ctx, s)
-	case a == "apply" && target.Kind == "Manifest":
+	case a == step.Apply && kind == step.Manifest:
 		c, err := e.connect(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
 		}
 		return e.apply(ctx, s, c)
-	case a == "wait" && target.Kind == "Manifest":
-		cs, err := e.connectClientset(ctx, ev.Spec)
-		if err != nil {
-			return events.Report{}, err
-		}
-		return e.waitManifest(ctx, s, cs)
-	case a == "wait" && target.Kind == "Service":
-		cs, err := e.connectClientset(ctx, ev.Spec)
-		if err != nil {
-			return events.Report{}, err
-		}
-		return waitService(ctx, s, cs)
-	case a == "set-provider-id" && target.Kind == "Node":
-		cs, err := e.connectClientset(ctx, ev.Spec)
-		if err != nil {
-			return events.Report{}, err
-		}
-		return setProviderID(ctx, s, cs)
-	case (a == "cordon" || a == "drain" || a == "delete") && target.Kind == "Node":
-		cs, err := e.connectClientset(ctx, ev.Spec)
-		if err != nil {
-			return events.Report{}, err
-		}
-		switch a {
-		case "cordon":
-			return cordonNode(ctx, s, cs)
-		case "drain":
-			return drainNode(ctx, s, cs)
-		default:
-			return deleteNode(ctx, s, cs)
-		}
 	}
-	return events.Report{}, failure.Terminal(fmt.Errorf("workload executor: no action %q on %s", ev.Step.Action, target.Kind))
+	if run := e.clientsetAction(a, kind); run != nil {
+		cs, err := e.connectClientset(ctx, ev.Spec)
+		if err != nil {
+			return events.Report{}, err
+		}
+		return run(ctx, s, cs)
+	}
+	return events.Report{}, failure.Terminal(fmt.Errorf("workload executor: no action %q on %s", a, kind))
 }
 
-// kubeconfig reads the workload cluster's kubeconfig from the management
-// cluster.
-func (e *Executor) kubeconfig(ctx context.Context, p *v1alpha1.MigrationPlan) ([]byte, string, error) {
-	return kube.ReadKubeconfig(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
+// clientsetAction carries out a step with the workload cluster's
+// clientset: watches and the drain helper need client-go's.
+type clientsetAction func(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error)
+
+// clientsetAction returns the function for an action on a kind, or nil
+// when it is not one of the clientset's.
+func (e *Executor) clientsetAction(a step.Action, kind string) clientsetAction {
+	switch {
+	case a == step.Wait && kind == step.Manifest:
+		return e.waitManifest
+	case a == step.Wait && kind == step.Service:
+		return waitService
+	case kind != step.Node:
+		return nil
+	case a == step.SetProviderID:
+		return setProviderID
+	case a == step.Cordon:
+		return cordonNode
+	case a == step.Drain:
+		return drainNode
+	case a == step.Delete:
+		return deleteNode
+	}
+	return nil
 }
 
-// errUnusableKubeconfig is what a kubeconfig that does not parse becomes:
-// the parser's own message may quote the file, which holds credentials.
-func errUnusableKubeconfig(where string) error {
-	return failure.Terminal(fmt.Errorf("kubeconfig in %s is not usable", where))
-}
-
+// connect builds a controller-runtime client of the workload cluster.
 func (e *Executor) connect(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {
-	kc, where, err := e.kubeconfig(ctx, p)
-	if err != nil {
-		return nil, err
-	}
 	build := e.Workload
 	if build == nil {
 		build = kube.WorkloadClient
 	}
-	c, err := build(kc)
-	if err != nil {
-		return nil, errUnusableKubeconfig(where)
-	}
-	return c, nil
+	return kube.ConnectWorkload(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name, build)
 }
 
+// connectClientset builds a client-go clientset of the workload cluster.
 func (e *Executor) connectClientset(ctx context.Context, p *v1alpha1.MigrationPlan) (kubernetes.Interface, error) {
-	kc, where, err := e.kubeconfig(ctx, p)
-	if err != nil {
-		return nil, err
-	}
 	build := e.Clientset
 	if build == nil {
-		build = NewWorkloadClientset
+		build = kube.WorkloadClientset
 	}
-	cs, err := build(kc)
-	if err != nil {
-		return nil, errUnusableKubeconfig(where)
-	}
-	return cs, nil
+	return kube.ConnectWorkload(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name, build)
 }

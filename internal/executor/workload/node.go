@@ -88,9 +88,9 @@ func getWorkloadNode(ctx context.Context, cs kubernetes.Interface, name string) 
 // join after it runs. The field can be set once: a Node that has another
 // one is left alone and the step fails for a person to look at.
 func setProviderID(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
-	name, want := s.ev.Step.Target.Name, s.param("providerID")
+	name, want := s.ev.Step.Target.Name, s.params().Get(step.ParamProviderID)
 	if !strings.HasPrefix(want, step.ProviderIDPrefix) {
-		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id Node %s: providerID %q is not openstack:///<server-id>: the node's server was not found", name, want))
+		return events.Report{}, failure.Terminal(fmt.Errorf("%s Node %s: providerID %q is not %s<server-id>: the node's server was not found", step.SetProviderID, name, want, step.ProviderIDPrefix))
 	}
 	n, err := getWorkloadNode(ctx, cs, name)
 	switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // HTTPDoer sends an HTTP request; *http.Client is one.
@@ -40,7 +41,7 @@ func expectStatus(expect string) (func(int) bool, error) {
 // failure is retryable: the step is redelivered after a back-off, and the
 // cutover stops until the application answers again.
 func (e *Executor) probe(ctx context.Context, s *job) (events.Report, error) {
-	raw, expect := s.param("url"), s.param("expect")
+	raw, expect := s.params().Get(step.ParamURL), s.params().Get(step.ParamExpect)
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		// Do not echo a URL that does not parse: it may hold anything.

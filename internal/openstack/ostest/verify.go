@@ -20,7 +20,7 @@ import (
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -303,7 +303,7 @@ func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
 	if m == nil {
 		return add("new server built by CAPO", false, "%v (last: %s)", ctx.Err(), last)
 	}
-	id := strings.TrimPrefix(*m.Spec.ProviderID, openstack.ProviderIDPrefix)
+	id := strings.TrimPrefix(*m.Spec.ProviderID, step.ProviderIDPrefix)
 	srv, err := serverDetails(ctx, a.admin.Compute, id)
 	if err != nil {
 		return add("new server built by CAPO", false, "%v", err)
