@@ -94,85 +94,14 @@ func adoptControlPlane(c *planCtx, b *phaseBuilder) {
 // adoptKubeadm builds a KubeadmControlPlane, its Machines and
 // OpenStackMachines around the running control-plane nodes.
 func adoptKubeadm(c *planCtx, b *phaseBuilder) {
-	s := c.snap
-	cpNodes, _, ok := c.clusterNodes(b)
+	cpNodes, ok := kubeadmNodes(c, b)
 	if !ok {
 		return
 	}
-	if len(cpNodes) == 0 {
-		b.block("the workload cluster has no control-plane nodes (label node-role.kubernetes.io/control-plane) to adopt")
-		return
-	}
-	if !s.Workload.KubeadmConfig {
-		b.block("ConfigMap kube-system/kubeadm-config is missing in the workload cluster: the running kubeadm spec cannot be recovered")
-	}
-	if s.ControlPlane == nil && len(cpNodes)%2 == 0 && !s.Workload.ExternalEtcd {
-		b.block("the workload cluster has %d control-plane nodes with stacked etcd: a KubeadmControlPlane must have an odd number of replicas then (an even etcd membership has no majority to spare); scale the control plane to an odd number first", len(cpNodes))
-	}
-	cp := c.plan.Spec.Target.ControlPlane
-	// The control plane's version is kubeadm's, which kube-proxy's image
-	// carries: KubeadmControlPlane sets kube-proxy's image to its version
-	// on every pass, and rolls out machines of another version. Kubelets
-	// may lag behind it.
-	version := s.Workload.KubernetesVersion
-	if version == "" {
-		version = kubeletVersion(cpNodes)
-	}
-	if version != "" && !strings.HasPrefix(version, "v") {
-		version = "v" + version // KubeadmControlPlane compares versions as strings
-	}
-	kubeadmSpec := "from kube-system/kubeadm-config of the workload cluster"
-
-	for _, n := range cpNodes {
-		b.step(has(s.KubeadmConfigs, n.Name), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfig, Name: n.Name},
-			step.NewParams(step.ParamSpec, kubeadmSpec), "the bootstrap config the running node was joined with")
-	}
-	b.group()
-	kcp := s.ControlPlane
-	if kcp != nil && kcp.Kind != step.KubeadmControlPlane {
-		b.block("the cluster's control plane %s/%s is not a KubeadmControlPlane, but the plan says KubeadmControlPlane", kcp.Kind, kcp.Name)
-	}
-	b.step(kcp != nil, step.Kube, step.Create, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
-		step.NewParams(step.ParamPaused, step.Bool(true), step.ParamReplicas, step.Int(len(cpNodes)), step.ParamVersion, version,
-			step.ParamKubeadmConfigSpec, kubeadmSpec, step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
-		"created paused, with the running kubeadm spec and version, so that nothing rolls")
-	b.group()
-	for _, n := range cpNodes {
-		b.step(s.Machine(n.Name) != nil, step.Kube, step.Create, step.Target{Kind: step.Machine, Name: n.Name},
-			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamControlPlane, step.Bool(true), step.ParamVersion, version,
-				step.ParamBootstrap, step.Ref(step.KubeadmConfig, n.Name), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name),
-				step.ParamProviderID, c.providerID(b, n)),
-			"the Machine of running node "+n.Name)
-	}
-	b.group()
-	t := c.plan.Spec.Target
-	b.step(has(s.OpenStackMachineTemplates, cp.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: cp.Name},
-		step.NewParams(step.ParamFlavor, cp.Flavor, step.ParamImage, cp.Image, step.ParamSSHKeyName, t.SSHKey.Name,
-			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
-		"the template new control-plane machines are built from")
-	b.group()
-	if kcp != nil {
-		b.step(kcp.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachineTemplate, Name: cp.Name}, step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
-			step.NewParams(step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
-			fmt.Sprintf("it refers to %s/%s", kcp.InfrastructureRef.Kind, kcp.InfrastructureRef.Name))
-		b.group()
-	}
-	for _, n := range cpNodes {
-		b.step(has(s.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
-			step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, cp.Flavor, step.ParamImage, cp.Image, step.ParamIdentityRef, c.identityRef()),
-			"bound to the running server of node "+n.Name)
-	}
-	b.group()
-	for _, n := range cpNodes {
-		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: n.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: n.Name},
-				step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name)),
-				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
-		}
-	}
-	b.group()
-	c.bindServers(b, cpNodes)
-	c.nodeProviderIDs(b, cpNodes)
+	version := controlPlaneVersion(c.snap, cpNodes)
+	kubeadmObjects(c, b, cpNodes, version)
+	kubeadmWiring(c, b, cpNodes)
+	s, cp, kcp := c.snap, c.plan.Spec.Target.ControlPlane, c.snap.ControlPlane
 	for _, n := range cpNodes {
 		m := s.Machine(n.Name)
 		b.unpause(step.Machine, n.Name, m != nil, pauseOfMachine(m))
@@ -191,6 +120,97 @@ func adoptKubeadm(c *planCtx, b *phaseBuilder) {
 		"CAPI takes over the control plane without replacing a machine")
 	b.group()
 	b.cloudControllerManager(c, "seed 000's manual step once the first control-plane machine is adopted")
+}
+
+// kubeadmNodes are the control-plane nodes to adopt; ok is false when
+// there are none to build a KubeadmControlPlane around. Other reasons
+// not to go on block the phase but still list its steps.
+func kubeadmNodes(c *planCtx, b *phaseBuilder) (cpNodes []observed.Node, ok bool) {
+	s := c.snap
+	cpNodes, _, ok = c.clusterNodes(b)
+	if !ok {
+		return nil, false
+	}
+	if len(cpNodes) == 0 {
+		b.block("the workload cluster has no control-plane nodes (label node-role.kubernetes.io/control-plane) to adopt")
+		return nil, false
+	}
+	if !s.Workload.KubeadmConfig {
+		b.block("ConfigMap kube-system/kubeadm-config is missing in the workload cluster: the running kubeadm spec cannot be recovered")
+	}
+	if s.ControlPlane == nil && len(cpNodes)%2 == 0 && !s.Workload.ExternalEtcd {
+		b.block("the workload cluster has %d control-plane nodes with stacked etcd: a KubeadmControlPlane must have an odd number of replicas then (an even etcd membership has no majority to spare); scale the control plane to an odd number first", len(cpNodes))
+	}
+	if kcp := s.ControlPlane; kcp != nil && kcp.Kind != step.KubeadmControlPlane {
+		b.block("the cluster's control plane %s/%s is not a KubeadmControlPlane, but the plan says KubeadmControlPlane", kcp.Kind, kcp.Name)
+	}
+	return cpNodes, true
+}
+
+// controlPlaneVersion is kubeadm's version, which kube-proxy's image
+// carries: KubeadmControlPlane sets kube-proxy's image to its version on
+// every pass, and rolls out machines of another version. Kubelets may lag
+// behind it.
+func controlPlaneVersion(s *observed.Snapshot, cpNodes []observed.Node) string {
+	version := s.Workload.KubernetesVersion
+	if version == "" {
+		version = kubeletVersion(cpNodes)
+	}
+	if version != "" && !strings.HasPrefix(version, "v") {
+		version = "v" + version // KubeadmControlPlane compares versions as strings
+	}
+	return version
+}
+
+// kubeadmSpec stands for the running kubeadm spec, which the executor reads.
+const kubeadmSpec = "from kube-system/kubeadm-config of the workload cluster"
+
+// kubeadmObjects creates the KubeadmConfigs, the KubeadmControlPlane, the
+// Machines and the machine template of the control plane.
+func kubeadmObjects(c *planCtx, b *phaseBuilder, cpNodes []observed.Node, version string) {
+	s, cp := c.snap, c.plan.Spec.Target.ControlPlane
+	for _, n := range cpNodes {
+		b.step(has(s.KubeadmConfigs, n.Name), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfig, Name: n.Name},
+			step.NewParams(step.ParamSpec, kubeadmSpec), "the bootstrap config the running node was joined with")
+	}
+	b.group()
+	b.step(s.ControlPlane != nil, step.Kube, step.Create, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+		step.NewParams(step.ParamPaused, step.Bool(true), step.ParamReplicas, step.Int(len(cpNodes)), step.ParamVersion, version,
+			step.ParamKubeadmConfigSpec, kubeadmSpec, step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
+		"created paused, with the running kubeadm spec and version, so that nothing rolls")
+	b.group()
+	for _, n := range cpNodes {
+		b.step(s.Machine(n.Name) != nil, step.Kube, step.Create, step.Target{Kind: step.Machine, Name: n.Name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamControlPlane, step.Bool(true), step.ParamVersion, version,
+				step.ParamBootstrap, step.Ref(step.KubeadmConfig, n.Name), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name),
+				step.ParamProviderID, c.providerID(b, n)),
+			"the Machine of running node "+n.Name)
+	}
+	b.group()
+	b.machineTemplate(c, cp.Name, cp.Flavor, cp.Image, "the template new control-plane machines are built from")
+	b.group()
+}
+
+// kubeadmWiring points the KubeadmControlPlane at the template and each
+// Machine at its OpenStackMachine, bound to the node's running server.
+func kubeadmWiring(c *planCtx, b *phaseBuilder, cpNodes []observed.Node) {
+	s, cp, kcp := c.snap, c.plan.Spec.Target.ControlPlane, c.snap.ControlPlane
+	if kcp != nil {
+		b.step(kcp.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachineTemplate, Name: cp.Name}, step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
+			fmt.Sprintf("it refers to %s/%s", kcp.InfrastructureRef.Kind, kcp.InfrastructureRef.Name))
+		b.group()
+	}
+	for _, n := range cpNodes {
+		b.openStackMachine(c, n, cp.Flavor, cp.Image)
+	}
+	b.group()
+	for _, n := range cpNodes {
+		b.machineInfrastructure(s.Machine(n.Name))
+	}
+	b.group()
+	c.bindServers(b, cpNodes)
+	c.nodeProviderIDs(b, cpNodes)
 }
 
 func pauseOfMachine(m *observed.Machine) observed.Pause {
@@ -257,7 +277,6 @@ func poolNodes(pool v1alpha1.WorkerPool, workers []observed.Node) []observed.Nod
 
 func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []observed.Node) {
 	s := c.snap
-	t := c.plan.Spec.Target
 	md := c.name + "-" + pool.Name
 	ms := md + "-adopted"
 	if len(nodes) != pool.Replicas {
@@ -288,6 +307,16 @@ func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []ob
 			"the Machine of running node "+n.Name)
 	}
 	b.group()
+	poolWiring(c, b, pool, nodes)
+	poolTakeover(c, b, pool, nodes)
+}
+
+// poolWiring points a pool's MachineSets and MachineDeployment at its
+// machine template, and each Machine at its OpenStackMachine, bound to the
+// node's running server.
+func poolWiring(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []observed.Node) {
+	s, md := c.snap, c.name+"-"+pool.Name
+	sets, d := s.MachineSetsOf(md), s.MachineDeployment(md)
 	for _, set := range sets {
 		b.step(set.InfrastructureRef.Kind == step.OpenStackMachineTemplate, step.Kube, step.Patch, step.Target{Kind: step.MachineSet, Name: set.Name},
 			step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)), "it refers to kind "+set.InfrastructureRef.Kind)
@@ -298,24 +327,23 @@ func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []ob
 			step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)), "it refers to kind "+d.InfrastructureRef.Kind)
 		b.group()
 	}
-	b.step(has(s.OpenStackMachineTemplates, md), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: md},
-		step.NewParams(step.ParamFlavor, pool.Flavor, step.ParamImage, pool.Image, step.ParamSSHKeyName, t.SSHKey.Name,
-			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
-		"the template new machines of pool "+pool.Name+" are built from")
+	b.machineTemplate(c, md, pool.Flavor, pool.Image, "the template new machines of pool "+pool.Name+" are built from")
 	b.group()
 	for _, n := range nodes {
-		b.step(has(s.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
-			step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, pool.Flavor, step.ParamImage, pool.Image, step.ParamIdentityRef, c.identityRef()),
-			"bound to the running server of node "+n.Name)
-		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: n.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: n.Name},
-				step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, n.Name)),
-				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
-		}
+		b.openStackMachine(c, n, pool.Flavor, pool.Image)
+		b.machineInfrastructure(s.Machine(n.Name))
 	}
 	b.group()
 	c.bindServers(b, nodes)
 	c.nodeProviderIDs(b, nodes)
+}
+
+// poolTakeover lifts ferry's pauses of a pool and waits for CAPI to hold
+// it stable.
+func poolTakeover(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []observed.Node) {
+	s, md := c.snap, c.name+"-"+pool.Name
+	ms := md + "-adopted"
+	sets, d := s.MachineSetsOf(md), s.MachineDeployment(md)
 	b.unpause(step.MachineDeployment, md, d != nil, pauseOfMD(d))
 	if len(sets) == 0 {
 		b.unpause(step.MachineSet, ms, false, observed.Pause{})

@@ -267,3 +267,33 @@ func (b *phaseBuilder) cloudControllerManager(c *planCtx, why string) {
 func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
+
+// machineTemplate adds the step that creates the OpenStackMachineTemplate
+// machines are built from: the plan's network, SSH key and identity.
+func (b *phaseBuilder) machineTemplate(c *planCtx, name, flavor, image, reason string) {
+	t := c.plan.Spec.Target
+	b.step(has(c.snap.OpenStackMachineTemplates, name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: name},
+		step.NewParams(step.ParamFlavor, flavor, step.ParamImage, image, step.ParamSSHKeyName, t.SSHKey.Name,
+			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
+		reason)
+}
+
+// openStackMachine adds the step that creates node n's OpenStackMachine,
+// bound to its running server by provider ID.
+func (b *phaseBuilder) openStackMachine(c *planCtx, n observed.Node, flavor, image string) {
+	b.step(has(c.snap.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
+		step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, flavor, step.ParamImage, image, step.ParamIdentityRef, c.identityRef()),
+		"bound to the running server of node "+n.Name)
+}
+
+// machineInfrastructure adds the step that points an existing Machine at
+// the OpenStackMachine of its name; nothing for a Machine still to create,
+// which is created pointing there.
+func (b *phaseBuilder) machineInfrastructure(m *observed.Machine) {
+	if m == nil {
+		return
+	}
+	b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: m.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: m.Name},
+		step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, m.Name)),
+		fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
+}

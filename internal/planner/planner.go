@@ -58,21 +58,7 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		}
 		build[name](c, b)
 		ph := b.finish()
-		switch {
-		case len(ph.Groups) == 0 && len(b.blocked) == 0:
-			ph.State = Succeeded
-		case i > approved:
-			ph.State = Pending
-			ph.Reason = notApproved(p.Spec.Approve)
-			if len(b.blocked) > 0 {
-				ph.Reason += "; " + strings.Join(b.blocked, "; ")
-			}
-		case len(b.blocked) > 0 && next:
-			ph.State = Blocked
-			ph.Reason = strings.Join(b.blocked, "; ")
-		default:
-			ph.State = Approved
-		}
+		ph.State, ph.Reason = phaseState(ph, b.blocked, i > approved, next, p.Spec.Approve)
 		if ph.State != Succeeded && firstOpen == "" {
 			firstOpen = name
 			if ph.State == Approved && res.Stopped == "" {
@@ -91,6 +77,25 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		res.Phases = append(res.Phases, ph)
 	}
 	return res, nil
+}
+
+// phaseState is a phase's state from its steps left and what blocks it:
+// one past the approved phases is Pending, the next to run with a reason
+// to wait Blocked, one with nothing left Succeeded.
+func phaseState(ph Phase, blocked []string, pending, next bool, approve string) (PhaseState, string) {
+	switch {
+	case len(ph.Groups) == 0 && len(blocked) == 0:
+		return Succeeded, ""
+	case pending:
+		reason := notApproved(approve)
+		if len(blocked) > 0 {
+			reason += "; " + strings.Join(blocked, "; ")
+		}
+		return Pending, reason
+	case len(blocked) > 0 && next:
+		return Blocked, strings.Join(blocked, "; ")
+	}
+	return Approved, ""
 }
 
 func notApproved(approve string) string {

@@ -153,12 +153,8 @@ func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
 
 	cp := c.plan.Spec.Target.ControlPlane
 	if cp.Provider == v1alpha1.ProviderKubeadm {
-		t := c.plan.Spec.Target
 		kcp := s.ControlPlane
-		b.step(has(s.OpenStackMachineTemplates, cp.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: cp.Name},
-			step.NewParams(step.ParamFlavor, cp.Flavor, step.ParamImage, cp.Image, step.ParamSSHKeyName, t.SSHKey.Name,
-				step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
-			"the template of the new control-plane machines")
+		b.machineTemplate(c, cp.Name, cp.Flavor, cp.Image, "the template of the new control-plane machines")
 		b.group()
 		refOK := kcp != nil && kcp.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachineTemplate, Name: cp.Name}
 		b.step(refOK, step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
@@ -188,10 +184,7 @@ func replaceWorkers(c *planCtx, b *phaseBuilder) {
 	t := c.plan.Spec.Target
 	for _, pool := range t.Workers {
 		md := c.name + "-" + pool.Name
-		b.step(has(s.OpenStackMachineTemplates, md), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: md},
-			step.NewParams(step.ParamFlavor, pool.Flavor, step.ParamImage, pool.Image, step.ParamSSHKeyName, t.SSHKey.Name,
-				step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
-			"the template of pool "+pool.Name)
+		b.machineTemplate(c, md, pool.Flavor, pool.Image, "the template of pool "+pool.Name)
 		b.step(has(s.KubeadmConfigTemplates, md), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfigTemplate, Name: md},
 			step.NewParams(step.ParamKubeletExtraArgs, "cloud-provider=external"), "how the machines of pool "+pool.Name+" join")
 	}
