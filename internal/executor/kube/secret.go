@@ -36,35 +36,16 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	if err != nil {
 		return events.Report{}, s.paramError(err)
 	}
-
-	var src corev1.Secret
-	err = e.Client.Get(ctx, client.ObjectKey{Namespace: fromNS, Name: fromName}, &src)
-	switch {
-	case apierrors.IsNotFound(err):
-		return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: source not found; restore it or correct the plan", from, s.target()))
-	case err != nil:
-		return events.Report{}, fmt.Errorf("copy %s to %s: read source: %w", from, s.target(), err)
-	}
-	if keys == nil {
-		for k := range src.Data {
-			keys = append(keys, step.KeyCopy{Dst: k, Src: k})
-		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i].Dst < keys[j].Dst })
-		if len(keys) == 0 {
-			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no keys", from, s.target()))
-		}
-	}
-	for _, k := range keys {
-		if _, ok := src.Data[k.Src]; !ok {
-			return events.Report{}, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no key %q", from, s.target(), k.Src))
-		}
+	src, keys, err := e.readSource(ctx, s, client.ObjectKey{Namespace: fromNS, Name: fromName}, keys)
+	if err != nil {
+		return events.Report{}, err
 	}
 
 	var dst corev1.Secret
 	err = e.Client.Get(ctx, s.key, &dst)
 	switch {
 	case apierrors.IsNotFound(err):
-		return e.createSecretCopy(ctx, s, &src, from, keys, labels)
+		return e.createSecretCopy(ctx, s, src, from, keys, labels)
 	case err != nil:
 		return events.Report{}, fmt.Errorf("copy %s to %s: read target: %w", from, s.target(), err)
 	}
@@ -91,6 +72,37 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	}
 	return events.Report{Message: fmt.Sprintf("copied %s from %s into existing %s; its other keys left as they are",
 		keyNames(missing), from, s.target())}, nil
+}
+
+// readSource reads the Secret a copy-secret step copies from and checks
+// that it has the keys to copy; no keys named means all of its keys. A
+// missing source or key is terminal: a person restores it or corrects
+// the plan.
+func (e *Executor) readSource(ctx context.Context, s *job, key client.ObjectKey, keys []step.KeyCopy) (*corev1.Secret, []step.KeyCopy, error) {
+	from := "Secret " + key.String()
+	var src corev1.Secret
+	err := e.Client.Get(ctx, key, &src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil, failure.Terminal(fmt.Errorf("copy %s to %s: source not found; restore it or correct the plan", from, s.target()))
+	case err != nil:
+		return nil, nil, fmt.Errorf("copy %s to %s: read source: %w", from, s.target(), err)
+	}
+	if keys == nil {
+		for k := range src.Data {
+			keys = append(keys, step.KeyCopy{Dst: k, Src: k})
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i].Dst < keys[j].Dst })
+		if len(keys) == 0 {
+			return nil, nil, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no keys", from, s.target()))
+		}
+	}
+	for _, k := range keys {
+		if _, ok := src.Data[k.Src]; !ok {
+			return nil, nil, failure.Terminal(fmt.Errorf("copy %s to %s: the source has no key %q", from, s.target(), k.Src))
+		}
+	}
+	return &src, keys, nil
 }
 
 func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Secret, from string, keys []step.KeyCopy, labels map[string]string) (events.Report, error) {

@@ -61,23 +61,9 @@ func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.St
 		}
 		return b, nil
 	}
-	var oss infrav1alpha1.OpenStackServer
-	err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &oss)
-	switch {
-	case apierrors.IsNotFound(err):
-		b, err := binding()
-		if err != nil {
-			return events.Report{}, err
-		}
-		oss = buildOpenStackServer(&osm, b, ev.Plan)
-		if err := e.Client.Create(ctx, &oss, client.FieldOwner(executor.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
-			return events.Report{}, executor.WriteError("bind "+target+": create", err)
-		}
-		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(&oss), &oss); err != nil {
-			return events.Report{}, fmt.Errorf("bind %s: %w", target, err)
-		}
-	case err != nil:
-		return events.Report{}, fmt.Errorf("bind %s: %w", target, err)
+	oss, err := e.ensureServer(ctx, &osm, binding, ev.Plan, target)
+	if err != nil {
+		return events.Report{}, err
 	}
 	if got := ptr.Deref(oss.Status.InstanceID, ""); got != "" && got != id {
 		return events.Report{}, failure.Terminal(fmt.Errorf("bind %s: it is bound to server %s, not %s", target, got, id))
@@ -88,7 +74,7 @@ func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.St
 			return events.Report{}, err
 		}
 		oss.Status = openStackServerStatus(b)
-		if err := e.Client.Status().Update(ctx, &oss, client.FieldOwner(executor.FieldManager)); err != nil {
+		if err := e.Client.Status().Update(ctx, oss, client.FieldOwner(executor.FieldManager)); err != nil {
 			return events.Report{}, executor.WriteError("bind "+target+": record the server", err)
 		}
 	}
@@ -96,11 +82,35 @@ func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.St
 		patch := client.MergeFrom(oss.DeepCopy())
 		delete(oss.Annotations, clusterv1.PausedAnnotation)
 		delete(oss.Annotations, observed.AnnotationPausedBy)
-		if err := e.Client.Patch(ctx, &oss, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+		if err := e.Client.Patch(ctx, oss, patch, client.FieldOwner(executor.FieldManager)); err != nil {
 			return events.Report{}, executor.WriteError("bind "+target+": unpause", err)
 		}
 	}
 	return events.Report{Message: fmt.Sprintf("%s is bound to server %s", target, id)}, nil
+}
+
+// ensureServer reads the OpenStackServer of an OpenStackMachine, creating
+// it (paused, from the server's binding) when absent.
+func (e *Executor) ensureServer(ctx context.Context, osm *infrav1.OpenStackMachine, binding func() (*osclient.ServerBinding, error), plan, target string) (*infrav1alpha1.OpenStackServer, error) {
+	oss := &infrav1alpha1.OpenStackServer{}
+	err := e.Client.Get(ctx, client.ObjectKeyFromObject(osm), oss)
+	switch {
+	case apierrors.IsNotFound(err):
+		b, err := binding()
+		if err != nil {
+			return nil, err
+		}
+		*oss = buildOpenStackServer(osm, b, plan)
+		if err := e.Client.Create(ctx, oss, client.FieldOwner(executor.FieldManager)); err != nil && !apierrors.IsAlreadyExists(err) {
+			return nil, executor.WriteError("bind "+target+": create", err)
+		}
+		if err := e.Client.Get(ctx, client.ObjectKeyFromObject(oss), oss); err != nil {
+			return nil, fmt.Errorf("bind %s: %w", target, err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("bind %s: %w", target, err)
+	}
+	return oss, nil
 }
 
 // buildOpenStackServer is the OpenStackServer of an adopted server, paused

@@ -62,35 +62,7 @@ func (e *Executor) waitManifest(ctx context.Context, s *job, cs kubernetes.Inter
 		}
 		name := u.GetName()
 		s.log.InfoContext(ctx, "waiting for the workload to be available", "manifest", path, "kind", u.GetKind(), "namespace", ns, "name", name)
-		var err error
-		var state string
-		switch u.GetKind() {
-		case "DaemonSet":
-			api := cs.AppsV1().DaemonSets(ns)
-			state, err = waitFor(ctx, name, &appsv1.DaemonSet{},
-				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
-				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return api.Watch(ctx, o) },
-				func(obj runtime.Object) (bool, string, error) {
-					ds := obj.(*appsv1.DaemonSet)
-					st := ds.Status
-					return st.ObservedGeneration >= ds.Generation && st.NumberAvailable == st.DesiredNumberScheduled,
-						fmt.Sprintf("%d of %d pods available, generation %d observed %d", st.NumberAvailable, st.DesiredNumberScheduled, ds.Generation, st.ObservedGeneration), nil
-				})
-		case "Deployment":
-			api := cs.AppsV1().Deployments(ns)
-			state, err = waitFor(ctx, name, &appsv1.Deployment{},
-				func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
-				func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return api.Watch(ctx, o) },
-				func(obj runtime.Object) (bool, string, error) {
-					d := obj.(*appsv1.Deployment)
-					want := int32(1)
-					if d.Spec.Replicas != nil {
-						want = *d.Spec.Replicas
-					}
-					return d.Status.AvailableReplicas >= want && d.Status.ObservedGeneration >= d.Generation,
-						fmt.Sprintf("%d of %d replicas available, generation %d observed %d", d.Status.AvailableReplicas, want, d.Generation, d.Status.ObservedGeneration), nil
-				})
-		}
+		state, err := waitAvailable(ctx, cs, u.GetKind(), ns, name)
 		if err != nil {
 			return events.Report{}, fmt.Errorf("wait for manifest %s: %s %s/%s: %w", path, u.GetKind(), ns, name, describeWaitError(parent, err, timeout, state))
 		}
@@ -100,6 +72,39 @@ func (e *Executor) waitManifest(ctx context.Context, s *job, cs kubernetes.Inter
 		return events.Report{Message: fmt.Sprintf("manifest %s has no DaemonSet or Deployment to wait for", path)}, nil
 	}
 	return events.Report{Message: fmt.Sprintf("manifest %s available: %s", path, strings.Join(waited, ", "))}, nil
+}
+
+// waitAvailable watches a DaemonSet or a Deployment until all its pods
+// are available at its current generation; it returns what it saw last.
+func waitAvailable(ctx context.Context, cs kubernetes.Interface, kind, ns, name string) (string, error) {
+	switch kind {
+	case "DaemonSet":
+		api := cs.AppsV1().DaemonSets(ns)
+		return waitFor(ctx, name, &appsv1.DaemonSet{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return api.Watch(ctx, o) },
+			func(obj runtime.Object) (bool, string, error) {
+				ds := obj.(*appsv1.DaemonSet)
+				st := ds.Status
+				return st.ObservedGeneration >= ds.Generation && st.NumberAvailable == st.DesiredNumberScheduled,
+					fmt.Sprintf("%d of %d pods available, generation %d observed %d", st.NumberAvailable, st.DesiredNumberScheduled, ds.Generation, st.ObservedGeneration), nil
+			})
+	case "Deployment":
+		api := cs.AppsV1().Deployments(ns)
+		return waitFor(ctx, name, &appsv1.Deployment{},
+			func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) { return api.List(ctx, o) },
+			func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) { return api.Watch(ctx, o) },
+			func(obj runtime.Object) (bool, string, error) {
+				d := obj.(*appsv1.Deployment)
+				want := int32(1)
+				if d.Spec.Replicas != nil {
+					want = *d.Spec.Replicas
+				}
+				return d.Status.AvailableReplicas >= want && d.Status.ObservedGeneration >= d.Generation,
+					fmt.Sprintf("%d of %d replicas available, generation %d observed %d", d.Status.AvailableReplicas, want, d.Generation, d.Status.ObservedGeneration), nil
+			})
+	}
+	return "", nil
 }
 
 // waitService waits until a Service of type LoadBalancer has an external
