@@ -3,13 +3,9 @@
 package executor_test
 
 import (
-	"context"
-	"log/slog"
-	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/executor/kube"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -31,24 +27,8 @@ func newKubeExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	e.Logger = testenv.Logger(t)
 	return e
-}
-
-// testLog sends the executors' log lines to the test's log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
-}
-
-// mustGet reads an object back; the test asserts what is in the API server.
-func mustGet(t *testing.T, c client.Client, name string, obj client.Object) {
-	t.Helper()
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		t.Fatalf("get %T %s: %v", obj, name, err)
-	}
 }
 
 // refTo is the reference the adopted objects must hold: always with

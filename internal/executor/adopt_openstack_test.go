@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -88,7 +87,7 @@ func TestAdoptOpenStack(t *testing.T) {
 	}
 	plan := f.Plan
 	kube := newKubeExecutor(t, a.Mgmt)
-	log := slog.New(slog.NewTextHandler(testLog{t}, nil))
+	log := testenv.Logger(t)
 	execs := map[step.Kind]executor.Executor{
 		step.Kube:      kube,
 		step.OpenStack: &openstack.Executor{Client: a.Mgmt.Client},
@@ -198,7 +197,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 		{config, "ferry-system", "openstack-credentials"},
 	} {
 		var got, src corev1.Secret
-		mustGet(t, c, tc.name, &got)
+		testenv.MustGet(t, c, namespace, tc.name, &got)
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: tc.fromNS, Name: tc.from}, &src); err != nil {
 			t.Fatal(err)
 		}
@@ -210,18 +209,18 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 		testenv.Expect(t, "Secret "+tc.name+" keys", len(got.Data), len(src.Data))
 	}
 	var cloud corev1.Secret
-	mustGet(t, c, config, &cloud)
+	testenv.MustGet(t, c, namespace, config, &cloud)
 	testenv.Expect(t, "cloud-config move label", cloud.Labels["clusterctl.cluster.x-k8s.io/move"], "true")
 
 	var cl clusterv1.Cluster
-	mustGet(t, c, cluster, &cl)
+	testenv.MustGet(t, c, namespace, cluster, &cl)
 	testenv.Expect(t, "Cluster paused", cl.Spec.Paused, false)
 	testenv.Expect(t, "Cluster infrastructureRef", *cl.Spec.InfrastructureRef, refTo(infra, "OpenStackCluster", cluster))
 	testenv.Expect(t, "Cluster controlPlaneRef", *cl.Spec.ControlPlaneRef, refTo("controlplane.cluster.x-k8s.io/v1beta1", "KubeadmControlPlane", cp))
 	testenv.Expect(t, "Cluster controlPlaneEndpoint", cl.Spec.ControlPlaneEndpoint, workloadEndpoint(t, workload))
 
 	var osc infrav1.OpenStackCluster
-	mustGet(t, c, cluster, &osc)
+	testenv.MustGet(t, c, namespace, cluster, &osc)
 	testenv.Expect(t, "OpenStackCluster identityRef", osc.Spec.IdentityRef, *identity)
 	testenv.Expect(t, "OpenStackCluster network", osc.Spec.Network, network)
 	testenv.Expect(t, "OpenStackCluster subnets", osc.Spec.Subnets, []infrav1.SubnetParam{{Filter: &infrav1.SubnetFilter{Name: w.subnet}}})
@@ -238,13 +237,13 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 	testenv.Expect(t, "OpenStackCluster controlPlaneAvailabilityZones", osc.Spec.ControlPlaneAvailabilityZones, []string{"nova"})
 
 	var kc bootstrapv1.KubeadmConfig
-	mustGet(t, c, w.cpNode, &kc)
+	testenv.MustGet(t, c, namespace, w.cpNode, &kc)
 	testenv.Expect(t, "KubeadmConfig kubernetesVersion", kc.Spec.ClusterConfiguration.KubernetesVersion, version)
 	testenv.Expect(t, "KubeadmConfig initConfiguration", kc.Spec.InitConfiguration, (*bootstrapv1.InitConfiguration)(nil))
 	testenv.Expect(t, "KubeadmConfig join kubelet args", kc.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
 
 	var kcp controlplanev1.KubeadmControlPlane
-	mustGet(t, c, cp, &kcp)
+	testenv.MustGet(t, c, namespace, cp, &kcp)
 	testenv.Expect(t, "KubeadmControlPlane replicas", *kcp.Spec.Replicas, int32(1))
 	testenv.Expect(t, "KubeadmControlPlane version", kcp.Spec.Version, version)
 	testenv.Expect(t, "KubeadmControlPlane infrastructureRef", kcp.Spec.MachineTemplate.InfrastructureRef, refTo(infra, "OpenStackMachineTemplate", cp))
@@ -254,20 +253,20 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 	testenv.Expect(t, "KubeadmControlPlane joinConfiguration", kcp.Spec.KubeadmConfigSpec.JoinConfiguration, kc.Spec.JoinConfiguration)
 
 	var osmt infrav1.OpenStackMachineTemplate
-	mustGet(t, c, cp, &osmt)
+	testenv.MustGet(t, c, namespace, cp, &osmt)
 	testenv.Expect(t, "control-plane OpenStackMachineTemplate spec", osmt.Spec.Template.Spec, infrav1.OpenStackMachineSpec{
 		Flavor: ptr.To(w.cpFlavor), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To(w.image)}},
 		SSHKeyName: w.sshKey, Ports: []infrav1.PortOpts{{Network: network}}, IdentityRef: identity,
 	})
-	mustGet(t, c, md, &osmt)
+	testenv.MustGet(t, c, namespace, md, &osmt)
 	testenv.Expect(t, "worker OpenStackMachineTemplate flavor", *osmt.Spec.Template.Spec.Flavor, w.mdFlavor)
 
 	var kct bootstrapv1.KubeadmConfigTemplate
-	mustGet(t, c, md, &kct)
+	testenv.MustGet(t, c, namespace, md, &kct)
 	testenv.Expect(t, "KubeadmConfigTemplate kubelet args", kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
 
 	var d clusterv1.MachineDeployment
-	mustGet(t, c, md, &d)
+	testenv.MustGet(t, c, namespace, md, &d)
 	selected := map[string]string{clusterv1.ClusterNameLabel: cluster, clusterv1.MachineDeploymentNameLabel: md}
 	testenv.Expect(t, "MachineDeployment replicas", *d.Spec.Replicas, int32(2))
 	testenv.Expect(t, "MachineDeployment selector", d.Spec.Selector.MatchLabels, selected)
@@ -278,7 +277,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 	testenv.Expect(t, "MachineDeployment infrastructureRef", d.Spec.Template.Spec.InfrastructureRef, refTo(infra, "OpenStackMachineTemplate", md))
 
 	var set clusterv1.MachineSet
-	mustGet(t, c, ms, &set)
+	testenv.MustGet(t, c, namespace, ms, &set)
 	testenv.Expect(t, "MachineSet owner", len(set.OwnerReferences) == 1 && set.OwnerReferences[0].UID == d.UID &&
 		set.OwnerReferences[0].Kind == "MachineDeployment" && ptr.Deref(set.OwnerReferences[0].Controller, false), true)
 	testenv.Expect(t, "MachineSet replicas", *set.Spec.Replicas, int32(2))
@@ -293,7 +292,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 	}{{node: w.cpNode, controlPlane: true}, {node: w.workers[0], deployment: md, set: ms}, {node: w.workers[1], deployment: md, set: ms}}
 	for _, tc := range machines {
 		var m clusterv1.Machine
-		mustGet(t, c, tc.node, &m)
+		testenv.MustGet(t, c, namespace, tc.node, &m)
 		what := "Machine " + tc.node
 		testenv.Expect(t, what+" adopted", m.Annotations[observed.AnnotationAdopted], plan)
 		testenv.Expect(t, what+" providerID", *m.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
@@ -312,7 +311,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 			testenv.Expect(t, what+" control-plane-name label", m.Labels[clusterv1.MachineControlPlaneNameLabel], cp)
 		}
 		var osm infrav1.OpenStackMachine
-		mustGet(t, c, tc.node, &osm)
+		testenv.MustGet(t, c, namespace, tc.node, &osm)
 		testenv.Expect(t, "OpenStackMachine "+tc.node+" providerID", *osm.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
 		testenv.Expect(t, "OpenStackMachine "+tc.node+" identityRef", osm.Spec.IdentityRef, identity)
 	}
@@ -337,7 +336,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 	} {
 		for _, name := range tc.names {
 			obj := tc.obj()
-			mustGet(t, c, name, obj)
+			testenv.MustGet(t, c, namespace, name, obj)
 			what := fmt.Sprintf("%T %s", obj, name)
 			testenv.Expect(t, what+" cluster-name label", obj.GetLabels()[clusterv1.ClusterNameLabel], cluster)
 			for _, a := range []string{clusterv1.PausedAnnotation, observed.AnnotationPausedBy} {

@@ -52,6 +52,7 @@ type UnusableKubeconfigError struct {
 	Where string
 }
 
+// Error names the Secret, never its content.
 func (e *UnusableKubeconfigError) Error() string {
 	return "kubeconfig in " + e.Where + " is not usable"
 }

@@ -169,25 +169,7 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		if m.Spec.ClusterName != name {
 			continue
 		}
-		om := observed.Machine{
-			Pause:             pauseOf(&m),
-			Name:              m.Name,
-			InfrastructureRef: refOf(m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name),
-			Deployment:        m.Labels[clusterv1.MachineDeploymentNameLabel],
-			MachineSet:        m.Labels[clusterv1.MachineSetNameLabel],
-		}
-		_, om.ControlPlane = m.Labels[clusterv1.MachineControlPlaneLabel]
-		_, om.Adopted = m.Annotations[observed.AnnotationAdopted]
-		if r := m.Spec.Bootstrap.ConfigRef; r != nil {
-			om.BootstrapRef = refOf(r.Kind, r.Name)
-		}
-		if m.Spec.ProviderID != nil {
-			om.ProviderID = *m.Spec.ProviderID
-		}
-		if m.Status.NodeRef != nil {
-			om.NodeRef = m.Status.NodeRef.Name
-		}
-		s.Machines = append(s.Machines, om)
+		s.Machines = append(s.Machines, machineOf(&m))
 	}
 	var sets clusterv1.MachineSetList
 	if err := o.listCluster(ctx, &sets, ns, name); err != nil {
@@ -212,29 +194,57 @@ func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Sn
 		if md.Spec.ClusterName != name {
 			continue
 		}
-		r := md.Spec.Template.Spec.InfrastructureRef
-		od := observed.MachineDeployment{
-			Pause:               pauseOf(&md),
-			Name:                md.Name,
-			ReadyReplicas:       int(md.Status.ReadyReplicas),
-			UpdatedReplicas:     int(md.Status.UpdatedReplicas),
-			UnavailableReplicas: int(md.Status.UnavailableReplicas),
-			InfrastructureRef:   refOf(r.Kind, r.Name),
-		}
-		// A MachineDeployment is paused by spec.paused as well as by the
-		// annotation.
-		if md.Spec.Paused {
-			od.Paused = true
-		}
-		if md.Spec.Replicas != nil {
-			od.Replicas = int(*md.Spec.Replicas)
-		}
-		if md.Spec.RolloutAfter != nil {
-			od.RolloutAfter = md.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
-		}
-		s.MachineDeployments = append(s.MachineDeployments, od)
+		s.MachineDeployments = append(s.MachineDeployments, machineDeploymentOf(&md))
 	}
 	return nil
+}
+
+// machineOf is what the planner needs of a Machine.
+func machineOf(m *clusterv1.Machine) observed.Machine {
+	om := observed.Machine{
+		Pause:             pauseOf(m),
+		Name:              m.Name,
+		InfrastructureRef: refOf(m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name),
+		Deployment:        m.Labels[clusterv1.MachineDeploymentNameLabel],
+		MachineSet:        m.Labels[clusterv1.MachineSetNameLabel],
+	}
+	_, om.ControlPlane = m.Labels[clusterv1.MachineControlPlaneLabel]
+	_, om.Adopted = m.Annotations[observed.AnnotationAdopted]
+	if r := m.Spec.Bootstrap.ConfigRef; r != nil {
+		om.BootstrapRef = refOf(r.Kind, r.Name)
+	}
+	if m.Spec.ProviderID != nil {
+		om.ProviderID = *m.Spec.ProviderID
+	}
+	if m.Status.NodeRef != nil {
+		om.NodeRef = m.Status.NodeRef.Name
+	}
+	return om
+}
+
+// machineDeploymentOf is what the planner needs of a MachineDeployment.
+func machineDeploymentOf(md *clusterv1.MachineDeployment) observed.MachineDeployment {
+	r := md.Spec.Template.Spec.InfrastructureRef
+	od := observed.MachineDeployment{
+		Pause:               pauseOf(md),
+		Name:                md.Name,
+		ReadyReplicas:       int(md.Status.ReadyReplicas),
+		UpdatedReplicas:     int(md.Status.UpdatedReplicas),
+		UnavailableReplicas: int(md.Status.UnavailableReplicas),
+		InfrastructureRef:   refOf(r.Kind, r.Name),
+	}
+	// A MachineDeployment is paused by spec.paused as well as by the
+	// annotation.
+	if md.Spec.Paused {
+		od.Paused = true
+	}
+	if md.Spec.Replicas != nil {
+		od.Replicas = int(*md.Spec.Replicas)
+	}
+	if md.Spec.RolloutAfter != nil {
+		od.RolloutAfter = md.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
+	}
+	return od
 }
 
 // names records which bootstrap and infrastructure objects exist for the

@@ -65,62 +65,11 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 
 func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, repo fs.FS) (*observed.Workload, error) {
 	w := &observed.Workload{}
-	var nodes corev1.NodeList
-	if err := c.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+	if err := readNodes(ctx, c, p, w); err != nil {
+		return nil, err
 	}
-	for _, n := range nodes.Items {
-		on := observed.Node{
-			Name:           n.Name,
-			Labels:         n.Labels,
-			Unschedulable:  n.Spec.Unschedulable,
-			ProviderID:     n.Spec.ProviderID,
-			KubeletVersion: n.Status.NodeInfo.KubeletVersion,
-		}
-		// Only a plan that drains counts pods, and only on the nodes it
-		// cordoned: a workload cluster's pods are many.
-		if p.Spec.Strategy == v1alpha1.StrategyReplace && n.Spec.Unschedulable {
-			var pods corev1.PodList
-			if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
-				return nil, fmt.Errorf("list pods on node %s: %w", n.Name, err)
-			}
-			for i := range pods.Items {
-				if evictable(&pods.Items[i]) {
-					on.PodsToEvict++
-				}
-			}
-		}
-		for _, l := range controlPlaneLabels {
-			if _, ok := n.Labels[l]; ok {
-				on.ControlPlane = true
-			}
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady {
-				on.Ready = cond.Status == corev1.ConditionTrue
-			}
-		}
-		w.Nodes = append(w.Nodes, on)
-	}
-	var cm corev1.ConfigMap
-	err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &cm)
-	switch {
-	case err == nil:
-		w.KubeadmConfig = true
-		var cc struct {
-			KubernetesVersion string `json:"kubernetesVersion"`
-			Etcd              struct {
-				External *struct{} `json:"external"`
-			} `json:"etcd"`
-		}
-		// A ClusterConfiguration that does not parse is the kube
-		// executor's to report, with the line; here it only has no version.
-		if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil {
-			w.KubernetesVersion = cc.KubernetesVersion
-			w.ExternalEtcd = cc.Etcd.External != nil
-		}
-	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get kube-system/kubeadm-config: %w", err)
+	if err := readKubeadmConfig(ctx, c, w); err != nil {
+		return nil, err
 	}
 	if lb := cutoverService(p); lb != nil {
 		var svc corev1.Service
@@ -141,6 +90,75 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 		}
 	}
 	return w, nil
+}
+
+// readNodes reads the workload cluster's nodes, with the pods a drain has
+// left to evict on those a replace plan cordoned.
+func readNodes(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, w *observed.Workload) error {
+	var nodes corev1.NodeList
+	if err := c.List(ctx, &nodes); err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		on := observed.Node{
+			Name:           n.Name,
+			Labels:         n.Labels,
+			Unschedulable:  n.Spec.Unschedulable,
+			ProviderID:     n.Spec.ProviderID,
+			KubeletVersion: n.Status.NodeInfo.KubeletVersion,
+		}
+		// Only a plan that drains counts pods, and only on the nodes it
+		// cordoned: a workload cluster's pods are many.
+		if p.Spec.Strategy == v1alpha1.StrategyReplace && n.Spec.Unschedulable {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
+				return fmt.Errorf("list pods on node %s: %w", n.Name, err)
+			}
+			for i := range pods.Items {
+				if evictable(&pods.Items[i]) {
+					on.PodsToEvict++
+				}
+			}
+		}
+		for _, l := range controlPlaneLabels {
+			if _, ok := n.Labels[l]; ok {
+				on.ControlPlane = true
+			}
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady {
+				on.Ready = cond.Status == corev1.ConditionTrue
+			}
+		}
+		w.Nodes = append(w.Nodes, on)
+	}
+	return nil
+}
+
+// readKubeadmConfig reads whether kubeadm's ConfigMap exists, and the
+// version and etcd kind it names.
+func readKubeadmConfig(ctx context.Context, c client.Client, w *observed.Workload) error {
+	var cm corev1.ConfigMap
+	err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &cm)
+	switch {
+	case err == nil:
+		w.KubeadmConfig = true
+		var cc struct {
+			KubernetesVersion string `json:"kubernetesVersion"`
+			Etcd              struct {
+				External *struct{} `json:"external"`
+			} `json:"etcd"`
+		}
+		// A ClusterConfiguration that does not parse is the kube
+		// executor's to report, with the line; here it only has no version.
+		if yaml.Unmarshal([]byte(cm.Data["ClusterConfiguration"]), &cc) == nil {
+			w.KubernetesVersion = cc.KubernetesVersion
+			w.ExternalEtcd = cc.Etcd.External != nil
+		}
+	case !apierrors.IsNotFound(err):
+		return fmt.Errorf("get kube-system/kubeadm-config: %w", err)
+	}
+	return nil
 }
 
 // evictable reports whether a drain would evict the pod: not a mirror pod,

@@ -87,75 +87,12 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 	if link == "" {
 		link = "`status/" + st.Plan + ".yaml`"
 	}
-	var head strings.Builder
-	fmt.Fprintf(&head, "### ferry: plan `%s`\n\n%s\n\n", mdCode(st.Plan), mdText(header(st), mdReasonMax))
-	if st.Stopped != "" {
-		fmt.Fprintf(&head, "> **Stopped:** %s\n\n", mdText(st.Stopped, mdReasonMax))
-	}
-	if st.Unobserved != "" {
-		fmt.Fprintf(&head, "> **Not observed:** nothing runs until the live state can be read: %s\n\n", mdText(st.Unobserved, mdReasonMax))
-	}
-	if len(st.Invalid) > 0 {
-		head.WriteString("> **Invalid plan file:** nothing runs until a commit fixes it.\n>\n")
-		for _, p := range st.Invalid {
-			fmt.Fprintf(&head, "> - %s\n", mdText(p, mdReasonMax))
-		}
-		head.WriteString("\n")
-	}
-	head.WriteString("| Phase | State | Done/left | Current step | Attempts | Last error | Approved by |\n")
-	head.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
-	for i := range st.Phases {
-		ph := &st.Phases[i]
-		var cur, attempts, lastErr string
-		if s := currentStep(ph); s != nil {
-			cur = mdText(s.Title(), mdCellMax)
-			if s.Attempts > 0 {
-				attempts = strconv.Itoa(s.Attempts)
-			}
-			lastErr = mdText(s.LastError, mdCellMax)
-		}
-		state := string(ph.State)
-		if ph.State == PhaseFailed || ph.State == PhaseBlocked {
-			state = "**" + state + "**"
-		}
-		fmt.Fprintf(&head, "| %s | %s | %d/%d | %s | %s | %s | %s |\n",
-			mdText(ph.Name, mdCellMax), state, ph.Done, ph.Left, cur, attempts, lastErr, mdText(approver(st, ph.Name), mdCellMax))
-	}
-	head.WriteString("\n")
-	reasons := false
-	for _, ph := range st.Phases {
-		if explained(ph) {
-			fmt.Fprintf(&head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State, mdText(ph.Reason, mdReasonMax))
-			reasons = true
-		}
-	}
-	if reasons {
-		head.WriteString("\n")
-	}
-
-	var rows []string
-	for _, ph := range st.Phases {
-		for _, s := range ph.Steps {
-			attempts, took := "", ""
-			if s.Attempts > 0 {
-				attempts = strconv.Itoa(s.Attempts)
-			}
-			if s.Duration > 0 {
-				took = time.Duration(s.Duration).String()
-			}
-			result := s.Message
-			if s.State != StepSucceeded && s.LastError != "" {
-				result = s.LastError
-			}
-			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n",
-				mdText(ph.Name, mdCellMax), mdText(s.Title(), mdCellMax),
-				s.State, attempts, took, mdText(result, mdCellMax)))
-		}
-	}
+	head := markdownHead(st)
+	rows := markdownSteps(st)
 	const stepsHead = "#### Steps\n\n| Phase | Step | State | Attempts | Duration | Result |\n| --- | --- | --- | --- | --- | --- |\n"
 	more := func(n int) string { return fmt.Sprintf("\n… %d more steps; full status: %s\n", n, link) }
 
-	out := head.String()
+	out := head
 	if len(rows) == 0 {
 		if len(out) <= limit {
 			return out
@@ -179,6 +116,87 @@ func Markdown(st *PlanStatus, limit int, link string) string {
 		return cutWith(out, limit, more(len(rows)))
 	}
 	return out + stepsHead + strings.Join(rows[:n], "") + more(len(rows)-n)
+}
+
+// markdownHead is the comment's head: the plan's state, what stops it,
+// and a row and a reason per phase.
+func markdownHead(st *PlanStatus) string {
+	var head strings.Builder
+	fmt.Fprintf(&head, "### ferry: plan `%s`\n\n%s\n\n", mdCode(st.Plan), mdText(header(st), mdReasonMax))
+	if st.Stopped != "" {
+		fmt.Fprintf(&head, "> **Stopped:** %s\n\n", mdText(st.Stopped, mdReasonMax))
+	}
+	if st.Unobserved != "" {
+		fmt.Fprintf(&head, "> **Not observed:** nothing runs until the live state can be read: %s\n\n", mdText(st.Unobserved, mdReasonMax))
+	}
+	if len(st.Invalid) > 0 {
+		head.WriteString("> **Invalid plan file:** nothing runs until a commit fixes it.\n>\n")
+		for _, p := range st.Invalid {
+			fmt.Fprintf(&head, "> - %s\n", mdText(p, mdReasonMax))
+		}
+		head.WriteString("\n")
+	}
+	markdownPhases(&head, st)
+	return head.String()
+}
+
+// markdownPhases writes the table of phases and the reasons of those that
+// explain their state.
+func markdownPhases(head *strings.Builder, st *PlanStatus) {
+	head.WriteString("| Phase | State | Done/left | Current step | Attempts | Last error | Approved by |\n")
+	head.WriteString("| --- | --- | --- | --- | --- | --- | --- |\n")
+	for i := range st.Phases {
+		ph := &st.Phases[i]
+		var cur, attempts, lastErr string
+		if s := currentStep(ph); s != nil {
+			cur = mdText(s.Title(), mdCellMax)
+			if s.Attempts > 0 {
+				attempts = strconv.Itoa(s.Attempts)
+			}
+			lastErr = mdText(s.LastError, mdCellMax)
+		}
+		state := string(ph.State)
+		if ph.State == PhaseFailed || ph.State == PhaseBlocked {
+			state = "**" + state + "**"
+		}
+		fmt.Fprintf(head, "| %s | %s | %d/%d | %s | %s | %s | %s |\n",
+			mdText(ph.Name, mdCellMax), state, ph.Done, ph.Left, cur, attempts, lastErr, mdText(approver(st, ph.Name), mdCellMax))
+	}
+	head.WriteString("\n")
+	reasons := false
+	for _, ph := range st.Phases {
+		if explained(ph) {
+			fmt.Fprintf(head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State, mdText(ph.Reason, mdReasonMax))
+			reasons = true
+		}
+	}
+	if reasons {
+		head.WriteString("\n")
+	}
+}
+
+// markdownSteps is a table row per step, in plan order.
+func markdownSteps(st *PlanStatus) []string {
+	var rows []string
+	for _, ph := range st.Phases {
+		for _, s := range ph.Steps {
+			attempts, took := "", ""
+			if s.Attempts > 0 {
+				attempts = strconv.Itoa(s.Attempts)
+			}
+			if s.Duration > 0 {
+				took = time.Duration(s.Duration).String()
+			}
+			result := s.Message
+			if s.State != StepSucceeded && s.LastError != "" {
+				result = s.LastError
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n",
+				mdText(ph.Name, mdCellMax), mdText(s.Title(), mdCellMax),
+				s.State, attempts, took, mdText(result, mdCellMax)))
+		}
+	}
+	return rows
 }
 
 // cutWith cuts s so that s and tail fit in limit bytes together. Only a

@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -42,16 +41,8 @@ func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Logger = slog.New(slog.NewTextHandler(testLog{t}, nil))
+	e.Logger = testenv.Logger(t)
 	return e
-}
-
-// testLog sends the executor's log lines to the test's log.
-type testLog struct{ t *testing.T }
-
-func (w testLog) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
-	return len(p), nil
 }
 
 // event is a hand-made step of the kube executor, for the table tests.
@@ -74,14 +65,6 @@ func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
 		if err := c.Create(context.Background(), obj); err != nil {
 			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
 		}
-	}
-}
-
-// mustGet reads an object back; the tests assert what is in the API server.
-func mustGet(t *testing.T, c client.Client, name string, obj client.Object) {
-	t.Helper()
-	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
-		t.Fatalf("get %T %s: %v", obj, name, err)
 	}
 }
 

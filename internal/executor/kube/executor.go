@@ -18,7 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// Executor carries out the steps of kind "kube": it creates and patches
+// Executor carries out the steps of kind step.Kube: it creates and patches
 // the CAPI and CAPO objects of the management cluster, copies Secrets,
 // pauses and unpauses, waits for controllers to report ready, and deletes
 // the MachineDeployments a plan names.

@@ -88,7 +88,7 @@ func TestKubePauses(t *testing.T) {
 				for attempt := 1; attempt <= 2; attempt++ {
 					run(t, e, ev, a.wantErr)
 					got := fresh(tc.obj)
-					mustGet(t, k.Client, tc.obj.GetName(), got)
+					testenv.MustGet(t, k.Client, namespace, tc.obj.GetName(), got)
 					if paused, marked := pauseState(got); paused != a.paused || marked != a.marked {
 						t.Errorf("after %s (attempt %d): paused %t, ferry's mark %t; want %t, %t", a.action, attempt, paused, marked, a.paused, a.marked)
 					}
@@ -184,7 +184,7 @@ func TestKubePatches(t *testing.T) {
 			for attempt := 1; attempt <= 2; attempt++ {
 				run(t, e, ev, tc.wantErr)
 				got := fresh(tc.obj)
-				mustGet(t, k.Client, tc.obj.GetName(), got)
+				testenv.MustGet(t, k.Client, namespace, tc.obj.GetName(), got)
 				versions = append(versions, got.GetResourceVersion())
 				if tc.check != nil {
 					tc.check(t, got)

@@ -107,7 +107,7 @@ func TestKubeCopySecret(t *testing.T) {
 					return
 				}
 				var got corev1.Secret
-				mustGet(t, k.Client, name, &got)
+				testenv.MustGet(t, k.Client, namespace, name, &got)
 				versions = append(versions, got.ResourceVersion)
 				data := map[string]string{}
 				for k, v := range got.Data {

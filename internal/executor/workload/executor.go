@@ -34,7 +34,7 @@ const (
 // health check is not answering.
 const defaultProbeTimeout = 10 * time.Second
 
-// Executor carries out the steps of kind "workload": it changes the
+// Executor carries out the steps of kind step.Workload: it changes the
 // migrated cluster itself, reached through the <cluster>-kubeconfig Secret
 // in the management cluster. Actions: apply and wait on manifests from the
 // plans repository, wait for a LoadBalancer Service's address, cordon,
