@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -144,7 +145,7 @@ func TestRunPullRequests(t *testing.T) {
 			return false
 		}
 		for _, s := range st.Phase("cluster").Steps {
-			if s.Action == "copy-secret" && s.State == status.StepSucceeded {
+			if s.Action == step.CopySecret && s.State == status.StepSucceeded {
 				return true
 			}
 		}

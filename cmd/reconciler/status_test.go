@@ -24,10 +24,10 @@ func statusOf(plan string) *status.PlanStatus {
 	mk := func(action step.Action, kind, name string) step.Step {
 		return step.Step{
 			Key: "cluster/" + string(action) + "/" + strings.ToLower(kind) + "/" + name, Phase: "cluster",
-			Executor: "kube", Action: action, Target: step.Target{Kind: kind, Namespace: "default", Name: name},
+			Executor: step.Kube, Action: action, Target: step.Target{Kind: kind, Namespace: "default", Name: name},
 		}
 	}
-	secret, cluster := mk("copy-secret", "Secret", plan+"-cloud-config"), mk("create", "Cluster", plan)
+	secret, cluster := mk(step.CopySecret, step.Secret, plan+"-cloud-config"), mk(step.Create, step.Cluster, plan)
 	res := &planner.Result{
 		Plan: plan, Approve: "cluster", Runnable: "cluster",
 		Phases: []planner.Phase{

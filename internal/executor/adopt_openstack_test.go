@@ -295,7 +295,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 		testenv.MustGet(t, c, namespace, tc.node, &m)
 		what := "Machine " + tc.node
 		testenv.Expect(t, what+" adopted", m.Annotations[observed.AnnotationAdopted], plan)
-		testenv.Expect(t, what+" providerID", *m.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
+		testenv.Expect(t, what+" providerID", *m.Spec.ProviderID, step.ProviderIDPrefix+w.servers[tc.node])
 		testenv.Expect(t, what+" infrastructureRef", m.Spec.InfrastructureRef, refTo(infra, "OpenStackMachine", tc.node))
 		testenv.Expect(t, what+" dataSecretName", ptr.Deref(m.Spec.Bootstrap.DataSecretName, ""), tc.node)
 		testenv.Expect(t, what+" version", *m.Spec.Version, version)
@@ -312,7 +312,7 @@ func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopt
 		}
 		var osm infrav1.OpenStackMachine
 		testenv.MustGet(t, c, namespace, tc.node, &osm)
-		testenv.Expect(t, "OpenStackMachine "+tc.node+" providerID", *osm.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
+		testenv.Expect(t, "OpenStackMachine "+tc.node+" providerID", *osm.Spec.ProviderID, step.ProviderIDPrefix+w.servers[tc.node])
 		testenv.Expect(t, "OpenStackMachine "+tc.node+" identityRef", osm.Spec.IdentityRef, identity)
 	}
 

@@ -35,14 +35,14 @@ func mkStep(phase string, executor step.Kind, action step.Action, kind, ns, name
 }
 
 var (
-	copySecret = mkStep("cluster", "kube", "copy-secret", "Secret", "default", "capi-quickstart-cloud-config")
-	keypair    = mkStep("cluster", "openstack", "ensure-keypair", "Keypair", "", "capi-key")
-	mkCluster  = mkStep("cluster", "kube", "create", "Cluster", "default", "capi-quickstart")
-	waitOSC    = mkStep("cluster", "kube", "wait", "OpenStackCluster", "default", "capi-quickstart")
-	mkKCP      = mkStep("control-plane", "kube", "create", "KubeadmControlPlane", "default", "capi-quickstart-control-plane")
-	waitKCP    = mkStep("control-plane", "kube", "wait", "KubeadmControlPlane", "default", "capi-quickstart-control-plane")
-	drain      = mkStep("workers", "workload", "drain", "Node", "", "capi-quickstart-md-0-wq8fz")
-	probe      = mkStep("workers", "workload", "probe", "Node", "", "capi-quickstart-md-0-wq8fz")
+	copySecret = mkStep("cluster", step.Kube, step.CopySecret, step.Secret, "default", "capi-quickstart-cloud-config")
+	keypair    = mkStep("cluster", step.OpenStack, step.EnsureKeypair, step.Keypair, "", "capi-key")
+	mkCluster  = mkStep("cluster", step.Kube, step.Create, step.Cluster, "default", "capi-quickstart")
+	waitOSC    = mkStep("cluster", step.Kube, step.Wait, step.OpenStackCluster, "default", "capi-quickstart")
+	mkKCP      = mkStep("control-plane", step.Kube, step.Create, step.KubeadmControlPlane, "default", "capi-quickstart-control-plane")
+	waitKCP    = mkStep("control-plane", step.Kube, step.Wait, step.KubeadmControlPlane, "default", "capi-quickstart-control-plane")
+	drain      = mkStep("workers", step.Workload, step.Drain, step.Node, "", "capi-quickstart-md-0-wq8fz")
+	probe      = mkStep("workers", step.Workload, step.Probe, step.Node, "", "capi-quickstart-md-0-wq8fz")
 )
 
 func groups(steps ...[]step.Step) []step.Group {

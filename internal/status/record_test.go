@@ -59,15 +59,15 @@ func TestStatusRecordFeedsPlanner(t *testing.T) {
 func TestResultOfUnplannedStep(t *testing.T) {
 	st := &PlanStatus{Plan: "capi-quickstart"}
 	ApplyResult(st, &events.ResultEvent{
-		StepKey: "cluster/ensure-keypair/keypair/capi-key", Phase: "cluster", Executor: "openstack",
-		Action: "ensure-keypair", Target: "Keypair capi-key", Outcome: events.Succeeded, Attempt: 1, At: at(1),
+		StepKey: "cluster/ensure-keypair/keypair/capi-key", Phase: "cluster", Executor: step.OpenStack,
+		Action: step.EnsureKeypair, Target: "Keypair capi-key", Outcome: events.Succeeded, Attempt: 1, At: at(1),
 	})
 	ss := st.Phase("cluster").Step("cluster/ensure-keypair/keypair/capi-key")
-	if ss == nil || ss.Action != "ensure-keypair" || ss.Target != "Keypair capi-key" || ss.State != StepSucceeded {
+	if ss == nil || ss.Action != step.EnsureKeypair || ss.Target != "Keypair capi-key" || ss.State != StepSucceeded {
 		t.Fatalf("step %+v; want ensure-keypair of Keypair capi-key, succeeded", ss)
 	}
 	// An event from before the fields existed: the key is all there is.
-	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: "kube", Outcome: events.Succeeded, Attempt: 1, At: at(2)})
+	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: step.Kube, Outcome: events.Succeeded, Attempt: 1, At: at(2)})
 	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Target != "cluster c" {
 		t.Fatalf("step %+v from a key alone", ss)
 	}

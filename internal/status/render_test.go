@@ -114,7 +114,7 @@ func renderCases() map[string]*PlanStatus {
 func manyWorkers(n int, errText string) *PlanStatus {
 	var steps []step.Step
 	for i := range n {
-		steps = append(steps, mkStep("workers", "workload", "drain", "Node", "", fmt.Sprintf("capi-quickstart-md-0-%04d", i)))
+		steps = append(steps, mkStep("workers", step.Workload, step.Drain, step.Node, "", fmt.Sprintf("capi-quickstart-md-0-%04d", i)))
 	}
 	res := result("workers", "workers", "",
 		phase("cluster", planner.Succeeded, "", 6),

@@ -15,14 +15,14 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 		action step.Action
 		kinds  []string
 	}{
-		{"copy-secret", []string{"Secret"}},
-		{"create", []string{"Cluster", "OpenStackCluster", "KubeadmConfig", "KubeadmControlPlane", "Machine",
-			"OpenStackMachineTemplate", "OpenStackMachine", "KubeadmConfigTemplate", "MachineDeployment", "MachineSet"}},
-		{"patch", []string{"Cluster", "KubeadmControlPlane", "KamajiControlPlane", "MachineDeployment", "Machine", "MachineSet"}},
-		{"pause", []string{"Cluster", "MachineDeployment"}},
-		{"unpause", []string{"Cluster", "Machine", "KubeadmControlPlane", "MachineDeployment", "MachineSet"}},
-		{"wait", []string{"OpenStackCluster", "KubeadmControlPlane", "KamajiControlPlane", "MachineDeployment"}},
-		{"delete", []string{"MachineDeployment"}},
+		{step.CopySecret, []string{step.Secret}},
+		{step.Create, []string{step.Cluster, step.OpenStackCluster, step.KubeadmConfig, step.KubeadmControlPlane, step.Machine,
+			step.OpenStackMachineTemplate, step.OpenStackMachine, step.KubeadmConfigTemplate, step.MachineDeployment, step.MachineSet}},
+		{step.Patch, []string{step.Cluster, step.KubeadmControlPlane, step.KamajiControlPlane, step.MachineDeployment, step.Machine, step.MachineSet}},
+		{step.Pause, []string{step.Cluster, step.MachineDeployment}},
+		{step.Unpause, []string{step.Cluster, step.Machine, step.KubeadmControlPlane, step.MachineDeployment, step.MachineSet}},
+		{step.Wait, []string{step.OpenStackCluster, step.KubeadmControlPlane, step.KamajiControlPlane, step.MachineDeployment}},
+		{step.Delete, []string{step.MachineDeployment}},
 	} {
 		for _, kind := range tc.kinds {
 			if e.handlerFor(tc.action, kind) == nil {
@@ -33,7 +33,7 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 	for _, tc := range []struct {
 		action step.Action
 		kind   string
-	}{{"create", "Secret"}, {"delete", "Cluster"}, {"wait", "Machine"}, {"pause", "Machine"}, {"apply", "Manifest"}} {
+	}{{step.Create, step.Secret}, {step.Delete, step.Cluster}, {step.Wait, step.Machine}, {step.Pause, step.Machine}, {step.Apply, step.Manifest}} {
 		if e.handlerFor(tc.action, tc.kind) != nil {
 			t.Errorf("a handler for %s %s, which the kube executor must refuse", tc.action, tc.kind)
 		}

@@ -35,7 +35,7 @@ func TestKubePauses(t *testing.T) {
 		wantErr        string
 		paused, marked bool // the state after the action
 	}
-	unpauseRefused := act{action: "unpause", wantErr: "paused by someone else; ferry never lifts a pause it did not set", paused: true}
+	unpauseRefused := act{action: step.Unpause, wantErr: "paused by someone else; ferry never lifts a pause it did not set", paused: true}
 	for _, tc := range []struct {
 		name string
 		obj  client.Object
@@ -55,31 +55,31 @@ func TestKubePauses(t *testing.T) {
 			md.Spec.Paused = true
 			return md
 		}(),
-		acts: []act{{action: "unpause", wantErr: "paused by someone else", paused: true, marked: true}},
+		acts: []act{{action: step.Unpause, wantErr: "paused by someone else", paused: true, marked: true}},
 	}, {
 		name: "pause remembers a user pause of a Cluster: it is still not ferry's to lift",
 		obj:  testCluster("remembered", true),
-		acts: []act{{action: "pause", paused: true}, unpauseRefused},
+		acts: []act{{action: step.Pause, paused: true}, unpauseRefused},
 	}, {
 		name: "a patch that pauses leaves a user's pause the user's",
 		obj:  testCluster("patched-user-paused", true),
-		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true}, unpauseRefused},
+		acts: []act{{action: step.Patch, params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true}, unpauseRefused},
 	}, {
 		name: "pause then unpause a MachineDeployment",
 		obj:  testMD("pool", cluster),
-		acts: []act{{action: "pause", paused: true, marked: true}, {action: "unpause"}},
+		acts: []act{{action: step.Pause, paused: true, marked: true}, {action: step.Unpause}},
 	}, {
 		name: "a patch that pauses a running Cluster marks the pause as ferry's",
 		obj:  testCluster("running", false),
-		acts: []act{{action: "patch", params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true, marked: true}, {action: "unpause"}},
+		acts: []act{{action: step.Patch, params: map[string]string{"paused": "true", "infrastructureRef": "OpenStackCluster/x"}, paused: true, marked: true}, {action: step.Unpause}},
 	}, {
 		name: "unpause lifts ferry's pause of a Machine",
 		obj:  testMachine("adopted", ferryPause...),
-		acts: []act{{action: "unpause"}},
+		acts: []act{{action: step.Unpause}},
 	}, {
 		name: "unpause of an object nobody paused changes nothing",
 		obj:  testKCP("kcp", 1),
-		acts: []act{{action: "unpause"}},
+		acts: []act{{action: step.Unpause}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, k.Client, tc.obj)
@@ -179,7 +179,7 @@ func TestKubePatches(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, k.Client, tc.obj)
-			ev := event(plan, "patch", kindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
+			ev := event(plan, step.Patch, kindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
 				run(t, e, ev, tc.wantErr)
@@ -228,7 +228,7 @@ func TestKubeDeletes(t *testing.T) {
 		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-pool"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := event(plan, "delete", "MachineDeployment", tc.md, nil)
+			ev := event(plan, step.Delete, step.MachineDeployment, tc.md, nil)
 			for attempt := 1; attempt <= 2; attempt++ {
 				rep := run(t, e, ev, tc.wantErr)
 				if want := tc.wantMessages[attempt-1]; !strings.Contains(rep.Message, want) {
@@ -254,7 +254,7 @@ func TestKubeRefusals(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	plan := testPlan(t, "cluster")
-	noPlan := event(plan, "pause", "Cluster", "c", nil)
+	noPlan := event(plan, step.Pause, step.Cluster, "c", nil)
 	noPlan.Spec = nil
 	for _, tc := range []struct {
 		name    string
@@ -263,13 +263,13 @@ func TestKubeRefusals(t *testing.T) {
 		absent  client.Object // must not exist afterwards
 	}{{
 		name: "a Machine whose node has no Nova server",
-		ev: event(plan, "create", "Machine", "orphan-node", map[string]string{
+		ev: event(plan, step.Create, step.Machine, "orphan-node", map[string]string{
 			"paused": "true", "infrastructureRef": "OpenStackMachine/orphan-node", "providerID": "lookup in Nova by node name"}),
 		wantErr: "the Nova server of node orphan-node was not found",
 		absent:  &clusterv1.Machine{ObjectMeta: testMeta("orphan-node")},
 	}, {
 		name: "an OpenStackMachine without a providerID",
-		ev: event(plan, "create", "OpenStackMachine", "orphan-node", map[string]string{
+		ev: event(plan, step.Create, step.OpenStackMachine, "orphan-node", map[string]string{
 			"flavor": "m1.large", "image": "ubuntu"}),
 		wantErr: "was not found",
 	}, {
@@ -278,7 +278,7 @@ func TestKubeRefusals(t *testing.T) {
 		wantErr: `no action "explode" on kind "Cluster"`,
 	}, {
 		name:    "a wait on a kind nothing reports on",
-		ev:      event(plan, "wait", "Machine", "m", nil),
+		ev:      event(plan, step.Wait, step.Machine, "m", nil),
 		wantErr: `no action "wait" on kind "Machine"`,
 	}, {
 		name:    "a step without its plan",

@@ -10,6 +10,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -89,7 +90,7 @@ func TestKubeCopySecret(t *testing.T) {
 				}
 				mustCreate(t, k.Client, sec)
 			}
-			ev := event(plan, "copy-secret", "Secret", name, tc.params)
+			ev := event(plan, step.CopySecret, step.Secret, name, tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
 				rep, err := e.Execute(context.Background(), ev)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -100,7 +101,7 @@ func TestKubeWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, c, tc.objs...)
 			target := tc.objs[0]
-			ev := event(plan, "wait", kindOf(t, k, target), target.GetName(), tc.params)
+			ev := event(plan, step.Wait, kindOf(t, k, target), target.GetName(), tc.params)
 			changed := make(chan error, 1)
 			waitCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -153,7 +154,7 @@ func TestKubeWait(t *testing.T) {
 		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout parameter "soon" is not a positive duration`},
 	} {
 		t.Run("terminal: "+tc.name, func(t *testing.T) {
-			ev := event(plan, "wait", tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
+			ev := event(plan, step.Wait, tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
 			run(t, e, ev, tc.wantErr)
 		})
 	}

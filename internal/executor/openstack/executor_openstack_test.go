@@ -71,7 +71,7 @@ func TestOpenStackExecutor(t *testing.T) {
 	}()
 	run := func(revision string, p *v1alpha1.MigrationPlan, action step.Action, target step.Target) events.ResultEvent {
 		t.Helper()
-		ev := events.NewStepEvent(p, revision, step.Step{Key: "prepare/" + string(action), Phase: "prepare", Executor: "openstack", Action: action, Target: target}, time.Now())
+		ev := events.NewStepEvent(p, revision, step.Step{Key: "prepare/" + string(action), Phase: "prepare", Executor: step.OpenStack, Action: action, Target: target}, time.Now())
 		if _, err := (&events.Publisher{JS: bus.JS}).PublishStep(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -87,27 +87,27 @@ func TestOpenStackExecutor(t *testing.T) {
 		t.Fatalf("no result for %s", revision)
 		return events.ResultEvent{}
 	}
-	cloud := step.Target{Kind: "Cloud", Name: "openstack"}
+	cloud := step.Target{Kind: step.Cloud, Name: "openstack"}
 
-	if r := run("r1", plan(f.Image, 2), "resolve", cloud); r.Outcome != events.Succeeded || !strings.Contains(r.Message, "network/"+f.Network+"="+f.NetworkID) {
+	if r := run("r1", plan(f.Image, 2), step.Resolve, cloud); r.Outcome != events.Succeeded || !strings.Contains(r.Message, "network/"+f.Network+"="+f.NetworkID) {
 		t.Errorf("resolve: %+v", r)
 	}
-	r := run("r2", plan("missing-"+f.Suffix, 2), "resolve", cloud)
+	r := run("r2", plan("missing-"+f.Suffix, 2), step.Resolve, cloud)
 	if r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, `no image named "missing-`+f.Suffix+`"`) {
 		t.Errorf("resolve of a missing image: %+v", r)
 	}
-	if r := run("r3", plan(f.Image, 2), "check-quota", cloud); r.Outcome != events.Succeeded {
+	if r := run("r3", plan(f.Image, 2), step.CheckQuota, cloud); r.Outcome != events.Succeeded {
 		t.Errorf("check-quota: %+v", r)
 	}
-	if r := run("r4", plan(f.Image, 50), "check-quota", cloud); r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, "instances: need 50") {
+	if r := run("r4", plan(f.Image, 50), step.CheckQuota, cloud); r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, "instances: need 50") {
 		t.Errorf("check-quota over quota: %+v", r)
 	}
-	key := step.Target{Kind: "Keypair", Name: "capi-key-" + f.Suffix}
-	r = run("r5", plan(f.Image, 2), "ensure-keypair", key)
+	key := step.Target{Kind: step.Keypair, Name: "capi-key-" + f.Suffix}
+	r = run("r5", plan(f.Image, 2), step.EnsureKeypair, key)
 	if r.Outcome != events.Succeeded || len(r.Created) != 1 || r.Created[0].Name != key.Name {
 		t.Errorf("first ensure-keypair: %+v", r)
 	}
-	if r := run("r6", plan(f.Image, 2), "ensure-keypair", key); r.Outcome != events.Succeeded || len(r.Created) != 0 {
+	if r := run("r6", plan(f.Image, 2), step.EnsureKeypair, key); r.Outcome != events.Succeeded || len(r.Created) != 0 {
 		t.Errorf("second ensure-keypair: %+v", r)
 	}
 
@@ -121,8 +121,8 @@ func TestOpenStackExecutor(t *testing.T) {
 	if _, err := c.CreateServer(ctx, openstack.ServerSpec{Name: "vpn-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: p.Metadata.Name}); err != nil {
 		t.Fatal(err)
 	}
-	del := step.Step{Key: "cleanup/delete", Phase: "cleanup", Executor: "openstack", Action: "delete",
-		Target: step.Target{Kind: "TaggedResources", Name: "ferry-plan=" + p.Metadata.Name}, Params: map[string]string{"recorded": "keypair/" + key.Name}}
+	del := step.Step{Key: "cleanup/delete", Phase: "cleanup", Executor: step.OpenStack, Action: step.Delete,
+		Target: step.Target{Kind: step.TaggedResources, Name: "ferry-plan=" + p.Metadata.Name}, Params: map[string]string{"recorded": "keypair/" + key.Name}}
 	ev := events.NewStepEvent(p, "r7", del, time.Now())
 	rep, err := exec.Execute(ctx, ev)
 	if err != nil || !strings.Contains(rep.Message, "server/vpn-"+f.Suffix) || !strings.Contains(rep.Message, "keypair/"+key.Name) {

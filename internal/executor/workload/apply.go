@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // readManifest reads and decodes a manifest from the plans repository at
@@ -49,7 +50,7 @@ func (e *Executor) readManifest(ctx context.Context, s *job) ([]*unstructured.Un
 func checkNoSecrets(path string, objs []*unstructured.Unstructured) error {
 	var names []string
 	for _, u := range objs {
-		if u.GetKind() == "Secret" && u.GroupVersionKind().Group == "" {
+		if u.GetKind() == step.Secret && u.GroupVersionKind().Group == "" {
 			names = append(names, strings.TrimPrefix(manifestObjectName(u), "Secret "))
 		}
 	}

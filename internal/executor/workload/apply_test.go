@@ -217,7 +217,7 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			if tc.before != nil {
 				tc.before(t)
 			}
-			step := stepEvent(testPlan(tc.plan), "apply", step.Target{Kind: "Manifest", Name: tc.path}, nil)
+			step := stepEvent(testPlan(tc.plan), step.Apply, step.Target{Kind: step.Manifest, Name: tc.path}, nil)
 			for run := 1; run <= 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
 				checkWorkloadErr(t, err, tc.wantErr, tc.terminal)
@@ -267,12 +267,12 @@ func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 	p := testPlan(kubeadmCCM)
 	// The Apply test applies the same file, maybe at the same time: the
 	// same field manager applying the same objects does not conflict.
-	apply := stepEvent(p, "apply", step.Target{Kind: "Manifest", Name: overlayPath}, nil)
+	apply := stepEvent(p, step.Apply, step.Target{Kind: step.Manifest, Name: overlayPath}, nil)
 	if _, err := env.exec.Execute(ctx, apply); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(timeout string) error {
-		_, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
+		_, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
 			map[string]string{"for": "workloads available", "timeout": timeout}))
 		return err
 	}
@@ -293,7 +293,7 @@ func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 		}
 	}()
 	for run := 1; run <= 2; run++ {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Manifest", Name: overlayPath},
+		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
 			map[string]string{"timeout": "30s"}))
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -334,7 +334,7 @@ func testWorkloadWaitService(t *testing.T, env *testEnv) {
 		p.Spec.Cutover = &v1alpha1.Cutover{LoadBalancerService: &v1alpha1.ObjectRef{Namespace: "shop", Name: "ingress"}}
 	})
 	wait := func(name, timeout string) (string, error) {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, "wait", step.Target{Kind: "Service", Namespace: "shop", Name: name},
+		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Service, Namespace: "shop", Name: name},
 			map[string]string{"for": "an external address", "timeout": timeout}))
 		return rep.Message, err
 	}

@@ -118,7 +118,7 @@ func testWorkloadDrain(t *testing.T, env *testEnv) {
 				env.budget(t, ns, tc.pdb, tc.pdbStatus)
 			}
 			p := testPlan(nil)
-			step := stepEvent(p, "drain", step.Target{Kind: "Node", Name: tc.node},
+			step := stepEvent(p, step.Drain, step.Target{Kind: step.Node, Name: tc.node},
 				map[string]string{"timeout": tc.timeout, "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 			for run := 0; run < 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)

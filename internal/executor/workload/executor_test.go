@@ -176,7 +176,7 @@ func testWorkloadKubeconfig(t *testing.T, env *testEnv) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPlan(func(p *v1alpha1.MigrationPlan) { p.Spec.Cluster.Name = tc.cluster })
-			_, err := env.exec.Execute(ctx, stepEvent(p, "cordon", step.Target{Kind: "Node", Name: "wl-cordon"}, nil))
+			_, err := env.exec.Execute(ctx, stepEvent(p, step.Cordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
 			checkWorkloadErr(t, err, tc.want, tc.terminal)
 			if err != nil && strings.Contains(err.Error(), garbage) {
 				t.Errorf("error shows the kubeconfig: %v", err)
@@ -197,7 +197,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 		{"node gone", "wl-never-existed", "Node wl-never-existed is gone: nothing to cordon"},
 	}
 	for _, tc := range cases {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, "cordon", step.Target{Kind: "Node", Name: tc.node}, nil))
+		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Cordon, step.Target{Kind: step.Node, Name: tc.node}, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -215,7 +215,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 func testWorkloadDelete(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	p := testPlan(nil)
-	step := stepEvent(p, "delete", step.Target{Kind: "Node", Name: "wl-delete"}, nil)
+	step := stepEvent(p, step.Delete, step.Target{Kind: step.Node, Name: "wl-delete"}, nil)
 
 	_, err := env.exec.Execute(ctx, step)
 	checkWorkloadErr(t, err, []string{"delete Node wl-delete", "still Ready"}, false)
