@@ -295,3 +295,22 @@ type KeyCopy struct{ Dst, Src string }
 
 // String encodes it: "dst<-src".
 func (k KeyCopy) String() string { return k.Dst + "<-" + k.Src }
+
+// Expect reads a probe's ParamExpect: a class such as 2xx, or an exact
+// code such as 204; absent means Expect2xx. ok reports whether a status
+// code is what the probe expects.
+func (p Params) Expect() (ok func(code int) bool, err error) {
+	expect := p[ParamExpect]
+	if expect == "" {
+		expect = Expect2xx
+	}
+	if len(expect) == 3 && expect[1:] == "xx" && expect[0] >= '1' && expect[0] <= '5' {
+		class := int(expect[0]-'0') * 100
+		return func(code int) bool { return code >= class && code < class+100 }, nil
+	}
+	code, err := strconv.Atoi(expect)
+	if err != nil || code < 100 || code > 599 {
+		return nil, failure.Terminal(fmt.Errorf("expect parameter %q is neither a status class (2xx) nor a status code", expect))
+	}
+	return func(got int) bool { return got == code }, nil
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
@@ -17,23 +16,6 @@ import (
 // HTTPDoer sends an HTTP request; *http.Client is one.
 type HTTPDoer interface {
 	Do(*http.Request) (*http.Response, error)
-}
-
-// expectStatus parses a probe's expect parameter: a class such as 2xx, or
-// an exact code such as 204. Empty means 2xx.
-func expectStatus(expect string) (func(int) bool, error) {
-	if expect == "" {
-		expect = "2xx"
-	}
-	if len(expect) == 3 && expect[1:] == "xx" && expect[0] >= '1' && expect[0] <= '5' {
-		class := int(expect[0]-'0') * 100
-		return func(code int) bool { return code >= class && code < class+100 }, nil
-	}
-	code, err := strconv.Atoi(expect)
-	if err != nil || code < 100 || code > 599 {
-		return nil, fmt.Errorf("expect parameter %q is neither a status class (2xx) nor a status code", expect)
-	}
-	return func(got int) bool { return got == code }, nil
 }
 
 // probe fetches the step's URL once, between the drains of two nodes: the
@@ -50,9 +32,9 @@ func (e *Executor) probe(ctx context.Context, s *job) (events.Report, error) {
 	// The plan's validation rejects credentials in the URL; redact anyway,
 	// since errors and logs are kept.
 	shown := u.Redacted()
-	ok, err := expectStatus(expect)
+	ok, err := s.params().Expect()
 	if err != nil {
-		return events.Report{}, failure.Terminal(fmt.Errorf("probe %s: %w", shown, err))
+		return events.Report{}, fmt.Errorf("probe %s: %w", shown, err)
 	}
 	timeout, err := s.timeout(defaultProbeTimeout)
 	if err != nil {
@@ -85,7 +67,7 @@ func (e *Executor) probe(ctx context.Context, s *job) (events.Report, error) {
 	_ = resp.Body.Close()
 	want := expect
 	if want == "" {
-		want = "2xx"
+		want = step.Expect2xx
 	}
 	if !ok(resp.StatusCode) {
 		return events.Report{}, fmt.Errorf("probe %s after Node %s: status %s, want %s", shown, s.ev.Step.Target.Name, resp.Status, want)
