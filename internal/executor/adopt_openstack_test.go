@@ -24,6 +24,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
 	"github.com/ferry-dev/ferry/internal/executor/openstack"
 	"github.com/ferry-dev/ferry/internal/executor/workload"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -86,7 +87,10 @@ func TestAdoptOpenStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := f.Plan
-	kube := newKubeExecutor(t, a.Mgmt)
+	kube, err := kube.New(a.Mgmt.Config, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
 	log := testenv.Logger(t)
 	execs := map[step.Kind]executor.Executor{
 		step.Kube:      kube,

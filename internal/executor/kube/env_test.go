@@ -36,12 +36,10 @@ func testPlan(t *testing.T, approve string) *v1alpha1.MigrationPlan {
 
 // newExecutor is the executor under test against a real API server.
 func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
-	t.Helper()
-	e, err := kube.New(k.Config)
+	e, err := kube.New(k.Config, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Logger = testenv.Logger(t)
 	return e
 }
 

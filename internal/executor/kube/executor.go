@@ -43,13 +43,14 @@ type Executor struct {
 
 var _ executor.Executor = (*Executor)(nil)
 
-// New connects to the management cluster with ferry's scheme.
-func New(cfg *rest.Config) (*Executor, error) {
+// New connects to the management cluster with ferry's scheme; the
+// executor logs to log (nil: slog.Default()).
+func New(cfg *rest.Config, log *slog.Logger) (*Executor, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kubeclient.Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("kube executor: client for %s: %w", cfg.Host, err)
 	}
-	return &Executor{Client: c}, nil
+	return &Executor{Client: c, Logger: log}, nil
 }
 
 // Kind is step.Kube.
