@@ -16,7 +16,7 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -73,8 +73,8 @@ func TestExecutorReplica(t *testing.T) {
 	}()
 
 	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: "c1"}, Spec: v1alpha1.Spec{Cluster: v1alpha1.ClusterRef{Name: "c1", Namespace: "default"}}}
-	ev := events.NewStepEvent(p, "rev1", planner.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: "workload",
-		Action: "cordon", Target: planner.Target{Kind: "Node", Name: "c1-md-0-a"}}, time.Now())
+	ev := events.NewStepEvent(p, "rev1", step.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: step.Workload,
+		Action: step.Cordon, Target: step.Target{Kind: step.Node, Name: "c1-md-0-a"}}, time.Now())
 	// The replica creates the streams when it connects; wait for them.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -98,8 +98,8 @@ func TestExecutorReplica(t *testing.T) {
 
 	// A manifest at a revision pushed after the replica started.
 	p.Spec.Manifests = &v1alpha1.Manifests{CloudControllerManager: &v1alpha1.CloudControllerManager{Path: "manifests/ccm.yaml"}}
-	apply := events.NewStepEvent(p, rev, planner.Step{Key: "control-plane/apply/manifest/manifests/ccm.yaml", Phase: "control-plane",
-		Executor: "workload", Action: "apply", Target: planner.Target{Kind: "Manifest", Name: "manifests/ccm.yaml"}}, time.Now())
+	apply := events.NewStepEvent(p, rev, step.Step{Key: "control-plane/apply/manifest/manifests/ccm.yaml", Phase: "control-plane",
+		Executor: step.Workload, Action: step.Apply, Target: step.Target{Kind: step.Manifest, Name: "manifests/ccm.yaml"}}, time.Now())
 	if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, apply); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose
@@ -41,9 +42,9 @@ func TestPlanOpenStack(t *testing.T) {
 	found := 0
 	for _, g := range out.Result.Phase("control-plane").Groups {
 		for _, s := range g.Steps {
-			if s.Action == "create" && s.Target.Kind == "Machine" {
-				if want := "openstack:///" + f.Servers[s.Target.Name]; s.Params["providerID"] != want {
-					t.Errorf("Machine %s providerID = %q, want %s", s.Target.Name, s.Params["providerID"], want)
+			if s.Action == step.Create && s.Target.Kind == step.Machine {
+				if want := step.ProviderIDPrefix + f.Servers[s.Target.Name]; s.Params[step.ParamProviderID] != want {
+					t.Errorf("Machine %s providerID = %q, want %s", s.Target.Name, s.Params[step.ParamProviderID], want)
 				}
 				found++
 			}

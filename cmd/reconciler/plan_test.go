@@ -157,7 +157,7 @@ func assertSteps(t *testing.T, out app.PlanOutput, phase string, want []string) 
 	for _, g := range ph.Groups {
 		var parts []string
 		for _, s := range g.Steps {
-			parts = append(parts, s.Action+" "+s.Target.Kind+" "+s.Target.Name)
+			parts = append(parts, string(s.Action)+" "+s.Target.Kind+" "+s.Target.Name)
 		}
 		got = append(got, strings.Join(parts, " + "))
 	}

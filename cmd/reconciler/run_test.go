@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -145,7 +146,7 @@ func TestRunPullRequests(t *testing.T) {
 			return false
 		}
 		for _, s := range st.Phase("cluster").Steps {
-			if s.Action == "copy-secret" && s.State == status.StepSucceeded {
+			if s.Action == step.CopySecret && s.State == status.StepSucceeded {
 				return true
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -23,23 +24,23 @@ import (
 // done, one failing and retried.
 func statusOf(plan string) *status.PlanStatus {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
-	mk := func(action, kind, name string) planner.Step {
-		return planner.Step{
-			Key: "cluster/" + action + "/" + strings.ToLower(kind) + "/" + name, Phase: "cluster",
-			Executor: "kube", Action: action, Target: planner.Target{Kind: kind, Namespace: "default", Name: name},
+	mk := func(action step.Action, kind, name string) step.Step {
+		return step.Step{
+			Key: "cluster/" + string(action) + "/" + strings.ToLower(kind) + "/" + name, Phase: "cluster",
+			Executor: step.Kube, Action: action, Target: step.Target{Kind: kind, Namespace: "default", Name: name},
 		}
 	}
-	secret, cluster := mk("copy-secret", "Secret", plan+"-cloud-config"), mk("create", "Cluster", plan)
+	secret, cluster := mk(step.CopySecret, step.Secret, plan+"-cloud-config"), mk(step.Create, step.Cluster, plan)
 	res := &planner.Result{
 		Plan: plan, Approve: "cluster", Runnable: "cluster",
 		Phases: []planner.Phase{
-			{Name: "cluster", State: planner.Approved, Groups: []planner.Group{{Steps: []planner.Step{secret, cluster}}}},
+			{Name: "cluster", State: planner.Approved, Groups: []step.Group{{Steps: []step.Step{secret, cluster}}}},
 			{Name: "control-plane", State: planner.Pending, Reason: "not approved: spec.approve is cluster"},
 		},
 	}
 	st := status.FromResult(nil, res, "4f1c2a9e8b7d6c5b4a39281706f5e4d3c2b1a090", t0)
 	status.Published(st, res.Next().Steps, t0.Add(time.Second))
-	result := func(s planner.Step, o events.Outcome, attempt int, errText string) *events.ResultEvent {
+	result := func(s step.Step, o events.Outcome, attempt int, errText string) *events.ResultEvent {
 		return &events.ResultEvent{
 			Type: events.TypeResult, Plan: plan, Revision: st.Revision, Phase: s.Phase, StepKey: s.Key,
 			Executor: s.Executor, Outcome: o, Attempt: attempt, Duration: time.Second, Error: errText,

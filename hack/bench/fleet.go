@@ -17,6 +17,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -120,7 +121,7 @@ func (f *fleet) create(p testenv.T, mgmt, workload *testenv.Kube, proxy *workloa
 					Name: name, Namespace: f.namespace, BackupNamespace: f.namespace + "-backup",
 					ControlPlaneNodes: []string{name + "-control-plane-0"}, WorkerNodes: workers, KubeletVersion: "v1.31.4",
 					Kubeconfig: kubeconfig, NodeLabels: map[string]string{clusterLabel: name},
-					ProviderID: func(node string) string { return "openstack:///" + cloud.addServer(node) },
+					ProviderID: func(node string) string { return step.ProviderIDPrefix + cloud.addServer(node) },
 				})
 			}
 		}()

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ferry-dev/ferry/internal/step"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
@@ -145,14 +146,12 @@ type renamer struct {
 	serverIDs map[string]string
 }
 
-const providerIDPrefix = "openstack:///"
-
 func (r *renamer) rename(s string) string {
 	if s == r.fromNamespace {
 		return r.toNamespace
 	}
-	if id, ok := strings.CutPrefix(s, providerIDPrefix); ok && r.serverIDs[id] != "" {
-		return providerIDPrefix + r.serverIDs[id]
+	if id, ok := strings.CutPrefix(s, step.ProviderIDPrefix); ok && r.serverIDs[id] != "" {
+		return step.ProviderIDPrefix + r.serverIDs[id]
 	}
 	return strings.ReplaceAll(s, r.from, r.to)
 }

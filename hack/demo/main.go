@@ -200,7 +200,7 @@ func waitPhase(ctx context.Context, out *display, reader status.Store, phase str
 		detail := fmt.Sprintf("%s, %d done, %d left", ph.State, ph.Done, ph.Left)
 		for _, s := range ph.Steps {
 			if s.State == status.StepRunning || s.State == status.StepRetrying {
-				detail += "; running " + s.Executor + ": " + s.Action + " " + s.Target
+				detail += "; running " + s.Title()
 				break
 			}
 		}

@@ -14,12 +14,15 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
+	"github.com/ferry-dev/ferry/internal/executor/openstack"
+	"github.com/ferry-dev/ferry/internal/executor/workload"
 	"github.com/ferry-dev/ferry/internal/memlimit"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Kinds are the executor kinds, in the order --kinds lists them.
-var Kinds = []string{planner.ExecKube, planner.ExecOpenStack, planner.ExecWorkload}
+var Kinds = []string{string(step.Kube), string(step.OpenStack), string(step.Workload)}
 
 // Executors say which executors run and how many steps at once.
 type Executors struct {
@@ -121,13 +124,13 @@ func checkKinds(kinds []string) error {
 func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, k := range kinds {
-		switch k {
-		case planner.ExecKube:
-			out = append(out, &executor.KubeExecutor{Client: c, Logger: log})
-		case planner.ExecOpenStack:
-			out = append(out, &executor.OpenStackExecutor{Client: c})
-		case planner.ExecWorkload:
-			out = append(out, &executor.WorkloadExecutor{Client: c, Repo: repo, Logger: log})
+		switch step.Kind(k) {
+		case step.Kube:
+			out = append(out, &kube.Executor{Client: c, Logger: log})
+		case step.OpenStack:
+			out = append(out, &openstack.Executor{Client: c})
+		case step.Workload:
+			out = append(out, &workload.Executor{Client: c, Repo: repo, Logger: log})
 		default:
 			return nil, usageErrorf("unknown executor kind %q; kinds are %s", k, strings.Join(Kinds, ", "))
 		}

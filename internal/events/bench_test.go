@@ -38,7 +38,7 @@ func BenchmarkStepRoundTrip(b *testing.B) {
 	b.StartTimer()
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		if _, err := pub.PublishStep(ctx, step("bench", fmt.Sprint(i))); err != nil {
+		if _, err := pub.PublishStep(ctx, stepEvent("bench", fmt.Sprint(i))); err != nil {
 			b.Fatal(err)
 		}
 		<-got

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Streams and subjects (ARCHITECTURE.md, "Events").
@@ -31,7 +31,9 @@ const (
 
 // StepSubject is the subject a step for an executor kind and plan is
 // published on.
-func StepSubject(executor, plan string) string { return StepsPrefix + executor + "." + plan }
+func StepSubject(executor step.Kind, plan string) string {
+	return StepsPrefix + string(executor) + "." + plan
+}
 
 // ResultSubject is the subject of a plan's results.
 func ResultSubject(plan string) string { return ResultsPrefix + plan }
@@ -55,7 +57,7 @@ type StepEvent struct {
 	Plan     string `json:"plan"`
 	Revision string `json:"revision"`
 	// Step is what to do.
-	Step planner.Step `json:"step"`
+	Step step.Step `json:"step"`
 	// Spec is the validated, defaulted plan at Revision.
 	Spec *v1alpha1.MigrationPlan `json:"spec"`
 	// PublishedAt is when the reconciler published the step.
@@ -63,7 +65,7 @@ type StepEvent struct {
 }
 
 // NewStepEvent builds the event for a planned step.
-func NewStepEvent(p *v1alpha1.MigrationPlan, revision string, s planner.Step, now time.Time) *StepEvent {
+func NewStepEvent(p *v1alpha1.MigrationPlan, revision string, s step.Step, now time.Time) *StepEvent {
 	return &StepEvent{
 		Type:        TypeStep,
 		ID:          StepID(p.Metadata.Name, revision, s.Phase, s.Key),
@@ -108,19 +110,19 @@ type Report struct {
 
 // ResultEvent reports one attempt at a step.
 type ResultEvent struct {
-	Type     string `json:"type"`
-	StepID   string `json:"stepID"`
-	Plan     string `json:"plan"`
-	Revision string `json:"revision"`
-	Phase    string `json:"phase"`
-	StepKey  string `json:"stepKey"`
-	Executor string `json:"executor"`
+	Type     string    `json:"type"`
+	StepID   string    `json:"stepID"`
+	Plan     string    `json:"plan"`
+	Revision string    `json:"revision"`
+	Phase    string    `json:"phase"`
+	StepKey  string    `json:"stepKey"`
+	Executor step.Kind `json:"executor"`
 	// Action and Target are the step's, as its event named them, so that
 	// a result of a step the reader never planned (a reconciler that
 	// restarted while the step ran) is shown as the step was.
-	Action  string  `json:"action,omitempty"`
-	Target  string  `json:"target,omitempty"`
-	Outcome Outcome `json:"outcome"`
+	Action  step.Action `json:"action,omitempty"`
+	Target  string      `json:"target,omitempty"`
+	Outcome Outcome     `json:"outcome"`
 	// Attempt counts deliveries of the step, from 1.
 	Attempt int `json:"attempt"`
 	// Duration of the attempt.

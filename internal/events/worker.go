@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Handler carries out one step. Its error is terminal (failure.Terminal:
@@ -23,7 +24,7 @@ type Handler func(ctx context.Context, step *StepEvent) (Report, error)
 type WorkerOptions struct {
 	// Kind is the executor kind whose steps the worker takes; its durable
 	// consumer is ferry-exec-<kind>, shared by every replica of the kind.
-	Kind string
+	Kind step.Kind
 	// Concurrency is how many steps run at once. Default 4.
 	Concurrency int
 	// Waits is how many wait steps (action "wait") run at once besides
@@ -81,7 +82,7 @@ func (o *WorkerOptions) defaults() {
 }
 
 // ConsumerName is the durable consumer of an executor kind.
-func ConsumerName(kind string) string { return "ferry-exec-" + kind }
+func ConsumerName(kind step.Kind) string { return "ferry-exec-" + string(kind) }
 
 // backOff returns the delay before redelivering after attempt failed:
 // BackOff doubled per attempt, capped at MaxBackOff.
@@ -102,26 +103,12 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 	if opts.Kind == "" {
 		return errors.New("run worker: no executor kind")
 	}
-	cons, err := js.CreateOrUpdateConsumer(ctx, StreamSteps, jetstream.ConsumerConfig{
-		Durable:       ConsumerName(opts.Kind),
-		Description:   "ferry executors of kind " + opts.Kind,
-		FilterSubject: StepsPrefix + opts.Kind + ".>",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       opts.AckWait,
-		MaxDeliver:    opts.MaxDeliver,
-		MaxAckPending: 1000,
-	})
+	iter, err := consume(ctx, js, opts)
 	if err != nil {
-		return fmt.Errorf("create consumer %s: %w", ConsumerName(opts.Kind), err)
+		return err
 	}
 	w := &worker{opts: opts, handler: handler, pub: &Publisher{JS: js},
 		slots: make(chan struct{}, opts.Concurrency), waits: make(chan struct{}, opts.Waits)}
-	// Fetch no more than can run: a buffered message waits in this process
-	// while another replica sits idle.
-	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency), jetstream.PullExpiry(PullExpiry))
-	if err != nil {
-		return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
-	}
 	go func() {
 		<-ctx.Done()
 		iter.Stop()
@@ -141,7 +128,7 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 			continue
 		}
 		slots := w.slots
-		if ev.Step.Action == ActionWait {
+		if ev.Step.Action == step.Wait {
 			slots = w.waits
 		}
 		select {
@@ -159,9 +146,31 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 	}
 }
 
-// ActionWait is the action of steps that wait for a condition.
-const ActionWait = "wait"
+// consume creates (or updates) the kind's durable consumer and starts
+// pulling from it.
+func consume(ctx context.Context, js jetstream.JetStream, opts WorkerOptions) (jetstream.MessagesContext, error) {
+	cons, err := js.CreateOrUpdateConsumer(ctx, StreamSteps, jetstream.ConsumerConfig{
+		Durable:       ConsumerName(opts.Kind),
+		Description:   "ferry executors of kind " + string(opts.Kind),
+		FilterSubject: StepsPrefix + string(opts.Kind) + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       opts.AckWait,
+		MaxDeliver:    opts.MaxDeliver,
+		MaxAckPending: 1000,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(opts.Kind), err)
+	}
+	// Fetch no more than can run: a buffered message waits in this process
+	// while another replica sits idle.
+	iter, err := cons.Messages(jetstream.PullMaxMessages(opts.Concurrency), jetstream.PullExpiry(PullExpiry))
+	if err != nil {
+		return nil, fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
+	}
+	return iter, nil
+}
 
+// worker runs the deliveries of one executor kind.
 type worker struct {
 	opts    WorkerOptions
 	handler Handler
@@ -196,15 +205,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 	}
 	log = log.With("plan", ev.Plan, "revision", ev.Revision, "phase", ev.Step.Phase, "step", ev.Step.Key, "attempt", attempt)
 
-	timeout := w.opts.StepTimeout
-	if s := ev.Step.Params["timeout"]; s != "" {
-		if d, err := time.ParseDuration(s); err == nil {
-			// The step's own bound, plus a margin so the executor reports
-			// its timeout before the worker cancels it.
-			timeout = d + time.Minute
-		}
-	}
-	stepCtx, cancel := context.WithTimeout(ctx, timeout)
+	stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout(ev))
 	defer cancel()
 	stop := keepAlive(stepCtx, msg, w.opts.AckWait/3)
 	log.Info("running step", "action", ev.Step.Action, "target", ev.Step.Target.String())
@@ -224,25 +225,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 		StepKey: ev.Step.Key, Action: ev.Step.Action, Target: ev.Step.Target.String(), Executor: w.opts.Kind, Attempt: attempt, Duration: elapsed, Report: report,
 		At: time.Now().UTC(),
 	}
-	settle := msg.Ack
-	switch {
-	case err == nil:
-		res.Outcome = Succeeded
-		log.Info("step succeeded", "duration", elapsed, "message", report.Message)
-	case failure.IsTerminal(err):
-		res.Outcome, res.Error, res.Terminal = Failed, err.Error(), true
-		settle = func() error { return msg.TermWithReason("terminal error") }
-		log.Error("step failed; a person must act", "error", err)
-	case attempt >= w.opts.MaxDeliver:
-		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", attempt, err)
-		settle = func() error { return msg.TermWithReason("max deliveries") }
-		log.Error("step failed on its last attempt", "error", err)
-	default:
-		res.Outcome, res.Error = Retrying, err.Error()
-		delay := w.opts.backOff(attempt)
-		settle = func() error { return msg.NakWithDelay(delay) }
-		log.Warn("step failed; retrying", "error", err, "retry_in", delay)
-	}
+	settle := w.outcome(res, err, msg, log)
 	if perr := w.pub.PublishResult(context.WithoutCancel(ctx), res); perr != nil {
 		// No result, no settlement: JetStream redelivers after AckWait and
 		// the idempotent step runs again, so the result is not lost.
@@ -252,6 +235,40 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 	if serr := settle(); serr != nil {
 		log.Error("could not settle the step message", "error", serr)
 	}
+}
+
+// stepTimeout bounds one run of a step: its own timeout parameter plus a
+// margin, so that the executor reports its timeout before the worker
+// cancels it; else the worker's StepTimeout.
+func (w *worker) stepTimeout(ev *StepEvent) time.Duration {
+	if d, err := ev.Step.Params.Duration(step.ParamTimeout, 0); err == nil && d > 0 {
+		return d + time.Minute
+	}
+	return w.opts.StepTimeout
+}
+
+// outcome sets a result's outcome from the handler's error and returns
+// how to settle the message: ack after a success, term after a terminal
+// error or the last delivery, nak with back-off otherwise.
+func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *slog.Logger) (settle func() error) {
+	switch {
+	case err == nil:
+		res.Outcome = Succeeded
+		log.Info("step succeeded", "duration", res.Duration, "message", res.Report.Message)
+		return msg.Ack
+	case failure.IsTerminal(err):
+		res.Outcome, res.Error, res.Terminal = Failed, err.Error(), true
+		log.Error("step failed; a person must act", "error", err)
+		return func() error { return msg.TermWithReason("terminal error") }
+	case res.Attempt >= w.opts.MaxDeliver:
+		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", res.Attempt, err)
+		log.Error("step failed on its last attempt", "error", err)
+		return func() error { return msg.TermWithReason("max deliveries") }
+	}
+	res.Outcome, res.Error = Retrying, err.Error()
+	delay := w.opts.backOff(res.Attempt)
+	log.Warn("step failed; retrying", "error", err, "retry_in", delay)
+	return func() error { return msg.NakWithDelay(delay) }
 }
 
 // keepAlive tells JetStream every interval that the delivery is still being

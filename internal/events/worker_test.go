@@ -17,7 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -35,10 +35,10 @@ func bus(t *testing.T) *testenv.NATS {
 	return n
 }
 
-func step(plan, key string) *events.StepEvent {
+func stepEvent(plan, key string) *events.StepEvent {
 	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: plan}}
-	return events.NewStepEvent(p, "rev1", planner.Step{Key: "cluster/noop/x/" + key, Phase: "cluster", Executor: "test", Action: "noop",
-		Target: planner.Target{Kind: "X", Name: key}}, time.Now())
+	return events.NewStepEvent(p, "rev1", step.Step{Key: "cluster/noop/x/" + key, Phase: "cluster", Executor: "test", Action: "noop",
+		Target: step.Target{Kind: "X", Name: key}}, time.Now())
 }
 
 func publish(t *testing.T, js jetstream.JetStream, ev *events.StepEvent) bool {
@@ -133,7 +133,7 @@ func TestStreamsIdempotent(t *testing.T) {
 
 func TestPublishDeduplicates(t *testing.T) {
 	n := bus(t)
-	ev := step("p1", "a")
+	ev := stepEvent("p1", "a")
 	if publish(t, n.JetStream, ev) {
 		t.Fatal("first publish reported a duplicate")
 	}
@@ -155,7 +155,7 @@ func TestWorkerSucceeds(t *testing.T) {
 		calls.Add(1)
 		return events.Report{Message: "did " + s.Step.Target.Name}, nil
 	})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "a success", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if r := all[0]; r.Outcome != events.Succeeded || r.Message != "did a" || r.Attempt != 1 || r.StepKey != "cluster/noop/x/a" {
 		t.Errorf("result = %+v", r)
@@ -202,7 +202,7 @@ func TestRedeliveryAfterCrash(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestFailsAfterMaxDeliver(t *testing.T) {
 			calls.Add(1)
 			return events.Report{}, errors.New("connection refused")
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the step to fail", func(all []events.ResultEvent) bool {
 		return len(all) > 0 && all[len(all)-1].Outcome == events.Failed
 	})
@@ -268,7 +268,7 @@ func TestTerminalErrorIsNotRetried(t *testing.T) {
 			calls.Add(1)
 			return events.Report{}, failure.Terminal(errors.New("credentials refused"))
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the step to fail", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if r := all[0]; r.Outcome != events.Failed || !r.Terminal || r.Error != "credentials refused" {
 		t.Errorf("result = %+v", r)
@@ -292,7 +292,7 @@ func TestInProgressKeepsLongStepsAlive(t *testing.T) {
 			time.Sleep(900 * time.Millisecond)
 			return events.Report{}, nil
 		})
-	publish(t, n.JetStream, step("p1", "a"))
+	publish(t, n.JetStream, stepEvent("p1", "a"))
 	all := res.wait(t, "the long step", func(all []events.ResultEvent) bool { return len(all) == 1 })
 	if all[0].Attempt != 1 || calls.Load() != 1 {
 		t.Errorf("attempt %d, %d calls; want 1 and 1", all[0].Attempt, calls.Load())
@@ -323,7 +323,7 @@ func TestReplicasSplitWork(t *testing.T) {
 	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 2}, handler("b"))
 	const steps = 60
 	for i := range steps {
-		publish(t, n.JetStream, step("p1", fmt.Sprint(i)))
+		publish(t, n.JetStream, stepEvent("p1", fmt.Sprint(i)))
 	}
 	res.wait(t, "all steps", func(all []events.ResultEvent) bool { return len(all) == steps })
 	mu.Lock()
@@ -335,66 +335,4 @@ func TestReplicasSplitWork(t *testing.T) {
 	if len(seen) != steps || dup.Load() != 0 || per["a"] == 0 || per["b"] == 0 {
 		t.Errorf("%d steps handled, %d twice, per replica %v", len(seen), dup.Load(), per)
 	}
-}
-
-// TestExhaustedStepIsReported: a step whose every delivery dies without a
-// word is reported Failed once JetStream gives up on it.
-func TestExhaustedStepIsReported(t *testing.T) {
-	n := bus(t)
-	res := collect(t, n.JetStream)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() { _ = events.WatchMaxDeliveries(ctx, n.Conn, n.JetStream, quiet) }()
-	cons, err := n.JetStream.CreateOrUpdateConsumer(ctx, events.StreamSteps, jetstream.ConsumerConfig{
-		Durable: events.ConsumerName("test"), FilterSubject: events.StepsPrefix + "test.>",
-		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 200 * time.Millisecond, MaxDeliver: 2,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ev := step("p1", "a")
-	publish(t, n.JetStream, ev)
-	// Two deliveries, neither settled; a third pull, as a live executor
-	// always has one waiting, makes the server notice it has given up.
-	for range 3 {
-		batch, err := cons.Fetch(1, jetstream.FetchMaxWait(time.Second))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for range batch.Messages() {
-		}
-	}
-	all := res.wait(t, "the exhausted step's failure", func(all []events.ResultEvent) bool { return len(all) == 1 })
-	if r := all[0]; r.Outcome != events.Failed || r.StepID != ev.ID || r.Attempt != 2 {
-		t.Errorf("result = %+v", r)
-	}
-	waitEmpty(t, n.JetStream)
-}
-
-// TestWaitsDoNotHoldSteps: with one slot, a step behind a wait that
-// has not ended yet still runs: waits have slots of their own.
-func TestWaitsDoNotHoldSteps(t *testing.T) {
-	n := bus(t)
-	res := collect(t, n.JetStream)
-	release := make(chan struct{})
-	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 1, Waits: 2, Logger: quiet},
-		func(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
-			if ev.Step.Action == events.ActionWait {
-				select {
-				case <-release:
-				case <-ctx.Done():
-					return events.Report{}, ctx.Err()
-				}
-			}
-			return events.Report{Message: ev.Step.Action}, nil
-		})
-	wait := step("p1", "waiting")
-	wait.Step.Action = events.ActionWait
-	publish(t, n.JetStream, wait)
-	publish(t, n.JetStream, step("p2", "other"))
-	res.wait(t, "the step behind the wait", func(all []events.ResultEvent) bool {
-		return len(all) == 1 && all[0].Plan == "p2" && all[0].Outcome == events.Succeeded
-	})
-	close(release)
-	res.wait(t, "the wait", func(all []events.ResultEvent) bool { return len(all) == 2 && all[1].Plan == "p1" })
 }

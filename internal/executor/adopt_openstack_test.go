@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -25,11 +24,15 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
+	"github.com/ferry-dev/ferry/internal/executor/openstack"
+	"github.com/ferry-dev/ferry/internal/executor/workload"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -61,7 +64,7 @@ func moveSecret(t *testing.T, ctx context.Context, a *ostest.Adoptable, ns, name
 // again until nothing is left. Wait steps wait for the real controllers.
 // The service-account Secret and the cloud's credentials are copied from
 // where seed 000 keeps them. Every object is checked field by field
-// (kubeCheckAdopted), and then
+// (checkAdopted), and then
 // ostest.Verify checks the world against how it was before: the same
 // servers, every Machine Running with its Node, nothing rolled out, no
 // certificate regenerated, no stray port, the endpoint kept.
@@ -84,16 +87,19 @@ func TestAdoptOpenStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := f.Plan
-	kube := kubeExecutor(t, a.Mgmt)
-	log := slog.New(slog.NewTextHandler(kubeTestLog{t}, nil))
-	execs := map[string]executor.Executor{
-		planner.ExecKube:      kube,
-		planner.ExecOpenStack: &executor.OpenStackExecutor{Client: a.Mgmt.Client},
-		planner.ExecWorkload:  &executor.WorkloadExecutor{Client: a.Mgmt.Client, Logger: log},
+	kube, err := kube.New(a.Mgmt.Config, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := testenv.Logger(t)
+	execs := map[step.Kind]executor.Executor{
+		step.Kube:      kube,
+		step.OpenStack: &openstack.Executor{Client: a.Mgmt.Client},
+		step.Workload:  &workload.Executor{Client: a.Mgmt.Client, Logger: log},
 	}
 	obs := &observer.Observer{Client: a.Mgmt.Client, Cloud: &observer.OpenStack{Client: a.Mgmt.Client, MaxAge: -1}}
 
-	ran, res := runAdoption(t, ctx, plan, obs, func(*observed.Snapshot) {}, func(st planner.Step) {
+	ran, res := runAdoption(t, ctx, plan, obs, func(*observed.Snapshot) {}, func(st step.Step) {
 		ev := events.NewStepEvent(plan, "rev-1", st, time.Now())
 		for attempt := 1; attempt <= 2; attempt++ {
 			rep, err := execs[st.Executor].Execute(ctx, ev)
@@ -114,7 +120,7 @@ func TestAdoptOpenStack(t *testing.T) {
 		}
 	}
 	unpaused := time.Now()
-	kubeCheckAdopted(t, a.Mgmt.Client, a.Workload, kubeAdopted{
+	checkAdopted(t, a.Mgmt.Client, a.Workload, adopted{
 		cpNode: a.ControlPlane[0], workers: a.Workers, servers: a.Servers,
 		network: a.Network, subnet: a.Subnet, externalNetwork: a.ExternalNetwork,
 		cpFlavor: a.Flavor, mdFlavor: a.Flavor, image: a.Image, sshKey: "capi-key-" + a.Suffix,
@@ -133,7 +139,7 @@ func TestAdoptOpenStack(t *testing.T) {
 // planned from, run carries out one step. It returns one line per group
 // run ("action Kind name + ...") and the last plan.
 func runAdoption(t *testing.T, ctx context.Context, plan *v1alpha1.MigrationPlan, obs *observer.Observer,
-	adjust func(*observed.Snapshot), run func(planner.Step)) ([]string, *planner.Result) {
+	adjust func(*observed.Snapshot), run func(step.Step)) ([]string, *planner.Result) {
 	t.Helper()
 	var ran []string
 	for round := 0; ; round++ {
@@ -155,16 +161,16 @@ func runAdoption(t *testing.T, ctx context.Context, plan *v1alpha1.MigrationPlan
 		}
 		var line []string
 		for _, st := range g.Steps {
-			line = append(line, st.Action+" "+st.Target.Kind+" "+st.Target.Name)
+			line = append(line, string(st.Action)+" "+st.Target.Kind+" "+st.Target.Name)
 			run(st)
 		}
 		ran = append(ran, strings.Join(line, " + "))
 	}
 }
 
-// kubeAdopted are the names kubeCheckAdopted expects: the fixture's nodes
+// adopted are the names checkAdopted expects: the fixture's nodes
 // and their servers, and the cloud's resources the plan names.
-type kubeAdopted struct {
+type adopted struct {
 	cpNode             string
 	workers            []string
 	servers            map[string]string
@@ -174,16 +180,16 @@ type kubeAdopted struct {
 	image, sshKey      string
 }
 
-// kubeCheckAdopted checks the adopted cluster in the management cluster,
+// checkAdopted checks the adopted cluster in the management cluster,
 // object by object, against what seed 000 and STEPS.md ask for.
-func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w kubeAdopted) {
+func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopted) {
 	t.Helper()
 	const (
 		cp     = "capi-quickstart-control-plane"
 		md     = "capi-quickstart-md-0"
 		ms     = "capi-quickstart-md-0-adopted"
 		infra  = "infrastructure.cluster.x-k8s.io/v1beta1"
-		plan   = kubeCluster // the plan is named after the cluster
+		plan   = cluster // the plan is named after the cluster
 		config = "capi-quickstart-cloud-config"
 	)
 	identity := &infrav1.OpenStackIdentityReference{Name: config, CloudName: "openstack"}
@@ -191,11 +197,11 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 
 	// Secrets: copied byte for byte, never regenerated.
 	for _, tc := range []struct{ name, fromNS, from string }{
-		{kubeCluster + "-sa", "capi-backup", kubeCluster + "-sa"},
+		{cluster + "-sa", "capi-backup", cluster + "-sa"},
 		{config, "ferry-system", "openstack-credentials"},
 	} {
 		var got, src corev1.Secret
-		kubeMustGet(t, c, tc.name, &got)
+		testenv.MustGet(t, c, namespace, tc.name, &got)
 		if err := c.Get(context.Background(), client.ObjectKey{Namespace: tc.fromNS, Name: tc.from}, &src); err != nil {
 			t.Fatal(err)
 		}
@@ -204,85 +210,85 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 				t.Errorf("Secret %s key %s differs from %s/%s", tc.name, k, tc.fromNS, tc.from)
 			}
 		}
-		kubeExpect(t, "Secret "+tc.name+" keys", len(got.Data), len(src.Data))
+		testenv.Expect(t, "Secret "+tc.name+" keys", len(got.Data), len(src.Data))
 	}
 	var cloud corev1.Secret
-	kubeMustGet(t, c, config, &cloud)
-	kubeExpect(t, "cloud-config move label", cloud.Labels["clusterctl.cluster.x-k8s.io/move"], "true")
+	testenv.MustGet(t, c, namespace, config, &cloud)
+	testenv.Expect(t, "cloud-config move label", cloud.Labels["clusterctl.cluster.x-k8s.io/move"], "true")
 
 	var cl clusterv1.Cluster
-	kubeMustGet(t, c, kubeCluster, &cl)
-	kubeExpect(t, "Cluster paused", cl.Spec.Paused, false)
-	kubeExpect(t, "Cluster infrastructureRef", *cl.Spec.InfrastructureRef, kubeRefTo(infra, "OpenStackCluster", kubeCluster))
-	kubeExpect(t, "Cluster controlPlaneRef", *cl.Spec.ControlPlaneRef, kubeRefTo("controlplane.cluster.x-k8s.io/v1beta1", "KubeadmControlPlane", cp))
-	kubeExpect(t, "Cluster controlPlaneEndpoint", cl.Spec.ControlPlaneEndpoint, kubeWorkloadEndpoint(t, workload))
+	testenv.MustGet(t, c, namespace, cluster, &cl)
+	testenv.Expect(t, "Cluster paused", cl.Spec.Paused, false)
+	testenv.Expect(t, "Cluster infrastructureRef", *cl.Spec.InfrastructureRef, refTo(infra, "OpenStackCluster", cluster))
+	testenv.Expect(t, "Cluster controlPlaneRef", *cl.Spec.ControlPlaneRef, refTo("controlplane.cluster.x-k8s.io/v1beta1", "KubeadmControlPlane", cp))
+	testenv.Expect(t, "Cluster controlPlaneEndpoint", cl.Spec.ControlPlaneEndpoint, workloadEndpoint(t, workload))
 
 	var osc infrav1.OpenStackCluster
-	kubeMustGet(t, c, kubeCluster, &osc)
-	kubeExpect(t, "OpenStackCluster identityRef", osc.Spec.IdentityRef, *identity)
-	kubeExpect(t, "OpenStackCluster network", osc.Spec.Network, network)
-	kubeExpect(t, "OpenStackCluster subnets", osc.Spec.Subnets, []infrav1.SubnetParam{{Filter: &infrav1.SubnetFilter{Name: w.subnet}}})
-	kubeExpect(t, "OpenStackCluster externalNetwork", osc.Spec.ExternalNetwork, &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: w.externalNetwork}})
+	testenv.MustGet(t, c, namespace, cluster, &osc)
+	testenv.Expect(t, "OpenStackCluster identityRef", osc.Spec.IdentityRef, *identity)
+	testenv.Expect(t, "OpenStackCluster network", osc.Spec.Network, network)
+	testenv.Expect(t, "OpenStackCluster subnets", osc.Spec.Subnets, []infrav1.SubnetParam{{Filter: &infrav1.SubnetFilter{Name: w.subnet}}})
+	testenv.Expect(t, "OpenStackCluster externalNetwork", osc.Spec.ExternalNetwork, &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: w.externalNetwork}})
 	// optional.Bool is its own pointer type: compare what it points at.
-	kubeExpect(t, "OpenStackCluster disableExternalNetwork", ptr.Deref((*bool)(osc.Spec.DisableExternalNetwork), true), false)
+	testenv.Expect(t, "OpenStackCluster disableExternalNetwork", ptr.Deref((*bool)(osc.Spec.DisableExternalNetwork), true), false)
 	// The endpoint is kept: no load balancer, no floating IP of CAPO's, and
 	// its address recorded so that deleting a control-plane machine keeps it.
-	kubeExpect(t, "OpenStackCluster apiServerLoadBalancer", osc.Spec.APIServerLoadBalancer, &infrav1.APIServerLoadBalancer{Enabled: ptr.To(false)})
-	kubeExpect(t, "OpenStackCluster disableAPIServerFloatingIP", ptr.Deref((*bool)(osc.Spec.DisableAPIServerFloatingIP), false), true)
-	kubeExpect(t, "OpenStackCluster apiServerFloatingIP", ptr.Deref(osc.Spec.APIServerFloatingIP, ""), kubeWorkloadEndpoint(t, workload).Host)
-	kubeExpect(t, "OpenStackCluster managedSecurityGroups", osc.Spec.ManagedSecurityGroups, (*infrav1.ManagedSecurityGroups)(nil))
-	kubeExpect(t, "OpenStackCluster controlPlaneEndpoint", *osc.Spec.ControlPlaneEndpoint, cl.Spec.ControlPlaneEndpoint)
-	kubeExpect(t, "OpenStackCluster controlPlaneAvailabilityZones", osc.Spec.ControlPlaneAvailabilityZones, []string{"nova"})
+	testenv.Expect(t, "OpenStackCluster apiServerLoadBalancer", osc.Spec.APIServerLoadBalancer, &infrav1.APIServerLoadBalancer{Enabled: ptr.To(false)})
+	testenv.Expect(t, "OpenStackCluster disableAPIServerFloatingIP", ptr.Deref((*bool)(osc.Spec.DisableAPIServerFloatingIP), false), true)
+	testenv.Expect(t, "OpenStackCluster apiServerFloatingIP", ptr.Deref(osc.Spec.APIServerFloatingIP, ""), workloadEndpoint(t, workload).Host)
+	testenv.Expect(t, "OpenStackCluster managedSecurityGroups", osc.Spec.ManagedSecurityGroups, (*infrav1.ManagedSecurityGroups)(nil))
+	testenv.Expect(t, "OpenStackCluster controlPlaneEndpoint", *osc.Spec.ControlPlaneEndpoint, cl.Spec.ControlPlaneEndpoint)
+	testenv.Expect(t, "OpenStackCluster controlPlaneAvailabilityZones", osc.Spec.ControlPlaneAvailabilityZones, []string{"nova"})
 
 	var kc bootstrapv1.KubeadmConfig
-	kubeMustGet(t, c, w.cpNode, &kc)
-	kubeExpect(t, "KubeadmConfig kubernetesVersion", kc.Spec.ClusterConfiguration.KubernetesVersion, kubeVersion)
-	kubeExpect(t, "KubeadmConfig initConfiguration", kc.Spec.InitConfiguration, (*bootstrapv1.InitConfiguration)(nil))
-	kubeExpect(t, "KubeadmConfig join kubelet args", kc.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
+	testenv.MustGet(t, c, namespace, w.cpNode, &kc)
+	testenv.Expect(t, "KubeadmConfig kubernetesVersion", kc.Spec.ClusterConfiguration.KubernetesVersion, version)
+	testenv.Expect(t, "KubeadmConfig initConfiguration", kc.Spec.InitConfiguration, (*bootstrapv1.InitConfiguration)(nil))
+	testenv.Expect(t, "KubeadmConfig join kubelet args", kc.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
 
 	var kcp controlplanev1.KubeadmControlPlane
-	kubeMustGet(t, c, cp, &kcp)
-	kubeExpect(t, "KubeadmControlPlane replicas", *kcp.Spec.Replicas, int32(1))
-	kubeExpect(t, "KubeadmControlPlane version", kcp.Spec.Version, kubeVersion)
-	kubeExpect(t, "KubeadmControlPlane infrastructureRef", kcp.Spec.MachineTemplate.InfrastructureRef, kubeRefTo(infra, "OpenStackMachineTemplate", cp))
+	testenv.MustGet(t, c, namespace, cp, &kcp)
+	testenv.Expect(t, "KubeadmControlPlane replicas", *kcp.Spec.Replicas, int32(1))
+	testenv.Expect(t, "KubeadmControlPlane version", kcp.Spec.Version, version)
+	testenv.Expect(t, "KubeadmControlPlane infrastructureRef", kcp.Spec.MachineTemplate.InfrastructureRef, refTo(infra, "OpenStackMachineTemplate", cp))
 	// The same ClusterConfiguration and JoinConfiguration as the adopted
 	// node's KubeadmConfig: KubeadmControlPlane finds it up to date.
-	kubeExpect(t, "KubeadmControlPlane clusterConfiguration", kcp.Spec.KubeadmConfigSpec.ClusterConfiguration, kc.Spec.ClusterConfiguration)
-	kubeExpect(t, "KubeadmControlPlane joinConfiguration", kcp.Spec.KubeadmConfigSpec.JoinConfiguration, kc.Spec.JoinConfiguration)
+	testenv.Expect(t, "KubeadmControlPlane clusterConfiguration", kcp.Spec.KubeadmConfigSpec.ClusterConfiguration, kc.Spec.ClusterConfiguration)
+	testenv.Expect(t, "KubeadmControlPlane joinConfiguration", kcp.Spec.KubeadmConfigSpec.JoinConfiguration, kc.Spec.JoinConfiguration)
 
 	var osmt infrav1.OpenStackMachineTemplate
-	kubeMustGet(t, c, cp, &osmt)
-	kubeExpect(t, "control-plane OpenStackMachineTemplate spec", osmt.Spec.Template.Spec, infrav1.OpenStackMachineSpec{
+	testenv.MustGet(t, c, namespace, cp, &osmt)
+	testenv.Expect(t, "control-plane OpenStackMachineTemplate spec", osmt.Spec.Template.Spec, infrav1.OpenStackMachineSpec{
 		Flavor: ptr.To(w.cpFlavor), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To(w.image)}},
 		SSHKeyName: w.sshKey, Ports: []infrav1.PortOpts{{Network: network}}, IdentityRef: identity,
 	})
-	kubeMustGet(t, c, md, &osmt)
-	kubeExpect(t, "worker OpenStackMachineTemplate flavor", *osmt.Spec.Template.Spec.Flavor, w.mdFlavor)
+	testenv.MustGet(t, c, namespace, md, &osmt)
+	testenv.Expect(t, "worker OpenStackMachineTemplate flavor", *osmt.Spec.Template.Spec.Flavor, w.mdFlavor)
 
 	var kct bootstrapv1.KubeadmConfigTemplate
-	kubeMustGet(t, c, md, &kct)
-	kubeExpect(t, "KubeadmConfigTemplate kubelet args", kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
+	testenv.MustGet(t, c, namespace, md, &kct)
+	testenv.Expect(t, "KubeadmConfigTemplate kubelet args", kct.Spec.Template.Spec.JoinConfiguration.NodeRegistration.KubeletExtraArgs, map[string]string{"cloud-provider": "external"})
 
 	var d clusterv1.MachineDeployment
-	kubeMustGet(t, c, md, &d)
-	selected := map[string]string{clusterv1.ClusterNameLabel: kubeCluster, clusterv1.MachineDeploymentNameLabel: md}
-	kubeExpect(t, "MachineDeployment replicas", *d.Spec.Replicas, int32(2))
-	kubeExpect(t, "MachineDeployment selector", d.Spec.Selector.MatchLabels, selected)
-	kubeExpect(t, "MachineDeployment template labels", d.Spec.Template.Labels, selected)
-	kubeExpect(t, "MachineDeployment version", *d.Spec.Template.Spec.Version, kubeVersion)
-	kubeExpect(t, "MachineDeployment failureDomain", *d.Spec.Template.Spec.FailureDomain, "nova")
-	kubeExpect(t, "MachineDeployment bootstrap", *d.Spec.Template.Spec.Bootstrap.ConfigRef, kubeRefTo("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfigTemplate", md))
-	kubeExpect(t, "MachineDeployment infrastructureRef", d.Spec.Template.Spec.InfrastructureRef, kubeRefTo(infra, "OpenStackMachineTemplate", md))
+	testenv.MustGet(t, c, namespace, md, &d)
+	selected := map[string]string{clusterv1.ClusterNameLabel: cluster, clusterv1.MachineDeploymentNameLabel: md}
+	testenv.Expect(t, "MachineDeployment replicas", *d.Spec.Replicas, int32(2))
+	testenv.Expect(t, "MachineDeployment selector", d.Spec.Selector.MatchLabels, selected)
+	testenv.Expect(t, "MachineDeployment template labels", d.Spec.Template.Labels, selected)
+	testenv.Expect(t, "MachineDeployment version", *d.Spec.Template.Spec.Version, version)
+	testenv.Expect(t, "MachineDeployment failureDomain", *d.Spec.Template.Spec.FailureDomain, "nova")
+	testenv.Expect(t, "MachineDeployment bootstrap", *d.Spec.Template.Spec.Bootstrap.ConfigRef, refTo("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfigTemplate", md))
+	testenv.Expect(t, "MachineDeployment infrastructureRef", d.Spec.Template.Spec.InfrastructureRef, refTo(infra, "OpenStackMachineTemplate", md))
 
 	var set clusterv1.MachineSet
-	kubeMustGet(t, c, ms, &set)
-	kubeExpect(t, "MachineSet owner", len(set.OwnerReferences) == 1 && set.OwnerReferences[0].UID == d.UID &&
+	testenv.MustGet(t, c, namespace, ms, &set)
+	testenv.Expect(t, "MachineSet owner", len(set.OwnerReferences) == 1 && set.OwnerReferences[0].UID == d.UID &&
 		set.OwnerReferences[0].Kind == "MachineDeployment" && ptr.Deref(set.OwnerReferences[0].Controller, false), true)
-	kubeExpect(t, "MachineSet replicas", *set.Spec.Replicas, int32(2))
-	kubeExpect(t, "MachineSet selector template hash", set.Spec.Selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
-	kubeExpect(t, "MachineSet template hash label", set.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
-	kubeExpect(t, "MachineDeployment strategy", d.Spec.Strategy != nil && d.Spec.Strategy.Type == clusterv1.RollingUpdateMachineDeploymentStrategyType, true)
-	kubeExpect(t, "MachineSet template spec", set.Spec.Template.Spec, d.Spec.Template.Spec)
+	testenv.Expect(t, "MachineSet replicas", *set.Spec.Replicas, int32(2))
+	testenv.Expect(t, "MachineSet selector template hash", set.Spec.Selector.MatchLabels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+	testenv.Expect(t, "MachineSet template hash label", set.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+	testenv.Expect(t, "MachineDeployment strategy", d.Spec.Strategy != nil && d.Spec.Strategy.Type == clusterv1.RollingUpdateMachineDeploymentStrategyType, true)
+	testenv.Expect(t, "MachineSet template spec", set.Spec.Template.Spec, d.Spec.Template.Spec)
 
 	machines := []struct {
 		node, deployment, set string
@@ -290,28 +296,28 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 	}{{node: w.cpNode, controlPlane: true}, {node: w.workers[0], deployment: md, set: ms}, {node: w.workers[1], deployment: md, set: ms}}
 	for _, tc := range machines {
 		var m clusterv1.Machine
-		kubeMustGet(t, c, tc.node, &m)
+		testenv.MustGet(t, c, namespace, tc.node, &m)
 		what := "Machine " + tc.node
-		kubeExpect(t, what+" adopted", m.Annotations[observed.AnnotationAdopted], plan)
-		kubeExpect(t, what+" providerID", *m.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
-		kubeExpect(t, what+" infrastructureRef", m.Spec.InfrastructureRef, kubeRefTo(infra, "OpenStackMachine", tc.node))
-		kubeExpect(t, what+" dataSecretName", ptr.Deref(m.Spec.Bootstrap.DataSecretName, ""), tc.node)
-		kubeExpect(t, what+" version", *m.Spec.Version, kubeVersion)
+		testenv.Expect(t, what+" adopted", m.Annotations[observed.AnnotationAdopted], plan)
+		testenv.Expect(t, what+" providerID", *m.Spec.ProviderID, step.ProviderIDPrefix+w.servers[tc.node])
+		testenv.Expect(t, what+" infrastructureRef", m.Spec.InfrastructureRef, refTo(infra, "OpenStackMachine", tc.node))
+		testenv.Expect(t, what+" dataSecretName", ptr.Deref(m.Spec.Bootstrap.DataSecretName, ""), tc.node)
+		testenv.Expect(t, what+" version", *m.Spec.Version, version)
 		_, isCP := m.Labels[clusterv1.MachineControlPlaneLabel]
-		kubeExpect(t, what+" control-plane label", isCP, tc.controlPlane)
-		kubeExpect(t, what+" deployment label", m.Labels[clusterv1.MachineDeploymentNameLabel], tc.deployment)
-		kubeExpect(t, what+" set label", m.Labels[clusterv1.MachineSetNameLabel], tc.set)
+		testenv.Expect(t, what+" control-plane label", isCP, tc.controlPlane)
+		testenv.Expect(t, what+" deployment label", m.Labels[clusterv1.MachineDeploymentNameLabel], tc.deployment)
+		testenv.Expect(t, what+" set label", m.Labels[clusterv1.MachineSetNameLabel], tc.set)
 		if tc.set != "" {
-			kubeExpect(t, what+" template hash label", m.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
+			testenv.Expect(t, what+" template hash label", m.Labels[clusterv1.MachineDeploymentUniqueLabel], "adopted")
 		}
 		if tc.controlPlane {
-			kubeExpect(t, what+" bootstrap", *m.Spec.Bootstrap.ConfigRef, kubeRefTo("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfig", tc.node))
-			kubeExpect(t, what+" control-plane-name label", m.Labels[clusterv1.MachineControlPlaneNameLabel], cp)
+			testenv.Expect(t, what+" bootstrap", *m.Spec.Bootstrap.ConfigRef, refTo("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfig", tc.node))
+			testenv.Expect(t, what+" control-plane-name label", m.Labels[clusterv1.MachineControlPlaneNameLabel], cp)
 		}
 		var osm infrav1.OpenStackMachine
-		kubeMustGet(t, c, tc.node, &osm)
-		kubeExpect(t, "OpenStackMachine "+tc.node+" providerID", *osm.Spec.ProviderID, "openstack:///"+w.servers[tc.node])
-		kubeExpect(t, "OpenStackMachine "+tc.node+" identityRef", osm.Spec.IdentityRef, identity)
+		testenv.MustGet(t, c, namespace, tc.node, &osm)
+		testenv.Expect(t, "OpenStackMachine "+tc.node+" providerID", *osm.Spec.ProviderID, step.ProviderIDPrefix+w.servers[tc.node])
+		testenv.Expect(t, "OpenStackMachine "+tc.node+" identityRef", osm.Spec.IdentityRef, identity)
 	}
 
 	// Every object ferry made carries the cluster's label, and none is
@@ -320,9 +326,9 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 		obj   func() client.Object
 		names []string
 	}{
-		{func() client.Object { return &corev1.Secret{} }, []string{kubeCluster + "-sa", config}},
-		{func() client.Object { return &clusterv1.Cluster{} }, []string{kubeCluster}},
-		{func() client.Object { return &infrav1.OpenStackCluster{} }, []string{kubeCluster}},
+		{func() client.Object { return &corev1.Secret{} }, []string{cluster + "-sa", config}},
+		{func() client.Object { return &clusterv1.Cluster{} }, []string{cluster}},
+		{func() client.Object { return &infrav1.OpenStackCluster{} }, []string{cluster}},
 		{func() client.Object { return &bootstrapv1.KubeadmConfig{} }, []string{w.cpNode}},
 		{func() client.Object { return &controlplanev1.KubeadmControlPlane{} }, []string{cp}},
 		{func() client.Object { return &clusterv1.Machine{} }, []string{w.cpNode, w.workers[0], w.workers[1]}},
@@ -334,9 +340,9 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 	} {
 		for _, name := range tc.names {
 			obj := tc.obj()
-			kubeMustGet(t, c, name, obj)
+			testenv.MustGet(t, c, namespace, name, obj)
 			what := fmt.Sprintf("%T %s", obj, name)
-			kubeExpect(t, what+" cluster-name label", obj.GetLabels()[clusterv1.ClusterNameLabel], kubeCluster)
+			testenv.Expect(t, what+" cluster-name label", obj.GetLabels()[clusterv1.ClusterNameLabel], cluster)
 			for _, a := range []string{clusterv1.PausedAnnotation, observed.AnnotationPausedBy} {
 				if _, ok := obj.GetAnnotations()[a]; ok {
 					t.Errorf("%s still has annotation %s", what, a)
@@ -346,9 +352,9 @@ func kubeCheckAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w k
 	}
 }
 
-// kubeWorkloadEndpoint is where the workload API server listens: the
+// workloadEndpoint is where the workload API server listens: the
 // endpoint the Cluster must keep.
-func kubeWorkloadEndpoint(t *testing.T, workload *testenv.Kube) clusterv1.APIEndpoint {
+func workloadEndpoint(t *testing.T, workload *testenv.Kube) clusterv1.APIEndpoint {
 	t.Helper()
 	u, err := url.Parse(workload.Config.Host)
 	if err != nil {

@@ -55,7 +55,7 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors [
 	}
 	for _, e := range executors {
 		e := e
-		start("executor "+e.Kind(), func() error {
+		start("executor "+string(e.Kind()), func() error {
 			return events.RunWorker(ctx, js, events.WorkerOptions{
 				Kind: e.Kind(), Concurrency: opts.Concurrency, Waits: opts.Waits, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
 				Logger: log,

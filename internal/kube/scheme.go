@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
@@ -44,3 +46,7 @@ func newScheme() *runtime.Scheme {
 	}
 	return s
 }
+
+// KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
+// provider's Go module is not a dependency of ferry.
+var KamajiGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: v1alpha1.ProviderKamaji}

@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -133,7 +131,7 @@ func (o *OpenStack) ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan)
 // observeCloud observes what is the plan's own; the servers and keypairs
 // are its project's.
 func (o *OpenStack) observeCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, *cloudProject, error) {
-	creds, err := CloudCredentials(ctx, o.Client, p)
+	creds, err := openstack.CloudCredentials(ctx, o.Client, p)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -259,70 +257,10 @@ func (o *OpenStack) project(ctx context.Context, creds openstack.Credentials, pl
 	return pr, nil
 }
 
-// QuotaAPI is what a quota check needs of an OpenStack client.
-type QuotaAPI interface {
-	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
-	Shortfall(ctx context.Context, need openstack.Need) (string, error)
-}
-
 // shortfall adds up the new worker machines of the plan (replace creates
 // them; adopt's rollout replaces machines one at a time and needs one
 // more at most) and asks the quota. Flavors that did not resolve are
 // reported elsewhere, so they count for nothing here.
-func shortfall(ctx context.Context, api QuotaAPI, p *v1alpha1.MigrationPlan, resolved map[string]observed.Resolution) (string, error) {
-	return QuotaShortfall(ctx, api, p, func(flavor string) bool { return resolved["flavor/"+flavor].ID != "" })
-}
-
-// QuotaShortfall says what the project's compute quota lacks for the new
-// machines of plan p, or "" when it covers them; flavors for which known
-// returns false are left out.
-func QuotaShortfall(ctx context.Context, api QuotaAPI, p *v1alpha1.MigrationPlan, known func(flavor string) bool) (string, error) {
-	var need openstack.Need
-	for _, w := range p.Spec.Target.Workers {
-		if !known(w.Flavor) {
-			continue
-		}
-		vcpus, ram, err := api.FlavorSize(ctx, w.Flavor)
-		if err != nil {
-			return "", err
-		}
-		n := w.Replicas
-		if p.Spec.Strategy == v1alpha1.StrategyAdopt {
-			n = 1
-		}
-		need.Instances += n
-		need.Cores += n * vcpus
-		need.RAMMiB += n * ram
-	}
-	return api.Shortfall(ctx, need)
-}
-
-// CloudCredentials reads a plan's clouds.yaml and CA from its identity
-// Secret, or from the plan's source Secret while the identity Secret is not
-// filled yet. The values stay in the returned Credentials; errors name
-// Secrets, never their contents.
-func CloudCredentials(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan) (openstack.Credentials, error) {
-	id := p.Spec.Target.Identity
-	var sec corev1.Secret
-	key := client.ObjectKey{Namespace: p.Spec.Cluster.Namespace, Name: id.SecretName}
-	err := c.Get(ctx, key, &sec)
-	if err == nil && len(sec.Data[openstack.CloudsKey]) > 0 {
-		return openstack.CredentialsFromSecret(sec.Data, id.CloudName)
-	}
-	if id.From == nil {
-		return openstack.Credentials{}, fmt.Errorf("no credentials: Secret %s has no %s", key, openstack.CloudsKey)
-	}
-	src := client.ObjectKey{Namespace: id.From.Namespace, Name: id.From.Name}
-	if err := c.Get(ctx, src, &sec); err != nil {
-		return openstack.Credentials{}, fmt.Errorf("no credentials: read Secret %s: %w", src, err)
-	}
-	data := map[string][]byte{openstack.CloudsKey: sec.Data[id.From.CloudsKey]}
-	if id.From.CACertKey != "" {
-		data[openstack.CACertKey] = sec.Data[id.From.CACertKey]
-	}
-	creds, err := openstack.CredentialsFromSecret(data, id.CloudName)
-	if err != nil {
-		return creds, fmt.Errorf("Secret %s: %w", src, err)
-	}
-	return creds, nil
+func shortfall(ctx context.Context, api openstack.QuotaAPI, p *v1alpha1.MigrationPlan, resolved map[string]observed.Resolution) (string, error) {
+	return openstack.QuotaShortfall(ctx, api, p, func(flavor string) bool { return resolved["flavor/"+flavor].ID != "" })
 }

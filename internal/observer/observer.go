@@ -12,32 +12,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
-	"sort"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
-	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
-	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
-	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
-	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
-
-// KamajiGVK is the KamajiControlPlane kind, read as unstructured data: its
-// provider's Go module is not a dependency of ferry.
-var KamajiGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: v1alpha1.ProviderKamaji}
 
 // CloudObserver reads what the planner needs from OpenStack for a plan:
 // name resolutions, servers by name, keypairs, quota, and the resources
@@ -45,10 +30,6 @@ var KamajiGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", 
 type CloudObserver interface {
 	ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error)
 }
-
-// WorkloadClientFunc builds a client for the workload cluster from the
-// kubeconfig in its <cluster>-kubeconfig Secret.
-type WorkloadClientFunc func(kubeconfig []byte) (client.Client, error)
 
 // Observer reads the state one plan is planned against. It only reads:
 // its lists ask informer-backed clients not to copy (UnsafeDisableDeepCopy),
@@ -58,7 +39,7 @@ type Observer struct {
 	Client client.Client
 	// Workload builds the workload cluster's client; nil uses
 	// NewWorkloadClient.
-	Workload WorkloadClientFunc
+	Workload kube.ClientFunc
 	// Cloud reads OpenStack; nil leaves the cloud unobserved.
 	Cloud CloudObserver
 	// Manifests is the plans repository, where manifest paths are read
@@ -83,11 +64,11 @@ type cachedWorkload struct {
 // Forget drops what the observer keeps about plan that a step of the
 // executor kind may have changed: its workload cluster, and its cloud
 // after an openstack step.
-func (o *Observer) Forget(plan, executor string) {
+func (o *Observer) Forget(plan string, executor step.Kind) {
 	o.mu.Lock()
 	delete(o.workloads, plan)
 	o.mu.Unlock()
-	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == planner.ExecOpenStack {
+	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == step.OpenStack {
 		f.Forget(plan)
 	}
 }
@@ -99,31 +80,6 @@ func (o *Observer) repo(ctx context.Context) fs.FS {
 		return fsys
 	}
 	return o.Manifests
-}
-
-// ReadKubeconfig reads the <cluster>-kubeconfig Secret's value, and says
-// where it was read (for errors, which never quote it). A missing Secret is
-// retryable: CAPI writes it, and ferry's own cluster phase restores it.
-func ReadKubeconfig(ctx context.Context, c client.Client, namespace, cluster string) ([]byte, string, error) {
-	key := client.ObjectKey{Namespace: namespace, Name: cluster + "-kubeconfig"}
-	where := "Secret " + key.String()
-	var sec corev1.Secret
-	err := c.Get(ctx, key, &sec)
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, where, fmt.Errorf("read kubeconfig: %s not found", where)
-	case err != nil:
-		return nil, where, fmt.Errorf("read kubeconfig %s: %w", where, err)
-	case len(sec.Data["value"]) == 0:
-		return nil, where, fmt.Errorf("read kubeconfig: %s has no key value", where)
-	}
-	return sec.Data["value"], where, nil
-}
-
-// NewWorkloadClient returns a client for a kubeconfig with ferry's scheme,
-// reused across cycles and steps (kube.WorkloadClient).
-func NewWorkloadClient(kubeconfig []byte) (client.Client, error) {
-	return kube.WorkloadClient(kubeconfig)
 }
 
 // Observe reads the snapshot for p, a validated and defaulted plan, and
@@ -163,281 +119,6 @@ func (o *Observer) get(ctx context.Context, ns, name string, obj client.Object) 
 		return false, fmt.Errorf("get %T %s/%s: %w", obj, ns, name, err)
 	}
 	return true, nil
-}
-
-func pauseOf(obj client.Object) observed.Pause {
-	_, paused := obj.GetAnnotations()[clusterv1.PausedAnnotation]
-	_, byFerry := obj.GetAnnotations()[observed.AnnotationPausedBy]
-	return observed.Pause{Paused: paused, ByFerry: paused && byFerry}
-}
-
-func refOf(kind, name string) observed.Ref { return observed.Ref{Kind: kind, Name: name} }
-
-func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Snapshot) error {
-	var c clusterv1.Cluster
-	found, err := o.get(ctx, ns, name, &c)
-	if err != nil || !found {
-		return err
-	}
-	oc := &observed.Cluster{}
-	_, byFerry := c.Annotations[observed.AnnotationPausedBy]
-	oc.Pause = observed.Pause{Paused: c.Spec.Paused, ByFerry: c.Spec.Paused && byFerry}
-	if r := c.Spec.InfrastructureRef; r != nil {
-		oc.InfrastructureRef = refOf(r.Kind, r.Name)
-	}
-	if r := c.Spec.ControlPlaneRef; r != nil {
-		oc.ControlPlaneRef = refOf(r.Kind, r.Name)
-	}
-	if c.Spec.ControlPlaneEndpoint.IsValid() {
-		oc.ControlPlaneEndpoint = c.Spec.ControlPlaneEndpoint.String()
-	}
-	s.Cluster = oc
-
-	var osc infrav1.OpenStackCluster
-	found, err = o.get(ctx, ns, name, &osc)
-	if err != nil || !found {
-		return err
-	}
-	s.OpenStackCluster = &observed.OpenStackCluster{Pause: pauseOf(&osc), Name: name, Ready: osc.Status.Ready}
-	return nil
-}
-
-// secrets records the key names, never the values, of the Secrets the
-// planner asks for: the cluster's own (<cluster>-kubeconfig, -etcd, -ca,
-// -sa and the identity Secret) and the copies the plan takes them from.
-// They are read by name, so a namespace of many clusters costs each plan
-// the same.
-func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
-	ns, name := p.Spec.Cluster.Namespace, p.Spec.Cluster.Name
-	var keys []client.ObjectKey
-	for _, suffix := range observed.SecretSuffixes {
-		keys = append(keys, client.ObjectKey{Namespace: ns, Name: name + "-" + suffix})
-	}
-	id := p.Spec.Target.Identity
-	if id.SecretName != "" {
-		keys = append(keys, client.ObjectKey{Namespace: ns, Name: id.SecretName})
-	}
-	if a := p.Spec.Adopt; a != nil && a.SecretsFrom != "" {
-		for _, suffix := range observed.SecretSuffixes {
-			keys = append(keys, client.ObjectKey{Namespace: a.SecretsFrom, Name: name + "-" + suffix})
-		}
-	}
-	if f := id.From; f != nil {
-		keys = append(keys, client.ObjectKey{Namespace: f.Namespace, Name: f.Name})
-	}
-	for _, key := range keys {
-		if s.Secret(key.Namespace, key.Name) != nil {
-			continue
-		}
-		var sec corev1.Secret
-		found, err := o.get(ctx, key.Namespace, key.Name, &sec)
-		if err != nil {
-			return err
-		}
-		if !found {
-			continue
-		}
-		names := make([]string, 0, len(sec.Data))
-		for k := range sec.Data {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names,
-			Cluster: sec.Labels[clusterv1.ClusterNameLabel]})
-	}
-	return nil
-}
-
-func (o *Observer) controlPlane(ctx context.Context, p *v1alpha1.MigrationPlan, s *observed.Snapshot) error {
-	ns, cpName := p.Spec.Cluster.Namespace, p.Spec.Target.ControlPlane.Name
-	if p.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(KamajiGVK)
-		found, err := o.get(ctx, ns, cpName, u)
-		if err != nil || !found {
-			return err
-		}
-		cp := &observed.ControlPlane{Pause: pauseOf(u), Kind: v1alpha1.ProviderKamaji, Name: cpName}
-		cp.Replicas = intField(u, "spec", "replicas")
-		cp.ReadyReplicas = intField(u, "status", "readyReplicas")
-		cp.UpdatedReplicas = intField(u, "status", "updatedReplicas")
-		cp.UnavailableReplicas = intField(u, "status", "unavailableReplicas")
-		cp.Ready, _, _ = unstructured.NestedBool(u.Object, "status", "ready")
-		cp.Version, _, _ = unstructured.NestedString(u.Object, "spec", "version")
-		cp.PreferredAddressTypes, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
-		s.ControlPlane = cp
-		return nil
-	}
-	var kcp controlplanev1.KubeadmControlPlane
-	found, err := o.get(ctx, ns, cpName, &kcp)
-	if err != nil || !found {
-		return err
-	}
-	cp := &observed.ControlPlane{
-		Pause:               pauseOf(&kcp),
-		Kind:                v1alpha1.ProviderKubeadm,
-		Name:                cpName,
-		ReadyReplicas:       int(kcp.Status.ReadyReplicas),
-		UpdatedReplicas:     int(kcp.Status.UpdatedReplicas),
-		UnavailableReplicas: int(kcp.Status.UnavailableReplicas),
-		Ready:               kcp.Status.Ready,
-		Version:             kcp.Spec.Version,
-		InfrastructureRef:   refOf(kcp.Spec.MachineTemplate.InfrastructureRef.Kind, kcp.Spec.MachineTemplate.InfrastructureRef.Name),
-	}
-	if kcp.Spec.Replicas != nil {
-		cp.Replicas = int(*kcp.Spec.Replicas)
-	}
-	if kcp.Spec.RolloutAfter != nil {
-		cp.RolloutAfter = kcp.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
-	}
-	s.ControlPlane = cp
-	return nil
-}
-
-func intField(u *unstructured.Unstructured, path ...string) int {
-	v, _, _ := unstructured.NestedInt64(u.Object, path...)
-	return int(v)
-}
-
-// machines reads the cluster's Machines, MachineSets and MachineDeployments.
-func (o *Observer) machines(ctx context.Context, ns, name string, s *observed.Snapshot) error {
-	var machines clusterv1.MachineList
-	if err := o.listCluster(ctx, &machines, ns, name); err != nil {
-		return err
-	}
-	for _, m := range machines.Items {
-		if m.Spec.ClusterName != name {
-			continue
-		}
-		om := observed.Machine{
-			Pause:             pauseOf(&m),
-			Name:              m.Name,
-			InfrastructureRef: refOf(m.Spec.InfrastructureRef.Kind, m.Spec.InfrastructureRef.Name),
-			Deployment:        m.Labels[clusterv1.MachineDeploymentNameLabel],
-			MachineSet:        m.Labels[clusterv1.MachineSetNameLabel],
-		}
-		_, om.ControlPlane = m.Labels[clusterv1.MachineControlPlaneLabel]
-		_, om.Adopted = m.Annotations[observed.AnnotationAdopted]
-		if r := m.Spec.Bootstrap.ConfigRef; r != nil {
-			om.BootstrapRef = refOf(r.Kind, r.Name)
-		}
-		if m.Spec.ProviderID != nil {
-			om.ProviderID = *m.Spec.ProviderID
-		}
-		if m.Status.NodeRef != nil {
-			om.NodeRef = m.Status.NodeRef.Name
-		}
-		s.Machines = append(s.Machines, om)
-	}
-	var sets clusterv1.MachineSetList
-	if err := o.listCluster(ctx, &sets, ns, name); err != nil {
-		return err
-	}
-	for _, ms := range sets.Items {
-		if ms.Spec.ClusterName != name {
-			continue
-		}
-		r := ms.Spec.Template.Spec.InfrastructureRef
-		s.MachineSets = append(s.MachineSets, observed.MachineSet{
-			Pause: pauseOf(&ms), Name: ms.Name,
-			Deployment:        ms.Labels[clusterv1.MachineDeploymentNameLabel],
-			InfrastructureRef: refOf(r.Kind, r.Name),
-		})
-	}
-	var mds clusterv1.MachineDeploymentList
-	if err := o.listCluster(ctx, &mds, ns, name); err != nil {
-		return err
-	}
-	for _, md := range mds.Items {
-		if md.Spec.ClusterName != name {
-			continue
-		}
-		r := md.Spec.Template.Spec.InfrastructureRef
-		od := observed.MachineDeployment{
-			Pause:               pauseOf(&md),
-			Name:                md.Name,
-			ReadyReplicas:       int(md.Status.ReadyReplicas),
-			UpdatedReplicas:     int(md.Status.UpdatedReplicas),
-			UnavailableReplicas: int(md.Status.UnavailableReplicas),
-			InfrastructureRef:   refOf(r.Kind, r.Name),
-		}
-		// A MachineDeployment is paused by spec.paused as well as by the
-		// annotation.
-		if md.Spec.Paused {
-			od.Paused = true
-		}
-		if md.Spec.Replicas != nil {
-			od.Replicas = int(*md.Spec.Replicas)
-		}
-		if md.Spec.RolloutAfter != nil {
-			od.RolloutAfter = md.Spec.RolloutAfter.UTC().Format("2006-01-02T15:04:05Z")
-		}
-		s.MachineDeployments = append(s.MachineDeployments, od)
-	}
-	return nil
-}
-
-// names records which bootstrap and infrastructure objects exist for the
-// cluster: those with its cluster-name label, and those with none (made by
-// hand or restored without labels).
-func (o *Observer) names(ctx context.Context, ns, name string, s *observed.Snapshot) error {
-	lists := []struct {
-		list func() client.ObjectList
-		into *[]string
-	}{
-		{func() client.ObjectList { return &bootstrapv1.KubeadmConfigList{} }, &s.KubeadmConfigs},
-		{func() client.ObjectList { return &bootstrapv1.KubeadmConfigTemplateList{} }, &s.KubeadmConfigTemplates},
-		{func() client.ObjectList { return &infrav1.OpenStackMachineTemplateList{} }, &s.OpenStackMachineTemplates},
-		{func() client.ObjectList { return &infrav1.OpenStackMachineList{} }, &s.OpenStackMachines},
-	}
-	clusters := []string{""}
-	if o.indexed() {
-		clusters = []string{name, ""}
-	}
-	for _, l := range lists {
-		var names []string
-		for _, c := range clusters {
-			list := l.list()
-			if err := o.listCluster(ctx, list, ns, c); err != nil {
-				return err
-			}
-			items, err := apimeta.ExtractList(list)
-			if err != nil {
-				return fmt.Errorf("read %T: %w", list, err)
-			}
-			for _, item := range items {
-				obj, ok := item.(client.Object)
-				if !ok {
-					return fmt.Errorf("observer: %T in %T is not an object", item, list)
-				}
-				if label := obj.GetLabels()[clusterv1.ClusterNameLabel]; label == name || label == "" {
-					names = append(names, obj.GetName())
-				}
-			}
-		}
-		slices.Sort(names)
-		*l.into = names
-	}
-	return nil
-}
-
-// boundServers records the cluster's OpenStackServers that name their
-// Nova server and are not held paused by ferry.
-func (o *Observer) boundServers(ctx context.Context, ns, name string, s *observed.Snapshot) error {
-	var list infrav1alpha1.OpenStackServerList
-	if err := o.listCluster(ctx, &list, ns, name); err != nil {
-		return err
-	}
-	s.BoundServers = nil
-	for i := range list.Items {
-		oss := &list.Items[i]
-		if oss.Labels[clusterv1.ClusterNameLabel] != name || oss.Status.InstanceID == nil || oss.Annotations[observed.AnnotationPausedBy] != "" {
-			continue
-		}
-		s.BoundServers = append(s.BoundServers, oss.Name)
-	}
-	slices.Sort(s.BoundServers)
-	return nil
 }
 
 // indexed reports whether the client's lists can select by cluster

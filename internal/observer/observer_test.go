@@ -18,7 +18,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -71,7 +73,7 @@ func TestObserve(t *testing.T) {
 	machine := func(name, cluster string, labels map[string]string) *clusterv1.Machine {
 		return &clusterv1.Machine{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: labels},
-			Spec: clusterv1.MachineSpec{ClusterName: cluster, ProviderID: ptr.To("openstack:///" + name),
+			Spec: clusterv1.MachineSpec{ClusterName: cluster, ProviderID: ptr.To(step.ProviderIDPrefix + name),
 				InfrastructureRef: corev1.ObjectReference{Kind: "OpenStackMachine", Name: name}},
 		}
 	}
@@ -155,14 +157,14 @@ func TestObserve(t *testing.T) {
 	if s, _ := cached.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{}); s.Manifest("ccm.yaml").Applied {
 		t.Errorf("a cached workload observation was read again before its age or a step's result")
 	}
-	cached.Forget("", "kube")
+	cached.Forget("", step.Kube)
 	if s, _ := cached.Observe(ctx, plan(v1alpha1.ProviderKubeadm), observed.Record{}); !s.Manifest("ccm.yaml").Applied {
 		t.Errorf("after Forget the workload cluster was not read again")
 	}
 
 	// A KamajiControlPlane is read as unstructured data.
 	kcp := &unstructured.Unstructured{}
-	kcp.SetGroupVersionKind(KamajiGVK)
+	kcp.SetGroupVersionKind(kube.KamajiGVK)
 	kcp.SetNamespace("default")
 	kcp.SetName("c1-control-plane")
 	_ = unstructured.SetNestedField(kcp.Object, int64(2), "spec", "replicas")

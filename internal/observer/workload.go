@@ -1,12 +1,9 @@
 package observer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"sync"
 	"time"
@@ -16,11 +13,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
 )
 
@@ -40,19 +37,13 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 		}
 	}
 	began := time.Now()
-	kubeconfig, where, err := ReadKubeconfig(ctx, o.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name)
+	build := o.Workload
+	if build == nil {
+		build = kube.WorkloadClient
+	}
+	c, err := kube.ConnectWorkload(ctx, o.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name, build)
 	if err != nil {
 		s.WorkloadError = err.Error()
-		return
-	}
-	newClient := o.Workload
-	if newClient == nil {
-		newClient = NewWorkloadClient
-	}
-	c, err := newClient(kubeconfig)
-	if err != nil {
-		// The error may quote the kubeconfig; say only where it came from.
-		s.WorkloadError = fmt.Sprintf("kubeconfig in %s is not usable", where)
 		return
 	}
 	w, err := readWorkload(ctx, c, p, o.repo(ctx))
@@ -74,9 +65,39 @@ func (o *Observer) workload(ctx context.Context, p *v1alpha1.MigrationPlan, s *o
 
 func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, repo fs.FS) (*observed.Workload, error) {
 	w := &observed.Workload{}
+	if err := readNodes(ctx, c, p, w); err != nil {
+		return nil, err
+	}
+	if err := readKubeadmConfig(ctx, c, w); err != nil {
+		return nil, err
+	}
+	if lb := cutoverService(p); lb != nil {
+		var svc corev1.Service
+		err := c.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: lb.Name}, &svc)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("get Service %s/%s: %w", lb.Namespace, lb.Name, err)
+		}
+		w.LoadBalancers = map[string]string{lb.Namespace + "/" + lb.Name: kube.ExternalAddress(&svc)}
+	}
+	if repo != nil {
+		w.Manifests = map[string]observed.Manifest{}
+		for _, path := range manifestPaths(p) {
+			m, err := manifestState(ctx, c, repo, path)
+			if err != nil {
+				return nil, err
+			}
+			w.Manifests[path] = m
+		}
+	}
+	return w, nil
+}
+
+// readNodes reads the workload cluster's nodes, with the pods a drain has
+// left to evict on those a replace plan cordoned.
+func readNodes(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, w *observed.Workload) error {
 	var nodes corev1.NodeList
 	if err := c.List(ctx, &nodes); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
+		return fmt.Errorf("list nodes: %w", err)
 	}
 	for _, n := range nodes.Items {
 		on := observed.Node{
@@ -91,7 +112,7 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 		if p.Spec.Strategy == v1alpha1.StrategyReplace && n.Spec.Unschedulable {
 			var pods corev1.PodList
 			if err := c.List(ctx, &pods, client.MatchingFields{"spec.nodeName": n.Name}); err != nil {
-				return nil, fmt.Errorf("list pods on node %s: %w", n.Name, err)
+				return fmt.Errorf("list pods on node %s: %w", n.Name, err)
 			}
 			for i := range pods.Items {
 				if evictable(&pods.Items[i]) {
@@ -111,6 +132,12 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 		}
 		w.Nodes = append(w.Nodes, on)
 	}
+	return nil
+}
+
+// readKubeadmConfig reads whether kubeadm's ConfigMap exists, and the
+// version and etcd kind it names.
+func readKubeadmConfig(ctx context.Context, c client.Client, w *observed.Workload) error {
 	var cm corev1.ConfigMap
 	err := c.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "kubeadm-config"}, &cm)
 	switch {
@@ -129,27 +156,9 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 			w.ExternalEtcd = cc.Etcd.External != nil
 		}
 	case !apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("get kube-system/kubeadm-config: %w", err)
+		return fmt.Errorf("get kube-system/kubeadm-config: %w", err)
 	}
-	if lb := cutoverService(p); lb != nil {
-		var svc corev1.Service
-		err := c.Get(ctx, client.ObjectKey{Namespace: lb.Namespace, Name: lb.Name}, &svc)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("get Service %s/%s: %w", lb.Namespace, lb.Name, err)
-		}
-		w.LoadBalancers = map[string]string{lb.Namespace + "/" + lb.Name: ExternalAddress(&svc)}
-	}
-	if repo != nil {
-		w.Manifests = map[string]observed.Manifest{}
-		for _, path := range manifestPaths(p) {
-			m, err := manifestState(ctx, c, repo, path)
-			if err != nil {
-				return nil, err
-			}
-			w.Manifests[path] = m
-		}
-	}
-	return w, nil
+	return nil
 }
 
 // evictable reports whether a drain would evict the pod: not a mirror pod,
@@ -174,20 +183,6 @@ func cutoverService(p *v1alpha1.MigrationPlan) *v1alpha1.ObjectRef {
 		return nil
 	}
 	return p.Spec.Cutover.LoadBalancerService
-}
-
-// ExternalAddress is a LoadBalancer Service's first external IP or host
-// name, or "" while it has none.
-func ExternalAddress(svc *corev1.Service) string {
-	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if in.IP != "" {
-			return in.IP
-		}
-		if in.Hostname != "" {
-			return in.Hostname
-		}
-	}
-	return ""
 }
 
 func manifestPaths(p *v1alpha1.MigrationPlan) []string {
@@ -262,7 +257,7 @@ func (m *manifestCache) decode(data []byte) ([]*unstructured.Unstructured, error
 	if ok {
 		return objs, nil
 	}
-	objs, err := DecodeManifest(data)
+	objs, err := kube.DecodeManifest(data)
 	if err != nil {
 		return nil, err
 	}
@@ -273,44 +268,6 @@ func (m *manifestCache) decode(data []byte) ([]*unstructured.Unstructured, error
 	}
 	m.objs[sum] = objs
 	return objs, nil
-}
-
-// DecodeManifest splits a multi-document YAML (or JSON) file into
-// objects, expanding kind: List, so that the executor applies and the
-// observer looks for the same objects.
-func DecodeManifest(data []byte) ([]*unstructured.Unstructured, error) {
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	var out []*unstructured.Unstructured
-	for doc := 1; ; doc++ {
-		u := &unstructured.Unstructured{}
-		err := dec.Decode(&u.Object)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %w", doc, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		if u.IsList() {
-			list, err := u.ToList()
-			if err != nil {
-				return nil, fmt.Errorf("document %d: %w", doc, err)
-			}
-			for i := range list.Items {
-				out = append(out, &list.Items[i])
-			}
-			continue
-		}
-		out = append(out, u)
-	}
-	for i, u := range out {
-		if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-			return nil, fmt.Errorf("object %d (kind %q, name %q) lacks apiVersion, kind or metadata.name", i+1, u.GetKind(), u.GetName())
-		}
-	}
-	return out, nil
 }
 
 func available(u *unstructured.Unstructured) bool {

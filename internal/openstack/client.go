@@ -33,10 +33,6 @@ const (
 	CACertKey = "cacert"
 )
 
-// ProviderIDPrefix starts the provider ID of an OpenStack server, as the
-// cloud controller manager and CAPO write it: openstack:///<server-id>.
-const ProviderIDPrefix = "openstack:///"
-
 // Credentials are a clouds.yaml and the CA bundle of a cloud with a private
 // CA, as a CAPO identity Secret holds them. They never appear in a log or
 // an error.

@@ -22,6 +22,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/openstack"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -154,7 +155,7 @@ func TestOpenStack(t *testing.T) {
 	t.Run("servers by node name", func(t *testing.T) {
 		for nodeName, id := range f.Servers {
 			got, err := c.ProviderID(ctx(t), nodeName)
-			if err != nil || got != "openstack:///"+id {
+			if err != nil || got != step.ProviderIDPrefix+id {
 				t.Errorf("ProviderID(%s) = %q, %v; want openstack:///%s", nodeName, got, err, id)
 			}
 		}

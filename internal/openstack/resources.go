@@ -20,6 +20,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Kind is a kind of OpenStack resource a plan names.
@@ -167,7 +168,7 @@ func (c *Client) ProviderID(ctx context.Context, nodeName string) (string, error
 	if err != nil {
 		return "", err
 	}
-	return ProviderIDPrefix + id, nil
+	return step.ProviderIDPrefix + id, nil
 }
 
 // serverPage is how many servers a page of Servers' listing asks for:

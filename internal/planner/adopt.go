@@ -2,11 +2,10 @@ package planner
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The adopt strategy (seed 000): the running nodes stay, and CAPI's objects
@@ -34,8 +33,8 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 		if sec := s.Secret(c.ns, name); sec != nil {
 			// Cluster API's managers cache only the Secrets with the
 			// cluster's label: one they cannot see, they create again.
-			b.step(sec.Cluster == c.name, ExecKube, "label", Target{Kind: kindSecret, Name: name},
-				params("cluster.x-k8s.io/cluster-name", c.name), "Cluster API's managers see only the Secrets that carry the cluster's label")
+			b.step(sec.Cluster == c.name, step.Kube, step.Label, step.Target{Kind: step.Secret, Name: name},
+				step.NewParams("cluster.x-k8s.io/cluster-name", c.name), "Cluster API's managers see only the Secrets that carry the cluster's label")
 			continue
 		}
 		switch {
@@ -44,8 +43,8 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 		case s.Secret(from, name) == nil:
 			b.block("Secret %s/%s is missing, and so is its copy %s/%s", c.ns, name, from, name)
 		}
-		b.step(false, ExecKube, "copy-secret", Target{Kind: kindSecret, Name: name},
-			params("from", from+"/"+name), "taken over from the running cluster, never regenerated")
+		b.step(false, step.Kube, step.CopySecret, step.Target{Kind: step.Secret, Name: name},
+			step.NewParams(step.ParamFrom, step.NamespacedName(from, name)), "taken over from the running cluster, never regenerated")
 	}
 	b.group()
 	b.identitySecret(c)
@@ -54,23 +53,23 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	b.group()
 
 	cl := s.Cluster
-	osc := Target{Kind: kindOSC, Name: c.name}
-	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: kindOSC, Name: c.name}
+	osc := step.Target{Kind: step.OpenStackCluster, Name: c.name}
+	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: step.OpenStackCluster, Name: c.name}
 	if cl == nil {
-		b.step(false, ExecKube, "create", Target{Kind: kindCluster, Name: c.name},
-			params("paused", "true", "infrastructureRef", ref(osc.Kind, osc.Name),
-				"controlPlaneRef", ref(c.plan.Spec.Target.ControlPlane.Provider, c.plan.Spec.Target.ControlPlane.Name),
-				"controlPlaneEndpoint", "from the "+c.name+"-kubeconfig Secret"),
+		b.step(false, step.Kube, step.Create, step.Target{Kind: step.Cluster, Name: c.name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamInfrastructureRef, step.Ref(osc.Kind, osc.Name),
+				step.ParamControlPlaneRef, step.Ref(c.plan.Spec.Target.ControlPlane.Provider, c.plan.Spec.Target.ControlPlane.Name),
+				step.ParamControlPlaneEndpoint, "from the "+c.name+"-kubeconfig Secret"),
 			"created paused so that CAPI does not act before its infrastructure exists")
 	} else {
-		b.step(wired, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
-			params("paused", "true", "infrastructureRef", ref(osc.Kind, osc.Name)),
+		b.step(wired, step.Kube, step.Patch, step.Target{Kind: step.Cluster, Name: c.name},
+			step.NewParams(step.ParamPaused, step.Bool(true), step.ParamInfrastructureRef, step.Ref(osc.Kind, osc.Name)),
 			fmt.Sprintf("infrastructureRef is %s/%s; paused while it is switched", cl.InfrastructureRef.Kind, cl.InfrastructureRef.Name))
 	}
 	b.group()
 	b.openStackCluster(c)
 	b.group()
-	b.unpause(kindCluster, c.name, wired, pauseOf(cl))
+	b.unpause(step.Cluster, c.name, wired, pauseOf(cl))
 	b.group()
 	b.waitOpenStackCluster(c)
 }
@@ -80,302 +79,4 @@ func pauseOf(cl *observed.Cluster) observed.Pause {
 		return observed.Pause{}
 	}
 	return cl.Pause
-}
-
-// adoptControlPlane dispatches on the control-plane provider.
-func adoptControlPlane(c *planCtx, b *phaseBuilder) {
-	if c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
-		adoptKamaji(c, b)
-		return
-	}
-	adoptKubeadm(c, b)
-}
-
-// adoptKubeadm builds a KubeadmControlPlane, its Machines and
-// OpenStackMachines around the running control-plane nodes.
-func adoptKubeadm(c *planCtx, b *phaseBuilder) {
-	s := c.snap
-	cpNodes, _, ok := c.clusterNodes(b)
-	if !ok {
-		return
-	}
-	if len(cpNodes) == 0 {
-		b.block("the workload cluster has no control-plane nodes (label node-role.kubernetes.io/control-plane) to adopt")
-		return
-	}
-	if !s.Workload.KubeadmConfig {
-		b.block("ConfigMap kube-system/kubeadm-config is missing in the workload cluster: the running kubeadm spec cannot be recovered")
-	}
-	if s.ControlPlane == nil && len(cpNodes)%2 == 0 && !s.Workload.ExternalEtcd {
-		b.block("the workload cluster has %d control-plane nodes with stacked etcd: a KubeadmControlPlane must have an odd number of replicas then (an even etcd membership has no majority to spare); scale the control plane to an odd number first", len(cpNodes))
-	}
-	cp := c.plan.Spec.Target.ControlPlane
-	// The control plane's version is kubeadm's, which kube-proxy's image
-	// carries: KubeadmControlPlane sets kube-proxy's image to its version
-	// on every pass, and rolls out machines of another version. Kubelets
-	// may lag behind it.
-	version := s.Workload.KubernetesVersion
-	if version == "" {
-		version = kubeletVersion(cpNodes)
-	}
-	if version != "" && !strings.HasPrefix(version, "v") {
-		version = "v" + version // KubeadmControlPlane compares versions as strings
-	}
-	kubeadmSpec := "from kube-system/kubeadm-config of the workload cluster"
-
-	for _, n := range cpNodes {
-		b.step(has(s.KubeadmConfigs, n.Name), ExecKube, "create", Target{Kind: kindKubeadmCfg, Name: n.Name},
-			params("spec", kubeadmSpec), "the bootstrap config the running node was joined with")
-	}
-	b.group()
-	kcp := s.ControlPlane
-	if kcp != nil && kcp.Kind != kindKCP {
-		b.block("the cluster's control plane %s/%s is not a KubeadmControlPlane, but the plan says KubeadmControlPlane", kcp.Kind, kcp.Name)
-	}
-	b.step(kcp != nil, ExecKube, "create", Target{Kind: kindKCP, Name: cp.Name},
-		params("paused", "true", "replicas", strconv.Itoa(len(cpNodes)), "version", version,
-			"kubeadmConfigSpec", kubeadmSpec, "machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
-		"created paused, with the running kubeadm spec and version, so that nothing rolls")
-	b.group()
-	for _, n := range cpNodes {
-		b.step(s.Machine(n.Name) != nil, ExecKube, "create", Target{Kind: kindMachine, Name: n.Name},
-			params("paused", "true", "controlPlane", "true", "version", version,
-				"bootstrap", ref(kindKubeadmCfg, n.Name), "infrastructureRef", ref(kindOSM, n.Name),
-				"providerID", c.providerID(b, n)),
-			"the Machine of running node "+n.Name)
-	}
-	b.group()
-	t := c.plan.Spec.Target
-	b.step(has(s.OpenStackMachineTemplates, cp.Name), ExecKube, "create", Target{Kind: kindOSMT, Name: cp.Name},
-		params("flavor", cp.Flavor, "image", cp.Image, "sshKeyName", t.SSHKey.Name,
-			"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
-		"the template new control-plane machines are built from")
-	b.group()
-	if kcp != nil {
-		b.step(kcp.InfrastructureRef == observed.Ref{Kind: kindOSMT, Name: cp.Name}, ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
-			params("machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
-			fmt.Sprintf("it refers to %s/%s", kcp.InfrastructureRef.Kind, kcp.InfrastructureRef.Name))
-		b.group()
-	}
-	for _, n := range cpNodes {
-		b.step(has(s.OpenStackMachines, n.Name), ExecKube, "create", Target{Kind: kindOSM, Name: n.Name},
-			params("providerID", c.providerID(b, n), "flavor", cp.Flavor, "image", cp.Image, "identityRef", c.identityRef()),
-			"bound to the running server of node "+n.Name)
-	}
-	b.group()
-	for _, n := range cpNodes {
-		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: kindOSM, Name: n.Name}, ExecKube, "patch", Target{Kind: kindMachine, Name: n.Name},
-				params("infrastructureRef", ref(kindOSM, n.Name)),
-				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
-		}
-	}
-	b.group()
-	c.bindServers(b, cpNodes)
-	c.nodeProviderIDs(b, cpNodes)
-	for _, n := range cpNodes {
-		m := s.Machine(n.Name)
-		b.unpause(kindMachine, n.Name, m != nil, pauseOfMachine(m))
-	}
-	var kcpPause observed.Pause
-	if kcp != nil {
-		kcpPause = kcp.Pause
-	}
-	b.unpause(kindKCP, cp.Name, kcp != nil, kcpPause)
-	b.group()
-	// The wait trusts the KCP's own status; whether its replicas match the
-	// nodes is the next phase's health check (seed 001's hang shows as a
-	// stable KCP with fewer nodes than replicas).
-	b.step(kcp != nil && !kcp.Paused && kcp.Stable(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
-		params("for", "replicas == ready == updated, none unavailable", "timeout", c.waitTimeout()),
-		"CAPI takes over the control plane without replacing a machine")
-	b.group()
-	b.cloudControllerManager(c, "seed 000's manual step once the first control-plane machine is adopted")
-}
-
-func pauseOfMachine(m *observed.Machine) observed.Pause {
-	if m == nil {
-		return observed.Pause{}
-	}
-	return m.Pause
-}
-
-// adoptKamaji wires a running KamajiControlPlane to the cluster (seed 004).
-// There are no control-plane machines: Kamaji serves the API from the
-// management cluster.
-func adoptKamaji(c *planCtx, b *phaseBuilder) {
-	s := c.snap
-	cp := c.plan.Spec.Target.ControlPlane
-	kcp := s.ControlPlane
-	if kcp == nil || kcp.Kind != kindKamaji {
-		b.block("KamajiControlPlane %s/%s not found: ferry adopts a running Kamaji control plane and does not create one", c.ns, cp.Name)
-	}
-	want := cp.Kubelet.PreferredAddressTypes
-	b.step(kcp != nil && equalStrings(kcp.PreferredAddressTypes, want), ExecKube, "patch", Target{Kind: kindKamaji, Name: cp.Name},
-		params("kubelet.preferredAddressTypes", joinComma(want)),
-		"the hosted API server reaches kubelets by IP: node names do not resolve there")
-	b.group()
-	cl := s.Cluster
-	b.step(cl != nil && cl.ControlPlaneRef == observed.Ref{Kind: kindKamaji, Name: cp.Name}, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
-		params("controlPlaneRef", ref(kindKamaji, cp.Name)), "the Cluster's control plane is the Kamaji one")
-	b.group()
-	b.step(kcp != nil && kcp.Ready, ExecKube, "wait", Target{Kind: kindKamaji, Name: cp.Name},
-		params("for", "status.ready", "timeout", c.waitTimeout()), "Kamaji serves the control plane at its endpoint")
-	b.group()
-	b.cloudControllerManager(c, "with no control-plane nodes, the cloud controller manager runs on the workers (seed 004)")
-}
-
-// adoptWorkers adopts each worker pool's running nodes into a
-// MachineDeployment, a MachineSet and a Machine per node.
-func adoptWorkers(c *planCtx, b *phaseBuilder) {
-	_, workers, ok := c.clusterNodes(b)
-	if !ok {
-		return
-	}
-	for _, pool := range c.plan.Spec.Target.Workers {
-		adoptPool(c, b, pool, poolNodes(pool, workers))
-	}
-}
-
-// poolNodes picks the worker nodes a pool adopts: those its nodeSelector
-// matches, or all of them when the plan has a single pool without one.
-func poolNodes(pool v1alpha1.WorkerPool, workers []observed.Node) []observed.Node {
-	var out []observed.Node
-	for _, n := range workers {
-		match := true
-		for k, v := range pool.NodeSelector {
-			if n.Labels[k] != v {
-				match = false
-			}
-		}
-		if match {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-func adoptPool(c *planCtx, b *phaseBuilder, pool v1alpha1.WorkerPool, nodes []observed.Node) {
-	s := c.snap
-	t := c.plan.Spec.Target
-	md := c.name + "-" + pool.Name
-	ms := md + "-adopted"
-	if len(nodes) != pool.Replicas {
-		b.block("worker pool %s has %d running nodes but the plan says replicas %d: CAPI would create or delete machines to match; set replicas to %d",
-			pool.Name, len(nodes), pool.Replicas, len(nodes))
-	}
-	version := kubeletVersion(nodes)
-
-	b.step(has(s.KubeadmConfigTemplates, md), ExecKube, "create", Target{Kind: kindKubeadmCfgT, Name: md},
-		params("joinConfiguration", "from kube-system/kubeadm-config of the workload cluster", "kubeletExtraArgs", "cloud-provider=external"),
-		"how new machines of pool "+pool.Name+" join")
-	b.group()
-	d := s.MachineDeployment(md)
-	b.step(d != nil, ExecKube, "create", Target{Kind: kindMD, Name: md},
-		params("paused", "true", "replicas", strconv.Itoa(len(nodes)), "version", version, "failureDomain", pool.FailureDomain,
-			"bootstrap", ref(kindKubeadmCfgT, md), "infrastructureRef", ref(kindOSMT, md)),
-		"created paused so that it does not scale while its machines are adopted")
-	b.group()
-	sets := s.MachineSetsOf(md)
-	b.step(len(sets) > 0, ExecKube, "create", Target{Kind: kindMachineSet, Name: ms},
-		params("paused", "true", "owner", ref(kindMD, md), "replicas", strconv.Itoa(len(nodes)), "infrastructureRef", ref(kindOSMT, md)),
-		"owned by the MachineDeployment, owning the adopted Machines")
-	b.group()
-	for _, n := range nodes {
-		b.step(s.Machine(n.Name) != nil, ExecKube, "create", Target{Kind: kindMachine, Name: n.Name},
-			params("paused", "true", "deployment", md, "machineSet", ms, "version", version,
-				"infrastructureRef", ref(kindOSM, n.Name), "providerID", c.providerID(b, n)),
-			"the Machine of running node "+n.Name)
-	}
-	b.group()
-	for _, set := range sets {
-		b.step(set.InfrastructureRef.Kind == kindOSMT, ExecKube, "patch", Target{Kind: kindMachineSet, Name: set.Name},
-			params("infrastructureRef", ref(kindOSMT, md)), "it refers to kind "+set.InfrastructureRef.Kind)
-	}
-	b.group()
-	if d != nil {
-		b.step(d.InfrastructureRef.Kind == kindOSMT, ExecKube, "patch", Target{Kind: kindMD, Name: md},
-			params("infrastructureRef", ref(kindOSMT, md)), "it refers to kind "+d.InfrastructureRef.Kind)
-		b.group()
-	}
-	b.step(has(s.OpenStackMachineTemplates, md), ExecKube, "create", Target{Kind: kindOSMT, Name: md},
-		params("flavor", pool.Flavor, "image", pool.Image, "sshKeyName", t.SSHKey.Name,
-			"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
-		"the template new machines of pool "+pool.Name+" are built from")
-	b.group()
-	for _, n := range nodes {
-		b.step(has(s.OpenStackMachines, n.Name), ExecKube, "create", Target{Kind: kindOSM, Name: n.Name},
-			params("providerID", c.providerID(b, n), "flavor", pool.Flavor, "image", pool.Image, "identityRef", c.identityRef()),
-			"bound to the running server of node "+n.Name)
-		if m := s.Machine(n.Name); m != nil {
-			b.step(m.InfrastructureRef == observed.Ref{Kind: kindOSM, Name: n.Name}, ExecKube, "patch", Target{Kind: kindMachine, Name: n.Name},
-				params("infrastructureRef", ref(kindOSM, n.Name)),
-				fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
-		}
-	}
-	b.group()
-	c.bindServers(b, nodes)
-	c.nodeProviderIDs(b, nodes)
-	b.unpause(kindMD, md, d != nil, pauseOfMD(d))
-	if len(sets) == 0 {
-		b.unpause(kindMachineSet, ms, false, observed.Pause{})
-	}
-	for _, set := range sets {
-		b.unpause(kindMachineSet, set.Name, true, set.Pause)
-	}
-	for _, n := range nodes {
-		m := s.Machine(n.Name)
-		b.unpause(kindMachine, n.Name, m != nil, pauseOfMachine(m))
-	}
-	b.group()
-	b.step(d != nil && !d.Paused && d.Stable() && d.Replicas == len(nodes), ExecKube, "wait", Target{Kind: kindMD, Name: md},
-		params("for", "replicas == ready == updated", "timeout", c.waitTimeout()),
-		"CAPI takes over pool "+pool.Name+" without replacing a machine")
-	b.group()
-}
-
-func pauseOfMD(d *observed.MachineDeployment) observed.Pause {
-	if d == nil {
-		return observed.Pause{}
-	}
-	return d.Pause
-}
-
-// adoptRollout replaces every adopted machine with one CAPO builds, so that
-// no node is left that CAPI did not create.
-func adoptRollout(c *planCtx, b *phaseBuilder) {
-	s := c.snap
-	cp := c.plan.Spec.Target.ControlPlane
-	adopted := func(match func(m *observed.Machine) bool) int {
-		n := 0
-		for i := range s.Machines {
-			if s.Machines[i].Adopted && match(&s.Machines[i]) {
-				n++
-			}
-		}
-		return n
-	}
-	if cp.Provider == v1alpha1.ProviderKubeadm {
-		kcp := s.ControlPlane
-		left := adopted(func(m *observed.Machine) bool { return m.ControlPlane })
-		b.step(left == 0 || (kcp != nil && kcp.RolloutAfter != ""), ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
-			params("rolloutAfter", "now"), fmt.Sprintf("%d adopted control-plane machines to replace", left))
-		b.group()
-		b.step(left == 0 && kcp != nil && kcp.Stable(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
-			params("for", "no adopted machine left, replicas == ready == updated", "timeout", c.waitTimeout()),
-			"CAPI replaces the control-plane machines one at a time")
-		b.group()
-	}
-	for _, pool := range c.plan.Spec.Target.Workers {
-		md := c.name + "-" + pool.Name
-		d := s.MachineDeployment(md)
-		left := adopted(func(m *observed.Machine) bool { return m.Deployment == md })
-		b.step(left == 0 || (d != nil && d.RolloutAfter != ""), ExecKube, "patch", Target{Kind: kindMD, Name: md},
-			params("rolloutAfter", "now"), fmt.Sprintf("%d adopted machines to replace", left))
-		b.group()
-		b.step(left == 0 && d != nil && d.Stable(), ExecKube, "wait", Target{Kind: kindMD, Name: md},
-			params("for", "no adopted machine left, replicas == ready == updated", "timeout", c.waitTimeout()),
-			"CAPI replaces pool "+pool.Name+"'s machines")
-		b.group()
-	}
 }

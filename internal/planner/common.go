@@ -9,46 +9,10 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
-
-// Kinds the steps act on.
-const (
-	kindSecret       = "Secret"
-	kindCluster      = "Cluster"
-	kindOSC          = "OpenStackCluster"
-	kindOSMT         = "OpenStackMachineTemplate"
-	kindOSM          = "OpenStackMachine"
-	kindOSS          = "OpenStackServer"
-	kindKCP          = v1alpha1.ProviderKubeadm
-	kindKamaji       = v1alpha1.ProviderKamaji
-	kindKubeadmCfg   = "KubeadmConfig"
-	kindKubeadmCfgT  = "KubeadmConfigTemplate"
-	kindMachine      = "Machine"
-	kindMachineSet   = "MachineSet"
-	kindMD           = "MachineDeployment"
-	kindNode         = "Node"
-	kindManifest     = "Manifest"
-	kindService      = "Service"
-	kindURL          = "URL"
-	kindPlan         = "MigrationPlan"
-	providerIDPrefix = "openstack:///"
-)
-
-// ref renders a reference parameter: Kind/name.
-func ref(kind, name string) string { return kind + "/" + name }
 
 func has(list []string, name string) bool { return slices.Contains(list, name) }
-
-// params builds a parameter map from key, value pairs, dropping empty values.
-func params(kv ...string) map[string]string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			m[kv[i]] = kv[i+1]
-		}
-	}
-	return m
-}
 
 // resource renders a ResourceRef as name=x or id=y.
 func resource(r *v1alpha1.ResourceRef) string {
@@ -65,7 +29,7 @@ func (c *planCtx) waitTimeout() string { return c.plan.Spec.Timeouts.Wait }
 
 func (c *planCtx) identityRef() string {
 	id := c.plan.Spec.Target.Identity
-	return id.SecretName + "#" + id.CloudName
+	return step.IdentityRef(id.SecretName, id.CloudName)
 }
 
 // clusterNodes splits the workload's nodes into control-plane and worker
@@ -99,17 +63,17 @@ func (c *planCtx) clusterNodes(b *phaseBuilder) (cp, workers []observed.Node, ok
 // own when it is an OpenStack one, else its Nova server's by name, else
 // left to the executor to look up when the cloud was not asked.
 func (c *planCtx) providerID(b *phaseBuilder, n observed.Node) string {
-	if strings.HasPrefix(n.ProviderID, providerIDPrefix) {
+	if strings.HasPrefix(n.ProviderID, step.ProviderIDPrefix) {
 		return n.ProviderID
 	}
 	if cloud := c.snap.Cloud; cloud != nil {
 		if id, ok := cloud.Servers[n.Name]; ok {
-			return providerIDPrefix + id
+			return step.ProviderIDPrefix + id
 		}
 		b.block("node %s has no Nova server of the same name: ferry cannot tell which server to adopt", n.Name)
 		return ""
 	}
-	return "lookup in Nova by node name"
+	return step.ProviderIDLookup
 }
 
 // bindServers records each node's running server in the OpenStackServer
@@ -124,8 +88,8 @@ func (c *planCtx) bindServers(b *phaseBuilder, nodes []observed.Node) {
 			b.block("node %s has the name CAPO gives the cluster's bastion: CAPO would delete its server as a bastion the cluster does not want", n.Name)
 			continue
 		}
-		b.step(has(c.snap.BoundServers, n.Name), ExecOpenStack, "bind", Target{Kind: kindOSS, Name: n.Name},
-			params("providerID", c.providerID(b, n), "owner", ref(kindOSM, n.Name)),
+		b.step(has(c.snap.BoundServers, n.Name), step.OpenStack, step.Bind, step.Target{Kind: step.OpenStackServer, Name: n.Name},
+			step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamOwner, step.Ref(step.OpenStackMachine, n.Name)),
 			"CAPO finds the running server by ID and adopts its ports instead of creating new ones")
 	}
 	// No group of its own: the Nodes' provider IDs (nodeProviderIDs) go
@@ -140,12 +104,12 @@ func (c *planCtx) bindServers(b *phaseBuilder, nodes []observed.Node) {
 func (c *planCtx) nodeProviderIDs(b *phaseBuilder, nodes []observed.Node) {
 	for _, n := range nodes {
 		id := c.providerID(b, n)
-		if n.ProviderID != "" && n.ProviderID != id && strings.HasPrefix(id, providerIDPrefix) {
+		if n.ProviderID != "" && n.ProviderID != id && strings.HasPrefix(id, step.ProviderIDPrefix) {
 			b.block("node %s has provider ID %s, but its server's is %s: Cluster API matches a Machine to its Node by provider ID, and a Node's cannot change", n.Name, n.ProviderID, id)
 			continue
 		}
-		b.step(n.ProviderID == id, ExecWorkload, "set-provider-id", Target{Kind: kindNode, Name: n.Name},
-			params("providerID", id), "Cluster API finds a Machine's Node by its provider ID")
+		b.step(n.ProviderID == id, step.Workload, step.SetProviderID, step.Target{Kind: step.Node, Name: n.Name},
+			step.NewParams(step.ParamProviderID, id), "Cluster API finds a Machine's Node by its provider ID")
 	}
 	b.group()
 }
@@ -191,7 +155,7 @@ func (b *phaseBuilder) unpause(kind, name string, exists bool, p observed.Pause)
 	if exists && p.Paused && !p.ByFerry {
 		b.block("%s %s is paused, and not by ferry: ferry never lifts a pause it did not set; unpause it to go on", kind, name)
 	}
-	b.step(exists && !p.Paused, ExecKube, "unpause", Target{Kind: kind, Name: name}, nil,
+	b.step(exists && !p.Paused, step.Kube, step.Unpause, step.Target{Kind: kind, Name: name}, nil,
 		"ferry paused it while it was built; CAPI takes over from here")
 }
 
@@ -211,16 +175,16 @@ func (b *phaseBuilder) identitySecret(c *planCtx) {
 		b.block("Secret %s/%s with clouds.yaml is missing and spec.target.identity.from names no Secret to copy it from", c.ns, id.SecretName)
 		return
 	}
-	src := id.From.Namespace + "/" + id.From.Name
+	src := step.NamespacedName(id.From.Namespace, id.From.Name)
 	if c.snap.Secret(id.From.Namespace, id.From.Name) == nil {
 		b.block("identity source Secret %s not found", src)
 	}
-	keys := "clouds.yaml<-" + id.From.CloudsKey
+	keys := step.KeyCopy{Dst: "clouds.yaml", Src: id.From.CloudsKey}.String()
 	if id.From.CACertKey != "" {
-		keys += ",cacert<-" + id.From.CACertKey
+		keys += "," + step.KeyCopy{Dst: "cacert", Src: id.From.CACertKey}.String()
 	}
-	b.step(false, ExecKube, "copy-secret", Target{Kind: kindSecret, Name: id.SecretName},
-		params("from", src, "keys", keys, "label", "clusterctl.cluster.x-k8s.io/move=true"),
+	b.step(false, step.Kube, step.CopySecret, step.Target{Kind: step.Secret, Name: id.SecretName},
+		step.NewParams(step.ParamFrom, src, step.ParamKeys, keys, step.ParamLabel, "clusterctl.cluster.x-k8s.io/move=true"),
 		"CAPO authenticates to OpenStack with this clouds.yaml")
 }
 
@@ -242,21 +206,21 @@ func (b *phaseBuilder) openStackCluster(c *planCtx) {
 		rules = len(t.SecurityGroups.AllNodesRules)
 		allowAll = t.SecurityGroups.AllowAllInClusterTraffic
 	}
-	b.step(c.snap.OpenStackCluster != nil, ExecKube, "create", Target{Kind: kindOSC, Name: c.name},
-		params(
-			"identityRef", c.identityRef(),
-			"network", resource(&t.Network),
-			"subnets", strings.Join(subnets, ";"),
-			"externalNetwork", resource(t.ExternalNetwork),
-			"disableExternalNetwork", strconv.FormatBool(t.ExternalNetwork == nil),
-			"dnsNameservers", strings.Join(t.DNSNameservers, ","),
-			"controlPlaneAvailabilityZones", t.FailureDomain,
-			"apiServerLoadBalancer", strconv.FormatBool(*t.APIServer.LoadBalancer),
-			"disableAPIServerFloatingIP", strconv.FormatBool(!*t.APIServer.FloatingIP),
-			"apiServerFixedIP", t.APIServer.FixedIP,
-			"apiServerFloatingIP", "the endpoint's address when it is an IP, so that deleting a control-plane machine keeps it",
-			"managedSecurityGroups", managedSecurityGroups(t.SecurityGroups != nil, allowAll, rules),
-			"controlPlaneEndpoint", "kept from the Cluster",
+	b.step(c.snap.OpenStackCluster != nil, step.Kube, step.Create, step.Target{Kind: step.OpenStackCluster, Name: c.name},
+		step.NewParams(
+			step.ParamIdentityRef, c.identityRef(),
+			step.ParamNetwork, resource(&t.Network),
+			step.ParamSubnets, strings.Join(subnets, ";"),
+			step.ParamExternalNetwork, resource(t.ExternalNetwork),
+			step.ParamDisableExternalNetwork, step.Bool(t.ExternalNetwork == nil),
+			step.ParamDNSNameservers, strings.Join(t.DNSNameservers, ","),
+			step.ParamControlPlaneZones, t.FailureDomain,
+			step.ParamAPIServerLoadBalancer, step.Bool(*t.APIServer.LoadBalancer),
+			step.ParamDisableAPIServerFloatIP, step.Bool(!*t.APIServer.FloatingIP),
+			step.ParamAPIServerFixedIP, t.APIServer.FixedIP,
+			step.ParamAPIServerFloatingIP, "the endpoint's address when it is an IP, so that deleting a control-plane machine keeps it",
+			step.ParamManagedSecurityGroups, managedSecurityGroups(t.SecurityGroups != nil, allowAll, rules),
+			step.ParamControlPlaneEndpoint, "kept from the Cluster",
 		),
 		"the cluster's OpenStack infrastructure: network, security groups, endpoint")
 }
@@ -271,8 +235,8 @@ func managedSecurityGroups(set, allowAll bool, rules int) string {
 // waitOpenStackCluster adds the wait for CAPO to report the infrastructure ready.
 func (b *phaseBuilder) waitOpenStackCluster(c *planCtx) {
 	osc := c.snap.OpenStackCluster
-	b.step(osc != nil && osc.Ready, ExecKube, "wait", Target{Kind: kindOSC, Name: c.name},
-		params("for", "status.ready", "timeout", c.waitTimeout()),
+	b.step(osc != nil && osc.Ready, step.Kube, step.Wait, step.Target{Kind: step.OpenStackCluster, Name: c.name},
+		step.NewParams(step.ParamFor, step.ForReady, step.ParamTimeout, c.waitTimeout()),
 		"CAPO reconciles network, security groups and endpoint")
 }
 
@@ -293,13 +257,43 @@ func (b *phaseBuilder) cloudControllerManager(c *planCtx, why string) {
 		sel = append(sel, k+"="+v)
 	}
 	sort.Strings(sel)
-	p := params("tolerations", strings.Join(tol, ","), "nodeSelector", strings.Join(sel, ","))
+	p := step.NewParams(step.ParamTolerations, strings.Join(tol, ","), step.ParamNodeSelector, strings.Join(sel, ","))
 	if ccm.NodeSelector != nil && len(ccm.NodeSelector) == 0 {
-		p["nodeSelector"] = "none"
+		p[step.ParamNodeSelector] = step.NodeSelectorNone
 	}
-	b.step(c.snap.Manifest(ccm.Path).Applied, ExecWorkload, "apply", Target{Kind: kindManifest, Name: ccm.Path}, p, why)
+	b.step(c.snap.Manifest(ccm.Path).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: ccm.Path}, p, why)
 }
 
 func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
 
 func joinComma(s []string) string { return strings.Join(s, ",") }
+
+// machineTemplate adds the step that creates the OpenStackMachineTemplate
+// machines are built from: the plan's network, SSH key and identity.
+func (b *phaseBuilder) machineTemplate(c *planCtx, name, flavor, image, reason string) {
+	t := c.plan.Spec.Target
+	b.step(has(c.snap.OpenStackMachineTemplates, name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: name},
+		step.NewParams(step.ParamFlavor, flavor, step.ParamImage, image, step.ParamSSHKeyName, t.SSHKey.Name,
+			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
+		reason)
+}
+
+// openStackMachine adds the step that creates node n's OpenStackMachine,
+// bound to its running server by provider ID.
+func (b *phaseBuilder) openStackMachine(c *planCtx, n observed.Node, flavor, image string) {
+	b.step(has(c.snap.OpenStackMachines, n.Name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachine, Name: n.Name},
+		step.NewParams(step.ParamProviderID, c.providerID(b, n), step.ParamFlavor, flavor, step.ParamImage, image, step.ParamIdentityRef, c.identityRef()),
+		"bound to the running server of node "+n.Name)
+}
+
+// machineInfrastructure adds the step that points an existing Machine at
+// the OpenStackMachine of its name; nothing for a Machine still to create,
+// which is created pointing there.
+func (b *phaseBuilder) machineInfrastructure(m *observed.Machine) {
+	if m == nil {
+		return
+	}
+	b.step(m.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachine, Name: m.Name}, step.Kube, step.Patch, step.Target{Kind: step.Machine, Name: m.Name},
+		step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackMachine, m.Name)),
+		fmt.Sprintf("it refers to %s/%s", m.InfrastructureRef.Kind, m.InfrastructureRef.Name))
+}

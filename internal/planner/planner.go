@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // ErrNoStrategy is returned for a plan whose strategy the planner does not
@@ -57,21 +58,7 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		}
 		build[name](c, b)
 		ph := b.finish()
-		switch {
-		case len(ph.Groups) == 0 && len(b.blocked) == 0:
-			ph.State = Succeeded
-		case i > approved:
-			ph.State = Pending
-			ph.Reason = notApproved(p.Spec.Approve)
-			if len(b.blocked) > 0 {
-				ph.Reason += "; " + strings.Join(b.blocked, "; ")
-			}
-		case len(b.blocked) > 0 && next:
-			ph.State = Blocked
-			ph.Reason = strings.Join(b.blocked, "; ")
-		default:
-			ph.State = Approved
-		}
+		ph.State, ph.Reason = phaseState(ph, b.blocked, i > approved, next, p.Spec.Approve)
 		if ph.State != Succeeded && firstOpen == "" {
 			firstOpen = name
 			if ph.State == Approved && res.Stopped == "" {
@@ -92,6 +79,25 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 	return res, nil
 }
 
+// phaseState is a phase's state from its steps left and what blocks it:
+// one past the approved phases is Pending, the next to run with a reason
+// to wait Blocked, one with nothing left Succeeded.
+func phaseState(ph Phase, blocked []string, pending, next bool, approve string) (PhaseState, string) {
+	switch {
+	case len(ph.Groups) == 0 && len(blocked) == 0:
+		return Succeeded, ""
+	case pending:
+		reason := notApproved(approve)
+		if len(blocked) > 0 {
+			reason += "; " + strings.Join(blocked, "; ")
+		}
+		return Pending, reason
+	case len(blocked) > 0 && next:
+		return Blocked, strings.Join(blocked, "; ")
+	}
+	return Approved, ""
+}
+
 func notApproved(approve string) string {
 	if approve == "" {
 		return "not approved: spec.approve is empty"
@@ -106,7 +112,7 @@ func approvalGate(ph Phase) string {
 		return ""
 	}
 	for _, s := range ph.Groups[0].Steps {
-		if s.Executor != ExecApproval {
+		if s.Executor != step.Approval {
 			return ""
 		}
 	}
@@ -150,22 +156,22 @@ type planCtx struct {
 type phaseBuilder struct {
 	ctx     *planCtx
 	phase   Phase
-	cur     []Step
+	cur     []step.Step
 	blocked []string
 }
 
 // step adds s to the current group unless done. The target's namespace
 // defaults to the cluster's for Kubernetes kinds.
-func (b *phaseBuilder) step(done bool, executor, action string, target Target, params map[string]string, reason string) {
+func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, target step.Target, params step.Params, reason string) {
 	if done {
 		b.phase.Done++
 		return
 	}
-	if target.Namespace == "" && executor != ExecOpenStack && executor != ExecApproval && !clusterScoped[target.Kind] {
+	if target.Namespace == "" && executor != step.OpenStack && executor != step.Approval && !step.ClusterScoped(target.Kind) {
 		target.Namespace = b.ctx.ns
 	}
-	b.cur = append(b.cur, Step{
-		Key:      b.phase.Name + "/" + action + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
+	b.cur = append(b.cur, step.Step{
+		Key:      b.phase.Name + "/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
 		Phase:    b.phase.Name,
 		Executor: executor,
 		Action:   action,
@@ -175,13 +181,10 @@ func (b *phaseBuilder) step(done bool, executor, action string, target Target, p
 	})
 }
 
-// clusterScoped kinds have no namespace.
-var clusterScoped = map[string]bool{kindNode: true, kindManifest: true, kindPlan: true}
-
 // group ends the current group: the steps after it run once these are done.
 func (b *phaseBuilder) group() {
 	if len(b.cur) > 0 {
-		b.phase.Groups = append(b.phase.Groups, Group{Steps: b.cur})
+		b.phase.Groups = append(b.phase.Groups, step.Group{Steps: b.cur})
 		b.cur = nil
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/step"
 
 	"sigs.k8s.io/yaml"
 
@@ -281,7 +282,7 @@ func TestControlPlaneVersion(t *testing.T) {
 	seen := 0
 	for _, g := range res.Phase("control-plane").Groups {
 		for _, st := range g.Steps {
-			if st.Action == "create" && (st.Target.Kind == "KubeadmControlPlane" || st.Target.Kind == "Machine") {
+			if st.Action == step.Create && (st.Target.Kind == step.KubeadmControlPlane || st.Target.Kind == step.Machine) {
 				seen++
 				if st.Params["version"] != "v1.31.4" {
 					t.Errorf("%s: version %q; want kubeadm's v1.31.4", st.Key, st.Params["version"])

@@ -2,11 +2,11 @@ package planner
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The replace strategy (seed 003): new machines in OpenStack, a VPN overlay
@@ -21,7 +21,7 @@ func replacePrepare(c *planCtx, b *phaseBuilder) {
 		if d == nil {
 			b.block("old MachineDeployment %s/%s named in spec.replace.oldMachineDeployments not found", c.ns, md)
 		}
-		b.step(d != nil && d.Paused, ExecKube, "pause", Target{Kind: kindMD, Name: md}, nil,
+		b.step(d != nil && d.Paused, step.Kube, step.Pause, step.Target{Kind: step.MachineDeployment, Name: md}, nil,
 			"no scaling of the old pool while the move runs")
 	}
 	b.group()
@@ -49,8 +49,8 @@ func preflight(c *planCtx, b *phaseBuilder) {
 			b.block("OpenStack %s: %s", key, r.Error)
 		}
 	}
-	b.step(resolved, ExecOpenStack, "resolve", Target{Kind: "Cloud", Name: c.plan.Spec.Target.Identity.CloudName},
-		params("names", strings.Join(names, ","), "credentials", c.credentialsSource()),
+	b.step(resolved, step.OpenStack, step.Resolve, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
+		step.NewParams(step.ParamNames, strings.Join(names, ","), step.ParamCredentials, c.credentialsSource()),
 		"credentials work and every flavor, image and network the plan names exists")
 	if cloud != nil && cloud.QuotaShortfall != "" {
 		b.block("OpenStack quota does not cover the new machines: %s", cloud.QuotaShortfall)
@@ -59,8 +59,8 @@ func preflight(c *planCtx, b *phaseBuilder) {
 	for _, w := range c.plan.Spec.Target.Workers {
 		machines += w.Replicas
 	}
-	b.step(resolved && cloud.QuotaShortfall == "", ExecOpenStack, "check-quota", Target{Kind: "Cloud", Name: c.plan.Spec.Target.Identity.CloudName},
-		params("machines", strconv.Itoa(machines), "credentials", c.credentialsSource()),
+	b.step(resolved && cloud.QuotaShortfall == "", step.OpenStack, step.CheckQuota, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
+		step.NewParams(step.ParamMachines, step.Int(machines), step.ParamCredentials, c.credentialsSource()),
 		"instances, cores and RAM for the new machines")
 }
 
@@ -79,9 +79,9 @@ func (c *planCtx) cloudNames() []string {
 func (c *planCtx) credentialsSource() string {
 	id := c.plan.Spec.Target.Identity
 	if c.snap.HasSecretKey(c.ns, id.SecretName, "clouds.yaml") || id.From == nil {
-		return c.ns + "/" + id.SecretName
+		return step.NamespacedName(c.ns, id.SecretName)
 	}
-	return id.From.Namespace + "/" + id.From.Name
+	return step.NamespacedName(id.From.Namespace, id.From.Name)
 }
 
 // ensureKeypair adds the step that creates the plan's SSH keypair in Nova
@@ -93,8 +93,8 @@ func ensureKeypair(c *planCtx, b *phaseBuilder) {
 	if cloud != nil && !exists && key.PublicKey == "" {
 		b.block("keypair %s does not exist in OpenStack and spec.target.sshKey.publicKey is empty, so ferry cannot create it", key.Name)
 	}
-	b.step(exists, ExecOpenStack, "ensure-keypair", Target{Kind: "Keypair", Name: key.Name},
-		params("publicKey", publicKeyParam(key.PublicKey), "credentials", c.credentialsSource()),
+	b.step(exists, step.OpenStack, step.EnsureKeypair, step.Target{Kind: step.Keypair, Name: key.Name},
+		step.NewParams(step.ParamPublicKey, publicKeyParam(key.PublicKey), step.ParamCredentials, c.credentialsSource()),
 		"the machines are created with it")
 }
 
@@ -114,13 +114,13 @@ func publicKeyParam(key string) string {
 func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
 	paths := c.plan.Spec.Manifests.VPNOverlay
 	for _, p := range paths {
-		b.step(c.snap.Manifest(p).Applied, ExecWorkload, "apply", Target{Kind: kindManifest, Name: p}, nil,
+		b.step(c.snap.Manifest(p).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: p}, nil,
 			"old and new nodes reach each other over the overlay while the workload moves")
 	}
 	b.group()
 	for _, p := range paths {
-		b.step(c.snap.Manifest(p).Healthy, ExecWorkload, "wait", Target{Kind: kindManifest, Name: p},
-			params("for", "workloads available", "timeout", c.waitTimeout()), "the overlay is up before any workload moves")
+		b.step(c.snap.Manifest(p).Healthy, step.Workload, step.Wait, step.Target{Kind: step.Manifest, Name: p},
+			step.NewParams(step.ParamFor, step.ForWorkloads, step.ParamTimeout, c.waitTimeout()), "the overlay is up before any workload moves")
 	}
 }
 
@@ -131,8 +131,8 @@ func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
 	if cl == nil {
 		b.block("Cluster %s/%s not found: replace moves an existing cluster", c.ns, c.name)
 	}
-	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: kindOSC, Name: c.name}
-	b.step(wired || (cl != nil && cl.Paused), ExecKube, "pause", Target{Kind: kindCluster, Name: c.name}, nil,
+	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: step.OpenStackCluster, Name: c.name}
+	b.step(wired || (cl != nil && cl.Paused), step.Kube, step.Pause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 		"no reconciliation while the infrastructure is switched")
 	b.group()
 	b.identitySecret(c)
@@ -141,32 +141,28 @@ func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
 	b.group()
 	from := ""
 	if cl != nil {
-		from = "it refers to " + ref(cl.InfrastructureRef.Kind, cl.InfrastructureRef.Name)
+		from = "it refers to " + step.Ref(cl.InfrastructureRef.Kind, cl.InfrastructureRef.Name)
 	}
-	b.step(wired, ExecKube, "patch", Target{Kind: kindCluster, Name: c.name},
-		params("infrastructureRef", ref(kindOSC, c.name)), from)
+	b.step(wired, step.Kube, step.Patch, step.Target{Kind: step.Cluster, Name: c.name},
+		step.NewParams(step.ParamInfrastructureRef, step.Ref(step.OpenStackCluster, c.name)), from)
 	b.group()
-	b.unpause(kindCluster, c.name, wired, pauseOf(cl))
+	b.unpause(step.Cluster, c.name, wired, pauseOf(cl))
 	b.group()
 	b.waitOpenStackCluster(c)
 	b.group()
 
 	cp := c.plan.Spec.Target.ControlPlane
 	if cp.Provider == v1alpha1.ProviderKubeadm {
-		t := c.plan.Spec.Target
 		kcp := s.ControlPlane
-		b.step(has(s.OpenStackMachineTemplates, cp.Name), ExecKube, "create", Target{Kind: kindOSMT, Name: cp.Name},
-			params("flavor", cp.Flavor, "image", cp.Image, "sshKeyName", t.SSHKey.Name,
-				"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
-			"the template of the new control-plane machines")
+		b.machineTemplate(c, cp.Name, cp.Flavor, cp.Image, "the template of the new control-plane machines")
 		b.group()
-		refOK := kcp != nil && kcp.InfrastructureRef == observed.Ref{Kind: kindOSMT, Name: cp.Name}
-		b.step(refOK, ExecKube, "patch", Target{Kind: kindKCP, Name: cp.Name},
-			params("machineTemplate.infrastructureRef", ref(kindOSMT, cp.Name)),
+		refOK := kcp != nil && kcp.InfrastructureRef == observed.Ref{Kind: step.OpenStackMachineTemplate, Name: cp.Name}
+		b.step(refOK, step.Kube, step.Patch, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamMachineTemplateInfraRef, step.Ref(step.OpenStackMachineTemplate, cp.Name)),
 			"CAPI rolls the control plane onto OpenStack machines, one at a time")
 		b.group()
-		b.step(refOK && kcp.Stable() && c.controlPlaneOnOpenStack(), ExecKube, "wait", Target{Kind: kindKCP, Name: cp.Name},
-			params("for", "every control-plane machine on OpenStack, replicas == ready == updated", "timeout", c.waitTimeout()),
+		b.step(refOK && kcp.Stable() && c.controlPlaneOnOpenStack(), step.Kube, step.Wait, step.Target{Kind: step.KubeadmControlPlane, Name: cp.Name},
+			step.NewParams(step.ParamFor, step.For(step.ForOnOpenStack, step.ForStable), step.ParamTimeout, c.waitTimeout()),
 			"the control plane runs on OpenStack")
 		b.group()
 	}
@@ -175,7 +171,7 @@ func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
 
 func (c *planCtx) controlPlaneOnOpenStack() bool {
 	for _, m := range c.snap.Machines {
-		if m.ControlPlane && !strings.HasPrefix(m.ProviderID, providerIDPrefix) {
+		if m.ControlPlane && !strings.HasPrefix(m.ProviderID, step.ProviderIDPrefix) {
 			return false
 		}
 	}
@@ -188,27 +184,24 @@ func replaceWorkers(c *planCtx, b *phaseBuilder) {
 	t := c.plan.Spec.Target
 	for _, pool := range t.Workers {
 		md := c.name + "-" + pool.Name
-		b.step(has(s.OpenStackMachineTemplates, md), ExecKube, "create", Target{Kind: kindOSMT, Name: md},
-			params("flavor", pool.Flavor, "image", pool.Image, "sshKeyName", t.SSHKey.Name,
-				"ports", "network "+resource(&t.Network), "identityRef", c.identityRef()),
-			"the template of pool "+pool.Name)
-		b.step(has(s.KubeadmConfigTemplates, md), ExecKube, "create", Target{Kind: kindKubeadmCfgT, Name: md},
-			params("kubeletExtraArgs", "cloud-provider=external"), "how the machines of pool "+pool.Name+" join")
+		b.machineTemplate(c, md, pool.Flavor, pool.Image, "the template of pool "+pool.Name)
+		b.step(has(s.KubeadmConfigTemplates, md), step.Kube, step.Create, step.Target{Kind: step.KubeadmConfigTemplate, Name: md},
+			step.NewParams(step.ParamKubeletExtraArgs, "cloud-provider=external"), "how the machines of pool "+pool.Name+" join")
 	}
 	b.group()
 	for _, pool := range t.Workers {
 		md := c.name + "-" + pool.Name
-		b.step(s.MachineDeployment(md) != nil, ExecKube, "create", Target{Kind: kindMD, Name: md},
-			params("replicas", strconv.Itoa(pool.Replicas), "failureDomain", pool.FailureDomain,
-				"bootstrap", ref(kindKubeadmCfgT, md), "infrastructureRef", ref(kindOSMT, md)),
+		b.step(s.MachineDeployment(md) != nil, step.Kube, step.Create, step.Target{Kind: step.MachineDeployment, Name: md},
+			step.NewParams(step.ParamReplicas, step.Int(pool.Replicas), step.ParamFailureDomain, pool.FailureDomain,
+				step.ParamBootstrap, step.Ref(step.KubeadmConfigTemplate, md), step.ParamInfrastructureRef, step.Ref(step.OpenStackMachineTemplate, md)),
 			"new machines in OpenStack")
 	}
 	b.group()
 	for _, pool := range t.Workers {
 		md := c.name + "-" + pool.Name
 		d := s.MachineDeployment(md)
-		b.step(d != nil && d.Stable() && d.Replicas == pool.Replicas && c.nodesReady(md), ExecKube, "wait", Target{Kind: kindMD, Name: md},
-			params("for", "replicas == ready == updated, nodes Ready", "timeout", c.waitTimeout()),
+		b.step(d != nil && d.Stable() && d.Replicas == pool.Replicas && c.nodesReady(md), step.Kube, step.Wait, step.Target{Kind: step.MachineDeployment, Name: md},
+			step.NewParams(step.ParamFor, step.For(step.ForStable, step.ForNodesReady), step.ParamTimeout, c.waitTimeout()),
 			"the new nodes are Ready in the workload cluster")
 	}
 }
@@ -238,7 +231,7 @@ func (c *planCtx) oldNodes() []string {
 	}
 	if c.snap.Workload != nil {
 		for _, n := range c.snap.Workload.Nodes {
-			if !n.ControlPlane && !strings.HasPrefix(n.ProviderID, providerIDPrefix) {
+			if !n.ControlPlane && !strings.HasPrefix(n.ProviderID, step.ProviderIDPrefix) {
 				set[n.Name] = true
 			}
 		}
@@ -260,30 +253,30 @@ func replaceCutover(c *planCtx, b *phaseBuilder) {
 	cut := c.plan.Spec.Cutover
 	if lb := cut.LoadBalancerService; lb != nil {
 		key := lb.Namespace + "/" + lb.Name
-		b.step(c.snap.Workload.LoadBalancers[key] != "", ExecWorkload, "wait", Target{Kind: kindService, Namespace: lb.Namespace, Name: lb.Name},
-			params("for", "an external address", "timeout", c.waitTimeout()),
+		b.step(c.snap.Workload.LoadBalancers[key] != "", step.Workload, step.Wait, step.Target{Kind: step.Service, Namespace: lb.Namespace, Name: lb.Name},
+			step.NewParams(step.ParamFor, step.ForAddress, step.ParamTimeout, c.waitTimeout()),
 			"the new cloud's load balancer serves before any node is drained")
 		b.group()
 	}
 	for _, name := range c.oldNodes() {
 		n := c.snap.Node(name)
 		gone := n == nil
-		b.step(gone || n.Unschedulable, ExecWorkload, "cordon", Target{Kind: kindNode, Name: name}, nil, "no new pods on the old node")
+		b.step(gone || n.Unschedulable, step.Workload, step.Cordon, step.Target{Kind: step.Node, Name: name}, nil, "no new pods on the old node")
 		b.group()
-		b.step(gone || (n.Unschedulable && n.PodsToEvict == 0), ExecWorkload, "drain", Target{Kind: kindNode, Name: name},
-			params("timeout", cut.DrainTimeout, "respect", "PodDisruptionBudgets", "ignore", "DaemonSets"),
+		b.step(gone || (n.Unschedulable && n.PodsToEvict == 0), step.Workload, step.Drain, step.Target{Kind: step.Node, Name: name},
+			step.NewParams(step.ParamTimeout, cut.DrainTimeout, step.ParamRespect, step.RespectDisruptionBudgets, step.ParamIgnore, step.IgnoreDaemonSets),
 			"its pods move to the new nodes")
 		b.group()
 		if cut.ProbeURL != "" {
 			key := v1alpha1.PhaseCutover + "/probe/node/" + name
-			b.step(gone || c.snap.Checked(key), ExecWorkload, "probe", Target{Kind: kindNode, Name: name},
-				params("url", cut.ProbeURL, "expect", "2xx"),
+			b.step(gone || c.snap.Checked(key), step.Workload, step.Probe, step.Target{Kind: step.Node, Name: name},
+				step.NewParams(step.ParamURL, cut.ProbeURL, step.ParamExpect, step.Expect2xx),
 				"the application still answers before the next node")
 			b.group()
 		}
 	}
 	approvedCleanup := c.plan.PhaseIndex(c.plan.Spec.Approve) >= c.plan.PhaseIndex(v1alpha1.PhaseCleanup)
-	b.step(approvedCleanup, ExecApproval, "await-approval", Target{Kind: kindPlan, Name: c.plan.Metadata.Name}, nil,
+	b.step(approvedCleanup, step.Approval, step.AwaitApproval, step.Target{Kind: step.MigrationPlan, Name: c.plan.Metadata.Name}, nil,
 		"switch DNS to the new load balancer (outside ferry), then approve cleanup")
 }
 
@@ -292,13 +285,13 @@ func replaceCutover(c *planCtx, b *phaseBuilder) {
 func replaceCleanup(c *planCtx, b *phaseBuilder) {
 	s := c.snap
 	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
-		b.step(s.MachineDeployment(md) == nil, ExecKube, "delete", Target{Kind: kindMD, Name: md}, nil,
+		b.step(s.MachineDeployment(md) == nil, step.Kube, step.Delete, step.Target{Kind: step.MachineDeployment, Name: md}, nil,
 			"the old pool named in spec.replace.oldMachineDeployments, and its machines")
 	}
 	b.group()
 	if _, _, ok := c.clusterNodes(b); ok {
 		for _, name := range c.oldNodes() {
-			b.step(s.Node(name) == nil, ExecWorkload, "delete", Target{Kind: kindNode, Name: name}, nil,
+			b.step(s.Node(name) == nil, step.Workload, step.Delete, step.Target{Kind: step.Node, Name: name}, nil,
 				"its machine is gone; the Node object is left over")
 		}
 	}
@@ -308,7 +301,7 @@ func replaceCleanup(c *planCtx, b *phaseBuilder) {
 	if cloud != nil {
 		tagged = strings.Join(cloud.Tagged, ",")
 	}
-	b.step(cloud != nil && len(cloud.Tagged) == 0, ExecOpenStack, "delete", Target{Kind: "TaggedResources", Name: "ferry-plan=" + c.plan.Metadata.Name},
-		params("resources", tagged, "credentials", c.credentialsSource()),
+	b.step(cloud != nil && len(cloud.Tagged) == 0, step.OpenStack, step.Delete, step.Target{Kind: step.TaggedResources, Name: "ferry-plan=" + c.plan.Metadata.Name},
+		step.NewParams(step.ParamResources, tagged, step.ParamCredentials, c.credentialsSource()),
 		"only what ferry created for this migration (VPN gateway, temporary rules)")
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Source is the plans repository.
@@ -47,7 +48,7 @@ type Publisher interface {
 type Recorder interface {
 	// Planned records a plan's state after a cycle; file is its path in
 	// the repository and published lists the steps published in this cycle.
-	Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []planner.Step)
+	Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []step.Step)
 	// Invalid records a plan file that failed validation; plan is the
 	// plan the file held at an earlier revision, or "" for a file that was
 	// never valid. Nothing of that plan runs until the file is fixed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // planState is the loop's memory of one plan.
@@ -94,7 +95,9 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 		st.failed[ev.StepKey] = true
 	}
 	l.mu.Unlock()
-	if f, ok := l.Observer.(interface{ Forget(plan, executor string) }); ok && ev.Outcome != events.Retrying {
+	if f, ok := l.Observer.(interface {
+		Forget(plan string, executor step.Kind)
+	}); ok && ev.Outcome != events.Retrying {
 		// The step may have changed what the observer caches (the cloud,
 		// the workload cluster): the next cycle must see its effect.
 		f.Forget(ev.Plan, ev.Executor)

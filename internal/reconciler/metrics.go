@@ -120,8 +120,8 @@ func (m *Metrics) ObservePhases(states map[string][]planner.PhaseState) {
 
 // ObserveResult counts a step attempt and its duration.
 func (m *Metrics) ObserveResult(ev *events.ResultEvent) {
-	m.stepsRun.WithLabelValues(ev.Executor, string(ev.Outcome)).Inc()
-	m.stepLatency.WithLabelValues(ev.Executor).Observe(ev.Duration.Seconds())
+	m.stepsRun.WithLabelValues(string(ev.Executor), string(ev.Outcome)).Inc()
+	m.stepLatency.WithLabelValues(string(ev.Executor)).Observe(ev.Duration.Seconds())
 }
 
 // ObserveCycle counts a cycle; the first successful one makes /readyz pass.
@@ -167,5 +167,5 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 // ObserveRoundTrip records how long a step took from its publication to its
 // final result.
 func (m *Metrics) ObserveRoundTrip(ev *events.ResultEvent, d time.Duration) {
-	m.stepRoundTrip.WithLabelValues(ev.Executor).Observe(d.Seconds())
+	m.stepRoundTrip.WithLabelValues(string(ev.Executor)).Observe(d.Seconds())
 }

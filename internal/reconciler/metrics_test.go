@@ -11,6 +11,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 func TestMetricsServer(t *testing.T) {
@@ -41,7 +42,7 @@ func TestMetricsServer(t *testing.T) {
 	}
 	m.ObserveCycle(nil)
 	m.ObservePhases(map[string][]planner.PhaseState{"a": {planner.Succeeded, planner.Approved, planner.Pending}})
-	m.ObserveResult(&events.ResultEvent{Executor: "kube", Outcome: events.Succeeded, Duration: 20 * time.Millisecond})
+	m.ObserveResult(&events.ResultEvent{Executor: step.Kube, Outcome: events.Succeeded, Duration: 20 * time.Millisecond})
 	fetches = 3
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz after a cycle = %d", code)

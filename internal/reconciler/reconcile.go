@@ -11,6 +11,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // reconcileQueued reconciles a plan at the revision last loaded, unless
@@ -79,7 +80,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	if err != nil {
 		return err
 	}
-	var published []planner.Step
+	var published []step.Step
 	next := res.Next()
 	if next != nil && !busy {
 		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st)
@@ -101,9 +102,9 @@ const cacheLag = 30 * time.Second
 // publish sends a group's steps, except those that failed for good at this
 // revision (a person must act; a new commit retries them) and those that
 // just succeeded (the observation lags behind).
-func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *planner.Group, st *planState) ([]planner.Step, error) {
+func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *step.Group, st *planState) ([]step.Step, error) {
 	log := logging.From(ctx)
-	var published []planner.Step
+	var published []step.Step
 	for _, s := range g.Steps {
 		l.mu.Lock()
 		failed := st.failedAt == cycle.Revision && st.failed[s.Key]

@@ -13,6 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // StatusStore keeps plan statuses (status/<plan>.yaml on the status branch).
@@ -73,7 +74,7 @@ func (r *StatusRecorder) Restore(ctx context.Context, l *Loop) error {
 }
 
 // Planned merges the planner's view into the plan's status.
-func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []planner.Step) {
+func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan string, res *planner.Result, published []step.Step) {
 	r.mu.Lock()
 	r.init()
 	prev := r.statuses[plan]

@@ -92,8 +92,8 @@ func phaseFields(m mapping, ph *PhaseStatus) {
 
 func stepFields(m mapping, s *StepStatus) {
 	m.str("key", s.Key)
-	m.str("executor", s.Executor)
-	m.str("action", s.Action)
+	m.str("executor", string(s.Executor))
+	m.str("action", string(s.Action))
 	m.str("target", s.Target)
 	m.str("state", string(s.State))
 	m.intOmit("attempts", s.Attempts)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // The fixtures are a small adopt-like plan (cluster, control-plane,
@@ -23,36 +24,36 @@ const (
 	rev2 = "9a8b7c6d5e4f30211203f4e5d6c7b8a998877665"
 )
 
-func mkStep(phase, executor, action, kind, ns, name string) planner.Step {
-	return planner.Step{
-		Key:      phase + "/" + action + "/" + strings.ToLower(kind) + "/" + name,
+func mkStep(phase string, executor step.Kind, action step.Action, kind, ns, name string) step.Step {
+	return step.Step{
+		Key:      phase + "/" + string(action) + "/" + strings.ToLower(kind) + "/" + name,
 		Phase:    phase,
 		Executor: executor,
 		Action:   action,
-		Target:   planner.Target{Kind: kind, Namespace: ns, Name: name},
+		Target:   step.Target{Kind: kind, Namespace: ns, Name: name},
 	}
 }
 
 var (
-	copySecret = mkStep("cluster", "kube", "copy-secret", "Secret", "default", "capi-quickstart-cloud-config")
-	keypair    = mkStep("cluster", "openstack", "ensure-keypair", "Keypair", "", "capi-key")
-	mkCluster  = mkStep("cluster", "kube", "create", "Cluster", "default", "capi-quickstart")
-	waitOSC    = mkStep("cluster", "kube", "wait", "OpenStackCluster", "default", "capi-quickstart")
-	mkKCP      = mkStep("control-plane", "kube", "create", "KubeadmControlPlane", "default", "capi-quickstart-control-plane")
-	waitKCP    = mkStep("control-plane", "kube", "wait", "KubeadmControlPlane", "default", "capi-quickstart-control-plane")
-	drain      = mkStep("workers", "workload", "drain", "Node", "", "capi-quickstart-md-0-wq8fz")
-	probe      = mkStep("workers", "workload", "probe", "Node", "", "capi-quickstart-md-0-wq8fz")
+	copySecret = mkStep("cluster", step.Kube, step.CopySecret, step.Secret, "default", "capi-quickstart-cloud-config")
+	keypair    = mkStep("cluster", step.OpenStack, step.EnsureKeypair, step.Keypair, "", "capi-key")
+	mkCluster  = mkStep("cluster", step.Kube, step.Create, step.Cluster, "default", "capi-quickstart")
+	waitOSC    = mkStep("cluster", step.Kube, step.Wait, step.OpenStackCluster, "default", "capi-quickstart")
+	mkKCP      = mkStep("control-plane", step.Kube, step.Create, step.KubeadmControlPlane, "default", "capi-quickstart-control-plane")
+	waitKCP    = mkStep("control-plane", step.Kube, step.Wait, step.KubeadmControlPlane, "default", "capi-quickstart-control-plane")
+	drain      = mkStep("workers", step.Workload, step.Drain, step.Node, "", "capi-quickstart-md-0-wq8fz")
+	probe      = mkStep("workers", step.Workload, step.Probe, step.Node, "", "capi-quickstart-md-0-wq8fz")
 )
 
-func groups(steps ...[]planner.Step) []planner.Group {
-	var gs []planner.Group
+func groups(steps ...[]step.Step) []step.Group {
+	var gs []step.Group
 	for _, s := range steps {
-		gs = append(gs, planner.Group{Steps: s})
+		gs = append(gs, step.Group{Steps: s})
 	}
 	return gs
 }
 
-func phase(name string, state planner.PhaseState, reason string, done int, gs ...[]planner.Step) planner.Phase {
+func phase(name string, state planner.PhaseState, reason string, done int, gs ...[]step.Step) planner.Phase {
 	return planner.Phase{Name: name, State: state, Reason: reason, Done: done, Groups: groups(gs...)}
 }
 
@@ -68,14 +69,14 @@ func result(approve, runnable, stopped string, phases ...planner.Phase) *planner
 // freshResult is the plan with cluster approved and nothing done.
 func freshResult() *planner.Result {
 	return result("cluster", "cluster", "",
-		phase("cluster", planner.Approved, "", 2, []planner.Step{copySecret, keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}),
-		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
-		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{drain}, []planner.Step{probe}),
+		phase("cluster", planner.Approved, "", 2, []step.Step{copySecret, keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}),
+		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 0, []step.Step{mkKCP}, []step.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []step.Step{drain}, []step.Step{probe}),
 	)
 }
 
 // evt is the result of one attempt at s, ending at second n.
-func evt(s planner.Step, outcome events.Outcome, attempt, n int, took time.Duration, msg, errText string) *events.ResultEvent {
+func evt(s step.Step, outcome events.Outcome, attempt, n int, took time.Duration, msg, errText string) *events.ResultEvent {
 	return &events.ResultEvent{
 		Type: events.TypeResult, StepID: events.StepID("capi-quickstart", rev1, s.Phase, s.Key),
 		Plan: "capi-quickstart", Revision: rev1, Phase: s.Phase, StepKey: s.Key, Executor: s.Executor,
@@ -84,8 +85,8 @@ func evt(s planner.Step, outcome events.Outcome, attempt, n int, took time.Durat
 	}
 }
 
-func ok(s planner.Step, attempt, n int) *events.ResultEvent {
-	return evt(s, events.Succeeded, attempt, n, 1500*time.Millisecond, "done: "+s.Action+" "+s.Target.String(), "")
+func ok(s step.Step, attempt, n int) *events.ResultEvent {
+	return evt(s, events.Succeeded, attempt, n, 1500*time.Millisecond, "done: "+string(s.Action)+" "+s.Target.String(), "")
 }
 
 // summary is a status in a few lines, for comparing in table tests.

@@ -2,17 +2,14 @@ package status
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // op is one thing the reconciler loop does to a status.
@@ -22,7 +19,7 @@ func plan(res *planner.Result, rev string, n int) op {
 	return func(st *PlanStatus) *PlanStatus { return FromResult(st, res, rev, at(n)) }
 }
 
-func publish(n int, steps ...planner.Step) op {
+func publish(n int, steps ...step.Step) op {
 	return func(st *PlanStatus) *PlanStatus { Published(st, steps, at(n)); return st }
 }
 
@@ -39,7 +36,7 @@ func run(ops ...op) *PlanStatus {
 }
 
 // clusterLeft is the fresh plan after copySecret and keypair are done.
-func clusterLeft(done int, steps ...[]planner.Step) *planner.Result {
+func clusterLeft(done int, steps ...[]step.Step) *planner.Result {
 	r := freshResult()
 	r.Phases[0] = phase("cluster", planner.Approved, "", done, steps...)
 	return r
@@ -52,21 +49,21 @@ func TestStatusMerge(t *testing.T) {
 	workersRunnable := result("workers", "workers", "",
 		phase("cluster", planner.Succeeded, "", 6),
 		phase("control-plane", planner.Succeeded, "", 2),
-		phase("workers", planner.Approved, "", 0, []planner.Step{drain}, []planner.Step{probe}))
+		phase("workers", planner.Approved, "", 0, []step.Step{drain}, []step.Step{probe}))
 	workersProbeLeft := result("workers", "workers", "",
 		phase("cluster", planner.Succeeded, "", 6),
 		phase("control-plane", planner.Succeeded, "", 2),
-		phase("workers", planner.Approved, "", 1, []planner.Step{probe}))
+		phase("workers", planner.Approved, "", 1, []step.Step{probe}))
 
 	cpRunnable := result("control-plane", "control-plane", "",
 		phase("cluster", planner.Succeeded, "", 6),
-		phase("control-plane", planner.Approved, "", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
-		phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []planner.Step{drain}, []planner.Step{probe}))
+		phase("control-plane", planner.Approved, "", 0, []step.Step{mkKCP}, []step.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []step.Step{drain}, []step.Step{probe}))
 	const movedBack = "spec.approve moved back from control-plane to cluster: ferry stops before its next step and rolls nothing back; approve control-plane again to go on"
 	cpStopped := result("cluster", "", movedBack,
 		phase("cluster", planner.Succeeded, "", 6),
-		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
-		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{drain}, []planner.Step{probe}))
+		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 0, []step.Step{mkKCP}, []step.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []step.Step{drain}, []step.Step{probe}))
 
 	for _, tc := range []struct {
 		name  string
@@ -89,10 +86,10 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 			apply(ok(copySecret, 1, 5)),
 			apply(evt(keypair, events.Retrying, 1, 6, time.Second, "", "409 Conflict: keypair is being created")),
 			apply(keypairCreated),
-			plan(clusterLeft(4, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 13),
+			plan(clusterLeft(4, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, 13),
 			publish(14, mkCluster),
 			apply(ok(mkCluster, 1, 16)),
-			plan(clusterLeft(5, []planner.Step{waitOSC}), rev1, 17),
+			plan(clusterLeft(5, []step.Step{waitOSC}), rev1, 17),
 			publish(18, waitOSC),
 			apply(ok(waitOSC, 1, 30)),
 			plan(result("cluster", "", "",
@@ -125,7 +122,7 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 			publish(1, copySecret, keypair),
 			apply(ok(copySecret, 1, 5)),
 			apply(ok(keypair, 1, 6)),
-			plan(clusterLeft(4, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 7),
+			plan(clusterLeft(4, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, 7),
 		},
 		want: `approved=cluster
 cluster Running 4/2: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Succeeded#1 create/capi-quickstart=Pending wait/capi-quickstart=Pending
@@ -159,7 +156,7 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 			publish(1, copySecret, keypair),
 			apply(ok(copySecret, 1, 5)),
 			apply(evt(keypair, events.Failed, 3, 20, time.Second, "", "authenticate to cloud openstack: 401 Unauthorized")),
-			plan(clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 25),
+			plan(clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, 25),
 		},
 		want: `approved=cluster
 cluster Failed 3/3 (step cluster/ensure-keypair/keypair/capi-key failed: authenticate to cloud openstack: 401 Unauthorized): copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure-keypair/capi-key=Failed#3 create/capi-quickstart=Pending wait/capi-quickstart=Pending
@@ -170,7 +167,7 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 			if f := st.Phase("cluster").Finished; !f.Equal(at(20)) {
 				t.Errorf("cluster finished %v; want %v, when the step failed", f, at(20))
 			}
-			Published(st, []planner.Step{keypair}, at(30))
+			Published(st, []step.Step{keypair}, at(30))
 			if ph := st.Phase("cluster"); ph.State != PhaseRunning || ph.Reason != "" || !ph.Finished.IsZero() || ph.Step(keypair.Key).State != StepRunning {
 				t.Errorf("published again: cluster %s %q finished %v, step %s; want Running, no reason, not finished, step Running",
 					ph.State, ph.Reason, ph.Finished, ph.Step(keypair.Key).State)
@@ -231,8 +228,8 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 		name: "blocked phase says why",
 		ops: []op{plan(result("control-plane", "", "",
 			phase("cluster", planner.Succeeded, "", 6),
-			phase("control-plane", planner.Blocked, "KubeadmControlPlane capi-quickstart-control-plane: 3 replicas, but the workload cluster has 2 control-plane nodes", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}),
-			phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []planner.Step{drain}, []planner.Step{probe})), rev1, 0)},
+			phase("control-plane", planner.Blocked, "KubeadmControlPlane capi-quickstart-control-plane: 3 replicas, but the workload cluster has 2 control-plane nodes", 0, []step.Step{mkKCP}, []step.Step{waitKCP}),
+			phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []step.Step{drain}, []step.Step{probe})), rev1, 0)},
 		want: `approved=
 cluster Succeeded 6/0:
 control-plane Blocked 0/2 (KubeadmControlPlane capi-quickstart-control-plane: 3 replicas, but the workload cluster has 2 control-plane nodes): create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
@@ -243,7 +240,7 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 		ops: []op{
 			plan(freshResult(), rev1, 0),
 			publish(1, copySecret),
-			plan(clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 30),
+			plan(clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, 30),
 		},
 		want: `approved=cluster
 cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded ensure-keypair/capi-key=Pending create/capi-quickstart=Pending wait/capi-quickstart=Pending
@@ -310,9 +307,9 @@ func TestStatusMergeDeterministic(t *testing.T) {
 	if !bytes.Equal(ya, yb) {
 		t.Fatalf("two runs differ:\n%s\n---\n%s", ya, yb)
 	}
-	again := FromResult(a, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(100))
-	again = FromResult(again, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(200))
-	third := FromResult(again, clusterLeft(3, []planner.Step{keypair}, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, at(300))
+	again := FromResult(a, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(100))
+	again = FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(200))
+	third := FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(300))
 	y2, _ := Encode(again)
 	y3, _ := Encode(third)
 	if !bytes.Equal(y2, y3) || !third.UpdatedAt.Equal(again.UpdatedAt) {
@@ -347,65 +344,5 @@ func TestStatusSetApproval(t *testing.T) {
 	}
 	if r := Record(nil); r.Approved != "" || r.Checks != nil {
 		t.Errorf("Record(nil) = %+v; want empty", r)
-	}
-}
-
-// TestStatusRecordFeedsPlanner runs the real planner on the example plan: its
-// phases come through as they are, and the status of a plan that acted on
-// control-plane, fed back through Record after spec.approve moved back to
-// cluster, stops the plan.
-func TestStatusRecordFeedsPlanner(t *testing.T) {
-	path := filepath.Join("..", "..", "plans", "capi-quickstart.yaml")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := planfile.Decode(path, data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := f.Plan
-	p.Spec.Approve = "control-plane"
-	// Nothing exists: the Secrets the cluster phase copies are missing.
-	res, err := planner.Plan(p, &observed.Snapshot{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := FromResult(nil, res, rev1, t0)
-	cl := st.Phase("cluster")
-	if cl == nil || cl.State != PhaseBlocked || cl.Reason != res.Phase("cluster").Reason || cl.Left == 0 {
-		t.Fatalf("cluster = %+v; want Blocked with the planner's reason and its steps left", cl)
-	}
-	// Acting on control-plane (publishing a step of it) moves Approved.
-	Published(st, []planner.Step{mkKCP}, at(1))
-
-	p.Spec.Approve = "cluster"
-	res, err = planner.Plan(p, &observed.Snapshot{Record: Record(st)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st = FromResult(st, res, rev2, at(2))
-	if !strings.Contains(st.Stopped, "moved back from control-plane to cluster") || res.Next() != nil {
-		t.Errorf("Stopped = %q, next %v; want the plan stopped", st.Stopped, res.Next())
-	}
-}
-
-// TestResultOfUnplannedStep: a reconciler that restarted while a step ran
-// gets its result before it plans the step again (the planner already sees
-// it done); the status shows the step as its event named it.
-func TestResultOfUnplannedStep(t *testing.T) {
-	st := &PlanStatus{Plan: "capi-quickstart"}
-	ApplyResult(st, &events.ResultEvent{
-		StepKey: "cluster/ensure-keypair/keypair/capi-key", Phase: "cluster", Executor: "openstack",
-		Action: "ensure-keypair", Target: "Keypair capi-key", Outcome: events.Succeeded, Attempt: 1, At: at(1),
-	})
-	ss := st.Phase("cluster").Step("cluster/ensure-keypair/keypair/capi-key")
-	if ss == nil || ss.Action != "ensure-keypair" || ss.Target != "Keypair capi-key" || ss.State != StepSucceeded {
-		t.Fatalf("step %+v; want ensure-keypair of Keypair capi-key, succeeded", ss)
-	}
-	// An event from before the fields existed: the key is all there is.
-	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: "kube", Outcome: events.Succeeded, Attempt: 1, At: at(2)})
-	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Target != "cluster c" {
-		t.Fatalf("step %+v from a key alone", ss)
 	}
 }

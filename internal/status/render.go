@@ -36,7 +36,7 @@ func Table(w io.Writer, st *PlanStatus) error {
 		ph := &st.Phases[i]
 		cur, attempts, lastErr := "-", "-", "-"
 		if s := currentStep(ph); s != nil {
-			cur = clip(s.Executor+": "+s.Action+" "+s.Target, tableCellMax)
+			cur = clip(s.Title(), tableCellMax)
 			if s.Attempts > 0 {
 				attempts = strconv.Itoa(s.Attempts)
 			}
@@ -122,7 +122,7 @@ func mdPhases(head *strings.Builder, st *PlanStatus) {
 		ph := &st.Phases[i]
 		var cur, attempts, lastErr string
 		if s := currentStep(ph); s != nil {
-			cur = mdText(s.Executor+": "+s.Action+" "+s.Target, mdCellMax)
+			cur = mdText(s.Title(), mdCellMax)
 			if s.Attempts > 0 {
 				attempts = strconv.Itoa(s.Attempts)
 			}
@@ -167,7 +167,7 @@ func mdStepRows(st *PlanStatus) []string {
 				result = s.LastError
 			}
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s |\n",
-				mdText(ph.Name, mdCellMax), mdText(s.Executor+": "+s.Action+" "+s.Target, mdCellMax),
+				mdText(ph.Name, mdCellMax), mdText(s.Title(), mdCellMax),
 				s.State, attempts, took, mdText(result, mdCellMax)))
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/step"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/planner"
@@ -31,7 +32,7 @@ func approved(st *PlanStatus) *PlanStatus {
 
 // cpPlanned is the plan at approve control-plane with cluster done and
 // the control-plane steps given left.
-func cpPlanned(state planner.PhaseState, reason string, done int, steps ...[]planner.Step) *planner.Result {
+func cpPlanned(state planner.PhaseState, reason string, done int, steps ...[]step.Step) *planner.Result {
 	runnable := "control-plane"
 	if state != planner.Approved {
 		runnable = ""
@@ -39,7 +40,7 @@ func cpPlanned(state planner.PhaseState, reason string, done int, steps ...[]pla
 	return result("control-plane", runnable, "",
 		phase("cluster", planner.Succeeded, "", 6),
 		phase("control-plane", state, reason, done, steps...),
-		phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []planner.Step{drain}, []planner.Step{probe}))
+		phase("workers", planner.Pending, "not approved: spec.approve is control-plane", 0, []step.Step{drain}, []step.Step{probe}))
 }
 
 // clusterDone is the history of a cluster phase that ran to the end.
@@ -50,10 +51,10 @@ func clusterDone() []op {
 		apply(ok(copySecret, 1, 5)),
 		apply(evt(keypair, events.Retrying, 1, 6, time.Second, "", "409 Conflict: keypair is being created")),
 		apply(ok(keypair, 2, 12)),
-		plan(clusterLeft(4, []planner.Step{mkCluster}, []planner.Step{waitOSC}), rev1, 13),
+		plan(clusterLeft(4, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, 13),
 		publish(14, mkCluster),
 		apply(ok(mkCluster, 1, 16)),
-		plan(clusterLeft(5, []planner.Step{waitOSC}), rev1, 17),
+		plan(clusterLeft(5, []step.Step{waitOSC}), rev1, 17),
 		publish(18, waitOSC),
 		apply(ok(waitOSC, 1, 300)),
 	}
@@ -63,10 +64,10 @@ func renderCases() map[string]*PlanStatus {
 	cases := map[string]*PlanStatus{}
 
 	cases["normal"] = approved(run(append(clusterDone(),
-		plan(cpPlanned(planner.Approved, "", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}), rev2, 400),
+		plan(cpPlanned(planner.Approved, "", 0, []step.Step{mkKCP}, []step.Step{waitKCP}), rev2, 400),
 		publish(401, mkKCP),
 		apply(ok(mkKCP, 1, 403)),
-		plan(cpPlanned(planner.Approved, "", 1, []planner.Step{waitKCP}), rev2, 404),
+		plan(cpPlanned(planner.Approved, "", 1, []step.Step{waitKCP}), rev2, 404),
 		publish(405, waitKCP),
 		apply(func() *events.ResultEvent {
 			e := evt(waitKCP, events.Retrying, 2, 900, 5*time.Minute, "", "KubeadmControlPlane default/capi-quickstart-control-plane: 1 of 3 replicas ready")
@@ -86,15 +87,15 @@ func renderCases() map[string]*PlanStatus {
 
 	cases["blocked"] = approved(run(append(clusterDone(),
 		plan(cpPlanned(planner.Blocked, "KubeadmControlPlane capi-quickstart-control-plane has 3 replicas but the workload cluster has 2 control-plane nodes; fix the KCP or the nodes first", 0,
-			[]planner.Step{mkKCP}, []planner.Step{waitKCP}), rev2, 400),
+			[]step.Step{mkKCP}, []step.Step{waitKCP}), rev2, 400),
 	)...))
 
 	stopped := result("cluster", "", "spec.approve moved back from control-plane to cluster: ferry stops before its next step and rolls nothing back; approve control-plane again to go on",
 		phase("cluster", planner.Succeeded, "", 6),
-		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 1, []planner.Step{waitKCP}),
-		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []planner.Step{drain}, []planner.Step{probe}))
+		phase("control-plane", planner.Pending, "not approved: spec.approve is cluster", 1, []step.Step{waitKCP}),
+		phase("workers", planner.Pending, "not approved: spec.approve is cluster", 0, []step.Step{drain}, []step.Step{probe}))
 	cases["stopped"] = approved(run(append(clusterDone(),
-		plan(cpPlanned(planner.Approved, "", 0, []planner.Step{mkKCP}, []planner.Step{waitKCP}), rev2, 400),
+		plan(cpPlanned(planner.Approved, "", 0, []step.Step{mkKCP}, []step.Step{waitKCP}), rev2, 400),
 		publish(401, mkKCP),
 		apply(ok(mkKCP, 1, 403)),
 		plan(stopped, rev2, 404),
@@ -111,9 +112,9 @@ func renderCases() map[string]*PlanStatus {
 
 // manyWorkers is a status whose workers phase drains n nodes.
 func manyWorkers(n int, errText string) *PlanStatus {
-	var steps []planner.Step
+	var steps []step.Step
 	for i := range n {
-		steps = append(steps, mkStep("workers", "workload", "drain", "Node", "", fmt.Sprintf("capi-quickstart-md-0-%04d", i)))
+		steps = append(steps, mkStep("workers", step.Workload, step.Drain, step.Node, "", fmt.Sprintf("capi-quickstart-md-0-%04d", i)))
 	}
 	res := result("workers", "workers", "",
 		phase("cluster", planner.Succeeded, "", 6),

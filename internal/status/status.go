@@ -10,6 +10,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // PhaseState is where a phase stands: the planner's view (Pending,
@@ -141,12 +142,12 @@ type PhaseStatus struct {
 
 // StepStatus is one step of a phase.
 type StepStatus struct {
-	// Key identifies the step within its plan (planner.Step.Key).
-	Key      string    `json:"key"`
-	Executor string    `json:"executor"`
-	Action   string    `json:"action"`
-	Target   string    `json:"target"`
-	State    StepState `json:"state"`
+	// Key identifies the step within its plan (step.Step.Key).
+	Key      string      `json:"key"`
+	Executor step.Kind   `json:"executor"`
+	Action   step.Action `json:"action"`
+	Target   string      `json:"target"`
+	State    StepState   `json:"state"`
 	// Attempts counts deliveries of the step's latest publication.
 	Attempts int `json:"attempts,omitempty"`
 	// LastError is the error of the latest failed attempt; it stays after a
@@ -245,4 +246,10 @@ func shortRev(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// Title names the step as tables and comments show it:
+// "kube: create Cluster default/c".
+func (s *StepStatus) Title() string {
+	return string(s.Executor) + ": " + string(s.Action) + " " + s.Target
 }

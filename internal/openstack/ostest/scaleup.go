@@ -10,14 +10,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/retry"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/ferry-dev/ferry/internal/openstack"
 )
 
 // ScaleUp adds one machine to the MachineDeployment md and checks that the
@@ -37,7 +36,7 @@ func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
 	if m == nil {
 		return checks.add("new server built by CAPO", false, "%v (last: %s)", ctx.Err(), last)
 	}
-	id := strings.TrimPrefix(*m.Spec.ProviderID, openstack.ProviderIDPrefix)
+	id := strings.TrimPrefix(*m.Spec.ProviderID, step.ProviderIDPrefix)
 	srv, err := serverDetails(ctx, a.admin.Compute, id)
 	if err != nil {
 		return checks.add("new server built by CAPO", false, "%v", err)

@@ -1,0 +1,73 @@
+package kube_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor/kube"
+	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// The seed 000 cluster of the kube executor's tests, as cmd/reconciler's
+// plan test has it.
+const (
+	cluster   = "capi-quickstart"
+	namespace = "default"
+	cpNode    = "capi-quickstart-control-plane-7xk2p"
+	worker1   = "capi-quickstart-md-0-wq8fz"
+	worker2   = "capi-quickstart-md-0-zt5rn"
+	version   = "v1.31.4"
+)
+
+// testPlan loads plans/capi-quickstart.yaml, approved up to approve, with
+// its defaults applied, as the reconciler hands it to executors.
+func testPlan(t *testing.T, approve string) *v1alpha1.MigrationPlan {
+	t.Helper()
+	return testenv.ExamplePlanDecoded(t, approve)
+}
+
+// newExecutor is the executor under test against a real API server.
+func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
+	e, err := kube.New(k.Config, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// event is a hand-made step of the kube executor, for the table tests.
+func event(p *v1alpha1.MigrationPlan, action step.Action, kind, name string, params map[string]string) *events.StepEvent {
+	st := step.Step{
+		Key:      "test/" + string(action) + "/" + strings.ToLower(kind) + "/" + name,
+		Phase:    "test",
+		Executor: step.Kube,
+		Action:   action,
+		Target:   step.Target{Kind: kind, Namespace: p.Spec.Cluster.Namespace, Name: name},
+		Params:   params,
+	}
+	return events.NewStepEvent(p, "test-revision", st, time.Now())
+}
+
+// mustCreate creates objects that a test starts from.
+func mustCreate(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, obj := range objs {
+		if err := c.Create(context.Background(), obj); err != nil {
+			t.Fatalf("create %T %s: %v", obj, obj.GetName(), err)
+		}
+	}
+}
+
+// refTo is the reference the objects must hold: always with its
+// namespace, which CAPI's controllers look the object up in.
+func refTo(apiVersion, kind, name string) corev1.ObjectReference {
+	return corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Name: name, Namespace: namespace}
+}

@@ -1,0 +1,320 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/drain"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/executor"
+	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/step"
+)
+
+// defaultDrainTimeout bounds a drain step that carries no timeout.
+var defaultDrainTimeout = mustParseDefault(v1alpha1.DefaultDrainTimeout)
+
+// maxPodsInError caps the pods an error names; the rest are counted.
+const maxPodsInError = 10
+
+// drainHelper is kubectl drain as seed 003 runs it: `kubectl drain
+// --ignore-daemonsets --delete-local-data`. Pods leave through the eviction
+// API, so PodDisruptionBudgets hold; pods with no controller are not
+// forced out (nothing would recreate them), and each pod gets its own
+// termination grace period.
+func drainHelper(ctx context.Context, cs kubernetes.Interface, log *slog.Logger, timeout time.Duration) *drain.Helper {
+	return &drain.Helper{
+		Ctx:                 ctx,
+		Client:              cs,
+		IgnoreAllDaemonSets: true,
+		DeleteEmptyDirData:  true,
+		GracePeriodSeconds:  -1,
+		Timeout:             timeout,
+		Out:                 drainLog{ctx: ctx, log: log, level: slog.LevelInfo},
+		ErrOut:              drainLog{ctx: ctx, log: log, level: slog.LevelWarn},
+	}
+}
+
+// drainLog turns the drain helper's progress lines into log lines. The
+// helper writes from one goroutine per pod; a Write holds one whole line
+// and keeps no state, so that is safe.
+type drainLog struct {
+	ctx   context.Context
+	log   *slog.Logger
+	level slog.Level
+}
+
+func (w drainLog) Write(p []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimSpace(string(p)), "\n") {
+		if line != "" {
+			w.log.Log(w.ctx, w.level, "drain: "+line)
+		}
+	}
+	return len(p), nil
+}
+
+// getWorkloadNode reads a Node; a Node that is gone is nil, not an error: every
+// node action is done once its Node is gone.
+func getWorkloadNode(ctx context.Context, cs kubernetes.Interface, name string) (*corev1.Node, error) {
+	n, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get Node %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// setProviderID gives a Node the provider ID of its server, which is how
+// Cluster API's Machine controller finds a Machine's Node (it compares
+// spec.providerID, nothing else). A kubelet without a cloud provider leaves
+// it empty, and the cloud controller manager fills it only on nodes that
+// join after it runs. The field can be set once: a Node that has another
+// one is left alone and the step fails for a person to look at.
+func setProviderID(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name, want := s.ev.Step.Target.Name, s.params().Get(step.ParamProviderID)
+	if !strings.HasPrefix(want, step.ProviderIDPrefix) {
+		return events.Report{}, failure.Terminal(fmt.Errorf("%s Node %s: providerID %q is not %s<server-id>: the node's server was not found", step.SetProviderID, name, want, step.ProviderIDPrefix))
+	}
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("set-provider-id: %w", err)
+	case n == nil:
+		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id: Node %s is gone", name))
+	case n.Spec.ProviderID == want:
+		return events.Report{Message: fmt.Sprintf("Node %s already has provider ID %s", name, want)}, nil
+	case n.Spec.ProviderID != "":
+		return events.Report{}, failure.Terminal(fmt.Errorf("set-provider-id: Node %s has provider ID %s, not %s, and a provider ID cannot change", name, n.Spec.ProviderID, want))
+	}
+	s.log.InfoContext(ctx, "setting the node's provider ID", "node", name, "providerID", want)
+	patch := []byte(`{"spec":{"providerID":` + strconv.Quote(want) + `}}`)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: executor.FieldManager}); err != nil {
+		return events.Report{}, fmt.Errorf("set the provider ID of Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("Node %s has provider ID %s", name, want)}, nil
+}
+
+// cordon marks a Node unschedulable.
+func cordonNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name := s.ev.Step.Target.Name
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("cordon: %w", err)
+	case n == nil:
+		return events.Report{Message: fmt.Sprintf("Node %s is gone: nothing to cordon", name)}, nil
+	case n.Spec.Unschedulable:
+		return events.Report{Message: fmt.Sprintf("Node %s already cordoned", name)}, nil
+	}
+	s.log.InfoContext(ctx, "cordoning node", "node", name)
+	if err := drain.RunCordonOrUncordon(drainHelper(ctx, cs, s.log, 0), n, true); err != nil {
+		return events.Report{}, fmt.Errorf("cordon Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("cordoned Node %s", name)}, nil
+}
+
+// drainNode cordons a Node (a drain of a schedulable node would see its
+// pods come back) and evicts every pod a drain evicts, waiting until they
+// are gone or the step's timeout ends.
+func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name := s.ev.Step.Target.Name
+	def := defaultDrainTimeout
+	if c := s.ev.Spec.Spec.Cutover; c != nil && c.DrainTimeout != "" {
+		if d, err := time.ParseDuration(c.DrainTimeout); err == nil {
+			def = d
+		}
+	}
+	timeout, err := s.timeout(def)
+	if err != nil {
+		return events.Report{}, err
+	}
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("drain: %w", err)
+	case n == nil:
+		return events.Report{Message: fmt.Sprintf("Node %s is gone: nothing to drain", name)}, nil
+	}
+	h := drainHelper(ctx, cs, s.log, timeout)
+	if !n.Spec.Unschedulable {
+		s.log.InfoContext(ctx, "cordoning node before the drain", "node", name)
+		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+			return events.Report{}, fmt.Errorf("drain Node %s: cordon: %w", name, err)
+		}
+	}
+	list, errs := h.GetPodsForDeletion(name)
+	if errs != nil {
+		if list == nil {
+			return events.Report{}, fmt.Errorf("drain Node %s: list its pods: %w", name, utilerrors.NewAggregate(errs))
+		}
+		// Pods the drain refuses to touch (no controller would recreate
+		// them): retrying finds them again. A person decides.
+		return events.Report{}, failure.Terminal(fmt.Errorf("drain Node %s: %s", name, blockingPods(errs)))
+	}
+	pods := list.Pods()
+	if len(pods) == 0 {
+		return events.Report{Message: fmt.Sprintf("Node %s cordoned, no pods to evict", name)}, nil
+	}
+	s.log.InfoContext(ctx, "draining node", "node", name, "pods", len(pods), "timeout", timeout)
+	if err := h.DeleteOrEvictPods(pods); err != nil {
+		if ctx.Err() != nil {
+			return events.Report{}, fmt.Errorf("drain Node %s: interrupted: %w", name, ctx.Err())
+		}
+		return events.Report{}, drainFailure(ctx, cs, h, name, timeout, err)
+	}
+	return events.Report{Message: fmt.Sprintf("drained Node %s: evicted %s (%s)", name, countPods(len(pods)), podNames(pods))}, nil
+}
+
+// blockingPods says which pods a drain will not evict, and why, in the
+// drain helper's words minus its kubectl flag hints, which ferry has no
+// flags for.
+func blockingPods(errs []error) string {
+	var parts []string
+	for _, err := range errs {
+		// "cannot delete cannot delete Pods that declare no controller": the
+		// helper's prefix doubles the one of its message.
+		msg := strings.Replace(err.Error(), "cannot delete cannot delete", "cannot delete", 1)
+		for _, hint := range []string{" (use --force to override)", " (use --ignore-daemonsets to ignore)", " (use --delete-emptydir-data to override)"} {
+			msg = strings.ReplaceAll(msg, hint, "")
+		}
+		parts = append(parts, msg)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ") + "; delete those pods, or give them a controller, and the drain goes on"
+}
+
+// drainFailure says which pods are left on the node and, for each, the
+// PodDisruptionBudget that holds it, if any: the drain helper's own error
+// says only that time ran out. It stays retryable: a budget allows
+// evictions again once the pods it guards are healthy elsewhere.
+func drainFailure(ctx context.Context, cs kubernetes.Interface, h *drain.Helper, node string, timeout time.Duration, cause error) error {
+	list, errs := h.GetPodsForDeletion(node)
+	if errs != nil || list == nil {
+		return fmt.Errorf("drain Node %s: pods not evicted within %s: %w", node, timeout, cause)
+	}
+	left := list.Pods()
+	if len(left) == 0 {
+		// Gone in the meantime: the next attempt finds the node drained.
+		return fmt.Errorf("drain Node %s: not finished within %s: %w", node, timeout, cause)
+	}
+	budgets := map[string][]policyv1.PodDisruptionBudget{}
+	var parts []string
+	for i, p := range left {
+		if i == maxPodsInError {
+			parts = append(parts, fmt.Sprintf("and %d more", len(left)-maxPodsInError))
+			break
+		}
+		desc := p.Namespace + "/" + p.Name
+		if p.DeletionTimestamp != nil {
+			desc += " (evicted, still terminating)"
+		} else if pdb := guardingBudget(ctx, cs, budgets, &p); pdb != "" {
+			desc += " (" + pdb + ")"
+		}
+		parts = append(parts, desc)
+	}
+	return fmt.Errorf("drain Node %s: %s not evicted within %s: %s; the next attempt goes on from here: %w",
+		node, countPods(len(left)), timeout, strings.Join(parts, ", "), cause)
+}
+
+// guardingBudget describes the PodDisruptionBudget that selects a pod, or
+// returns "" when none does or they cannot be read (the description is a
+// help, not a requirement). budgets caches each namespace's list.
+func guardingBudget(ctx context.Context, cs kubernetes.Interface, budgets map[string][]policyv1.PodDisruptionBudget, pod *corev1.Pod) string {
+	pdbs, ok := budgets[pod.Namespace]
+	if !ok {
+		l, err := cs.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return ""
+		}
+		pdbs = l.Items
+		budgets[pod.Namespace] = pdbs
+	}
+	var names []string
+	for i := range pdbs {
+		pdb := &pdbs[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		d := "held by PodDisruptionBudget " + pdb.Namespace + "/" + pdb.Name
+		switch {
+		case pdb.Status.ObservedGeneration < pdb.Generation:
+			d += ", which the disruption controller has not processed yet"
+		default:
+			d += fmt.Sprintf(" allowing %d disruptions: %d healthy pods of %d needed", pdb.Status.DisruptionsAllowed, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy)
+		}
+		names = append(names, d)
+	}
+	sort.Strings(names)
+	return strings.Join(names, "; ")
+}
+
+func countPods(n int) string {
+	if n == 1 {
+		return "1 pod"
+	}
+	return fmt.Sprintf("%d pods", n)
+}
+
+func podNames(pods []corev1.Pod) string {
+	var names []string
+	for i, p := range pods {
+		if i == maxPodsInError {
+			names = append(names, fmt.Sprintf("and %d more", len(pods)-maxPodsInError))
+			break
+		}
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// deleteNode deletes a Node object whose machine is gone. A Node that is
+// still Ready has a kubelet behind it: deleting it would have the pod
+// garbage collector delete its pods, and the kubelet register it again.
+// That is refused, retryably: once the machine is gone the node stops
+// being Ready within the node monitor's grace period.
+func deleteNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name := s.ev.Step.Target.Name
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("delete: %w", err)
+	case n == nil:
+		return events.Report{Message: fmt.Sprintf("Node %s already gone", name)}, nil
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return events.Report{}, fmt.Errorf("delete Node %s: it is still Ready, so a kubelet still runs there; ferry deletes only the Node objects of machines that are gone", name)
+		}
+	}
+	s.log.InfoContext(ctx, "deleting node", "node", name)
+	err = cs.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &n.UID}})
+	switch {
+	case apierrors.IsNotFound(err):
+		return events.Report{Message: fmt.Sprintf("Node %s already gone", name)}, nil
+	case apierrors.IsConflict(err):
+		// A Node of the same name registered since the read: not the one
+		// whose machine is gone.
+		return events.Report{}, fmt.Errorf("delete Node %s: it was replaced while ferry looked at it: %w", name, err)
+	case err != nil:
+		return events.Report{}, fmt.Errorf("delete Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("deleted Node %s", name)}, nil
+}
