@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor/kube"
 	"github.com/ferry-dev/ferry/internal/executor/openstack"
 	"github.com/ferry-dev/ferry/internal/executor/workload"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/step"
 )
@@ -64,6 +65,7 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 		return err
 	}
 	log := cfg.logger()
+	ctx = logging.With(ctx, log)
 	memlimit.Set(log)
 	c, err := (&management{getter: cfg.Kube}).client()
 	if err != nil {
@@ -73,7 +75,7 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 	if err != nil {
 		return err
 	}
-	execs, err := newExecutors(cfg.Kinds, c, repo, log)
+	execs, err := newExecutors(cfg.Kinds, c, repo)
 	if err != nil {
 		return err
 	}
@@ -83,7 +85,7 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 	}
 	defer bus.Close()
 	log.Info("executors running", "kinds", strings.Join(cfg.Kinds, ","), "concurrency", cfg.Concurrency, "nats", cfg.NATS.URL)
-	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, cfg.runOptions(log)); err != nil {
+	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, cfg.runOptions()); err != nil {
 		return err
 	}
 	log.Info("executors stopped")
@@ -106,8 +108,8 @@ func (cfg ExecutorConfig) repo(log *slog.Logger) (func(context.Context, string) 
 	return nil, nil
 }
 
-func (e Executors) runOptions(log *slog.Logger) executor.RunOptions {
-	return executor.RunOptions{Concurrency: e.Concurrency, Waits: e.Waits, Logger: log}
+func (e Executors) runOptions() executor.RunOptions {
+	return executor.RunOptions{Concurrency: e.Concurrency, Waits: e.Waits}
 }
 
 // checkKinds returns a UsageError naming the first unknown kind.
@@ -121,16 +123,16 @@ func checkKinds(kinds []string) error {
 }
 
 // newExecutors builds the executors of the named kinds.
-func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error), log *slog.Logger) ([]executor.Executor, error) {
+func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context, string) (fs.FS, error)) ([]executor.Executor, error) {
 	var out []executor.Executor
 	for _, k := range kinds {
 		switch step.Kind(k) {
 		case step.Kube:
-			out = append(out, &kube.Executor{Client: c, Logger: log})
+			out = append(out, &kube.Executor{Client: c})
 		case step.OpenStack:
 			out = append(out, &openstack.Executor{Client: c})
 		case step.Workload:
-			out = append(out, &workload.Executor{Client: c, Repo: repo, Logger: log})
+			out = append(out, &workload.Executor{Client: c, Repo: repo})
 		default:
 			return nil, usageErrorf("unknown executor kind %q; kinds are %s", k, strings.Join(Kinds, ", "))
 		}

@@ -203,12 +203,12 @@ func (s *server) startExecutors(ctx context.Context) error {
 	if !s.cfg.InProcess {
 		return nil
 	}
-	execs, err := newExecutors(s.cfg.Kinds, s.client, repoAt(s.src), s.log)
+	execs, err := newExecutors(s.cfg.Kinds, s.client, repoAt(s.src))
 	if err != nil {
 		return err
 	}
 	go func() {
-		if err := executor.Run(ctx, s.bus.Conn, s.bus.JS, execs, s.cfg.runOptions(s.log)); err != nil {
+		if err := executor.Run(ctx, s.bus.Conn, s.bus.JS, execs, s.cfg.runOptions()); err != nil {
 			s.log.Error("executors stopped", "error", err)
 		}
 	}()

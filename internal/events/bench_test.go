@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
 )
 
 // BenchmarkStepRoundTrip measures a no-op step from publication to its
@@ -15,7 +16,7 @@ import (
 // at a time. It reports the median and 99th percentile as p50-ms and p99-ms.
 func BenchmarkStepRoundTrip(b *testing.B) {
 	b.StopTimer()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(logging.With(context.Background(), quiet))
 	defer cancel()
 	bb, err := events.Connect(ctx, events.BusOptions{DataDir: b.TempDir()})
 	if err != nil {
@@ -23,7 +24,7 @@ func BenchmarkStepRoundTrip(b *testing.B) {
 	}
 	defer bb.Close()
 	go func() {
-		_ = events.RunWorker(ctx, bb.JS, events.WorkerOptions{Kind: "test", Concurrency: 1, Logger: quiet},
+		_ = events.RunWorker(ctx, bb.JS, events.WorkerOptions{Kind: "test", Concurrency: 1},
 			func(context.Context, *events.StepEvent) (events.Report, error) { return events.Report{}, nil })
 	}()
 	got := make(chan struct{}, 1)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -20,10 +20,8 @@ const maxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Str
 // it publishes a Failed result for each and removes the step from the work
 // queue, so that no step is lost silently. Several replicas may watch; the
 // result's message ID makes the report count once. It returns when ctx ends.
-func WatchMaxDeliveries(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, log *slog.Logger) error {
-	if log == nil {
-		log = slog.Default()
-	}
+func WatchMaxDeliveries(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
+	log := logging.From(ctx)
 	stream, err := js.Stream(ctx, StreamSteps)
 	if err != nil {
 		return fmt.Errorf("watch max deliveries: %w", err)

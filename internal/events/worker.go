@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -50,8 +51,6 @@ type WorkerOptions struct {
 	BackOff, MaxBackOff time.Duration
 	// StepTimeout bounds a step without a "timeout" parameter. Default 10m.
 	StepTimeout time.Duration
-	// Logger receives one line per attempt. Default slog.Default().
-	Logger *slog.Logger
 }
 
 func (o *WorkerOptions) defaults() {
@@ -75,9 +74,6 @@ func (o *WorkerOptions) defaults() {
 	}
 	if o.StepTimeout <= 0 {
 		o.StepTimeout = 10 * time.Minute
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 }
 
@@ -123,7 +119,7 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 			}
 			return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
 		}
-		ev, ok := w.decode(msg)
+		ev, ok := w.decode(ctx, msg)
 		if !ok {
 			continue
 		}
@@ -182,10 +178,10 @@ type worker struct {
 
 // decode reads a delivery's step event; a message that is not one is
 // dropped for good.
-func (w *worker) decode(msg jetstream.Msg) (*StepEvent, bool) {
+func (w *worker) decode(ctx context.Context, msg jetstream.Msg) (*StepEvent, bool) {
 	var ev StepEvent
 	if err := json.Unmarshal(msg.Data(), &ev); err != nil || ev.Type != TypeStep {
-		w.opts.Logger.Error("dropping a message that is not a step event", "executor", w.opts.Kind, "subject", msg.Subject(), "type", ev.Type, "error", err)
+		logging.From(ctx).Error("dropping a message that is not a step event", "executor", w.opts.Kind, "subject", msg.Subject(), "type", ev.Type, "error", err)
 		_ = msg.TermWithReason("not a " + TypeStep + " event")
 		return nil, false
 	}
@@ -198,12 +194,15 @@ func (w *worker) decode(msg jetstream.Msg) (*StepEvent, bool) {
 // crash in between repeats the (idempotent) step rather than losing its
 // result.
 func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
-	log := w.opts.Logger.With("executor", w.opts.Kind, "subject", msg.Subject())
 	attempt := 1
 	if meta, err := msg.Metadata(); err == nil {
 		attempt = int(meta.NumDelivered)
 	}
-	log = log.With("plan", ev.Plan, "revision", ev.Revision, "phase", ev.Step.Phase, "step", ev.Step.Key, "attempt", attempt)
+	// The executor logs through the context: every line it writes says
+	// which plan, phase, step and attempt it concerns.
+	ctx = logging.Attach(ctx, "executor", w.opts.Kind, "subject", msg.Subject(),
+		"plan", ev.Plan, "revision", ev.Revision, "phase", ev.Step.Phase, "step", ev.Step.Key, "attempt", attempt)
+	log := logging.From(ctx)
 
 	stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout(ev))
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -18,7 +19,7 @@ func TestExhaustedStepIsReported(t *testing.T) {
 	res := collect(t, n.JetStream)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go func() { _ = events.WatchMaxDeliveries(ctx, n.Conn, n.JetStream, quiet) }()
+	go func() { _ = events.WatchMaxDeliveries(logging.With(ctx, quiet), n.Conn, n.JetStream) }()
 	cons, err := n.JetStream.CreateOrUpdateConsumer(ctx, events.StreamSteps, jetstream.ConsumerConfig{
 		Durable: events.ConsumerName("test"), FilterSubject: events.StepsPrefix + "test.>",
 		AckPolicy: jetstream.AckExplicitPolicy, AckWait: 200 * time.Millisecond, MaxDeliver: 2,
@@ -51,7 +52,7 @@ func TestWaitsDoNotHoldSteps(t *testing.T) {
 	n := bus(t)
 	res := collect(t, n.JetStream)
 	release := make(chan struct{})
-	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 1, Waits: 2, Logger: quiet},
+	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test", Concurrency: 1, Waits: 2},
 		func(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
 			if ev.Step.Action == step.Wait {
 				select {

@@ -17,6 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -103,8 +104,7 @@ func outcomes(all []events.ResultEvent) []events.Outcome {
 
 func startWorker(t *testing.T, js jetstream.JetStream, opts events.WorkerOptions, h events.Handler) context.CancelFunc {
 	t.Helper()
-	opts.Logger = quiet
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(logging.With(context.Background(), quiet))
 	done := make(chan error, 1)
 	go func() { done <- events.RunWorker(ctx, js, opts, h) }()
 	t.Cleanup(func() {

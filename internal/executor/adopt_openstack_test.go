@@ -27,6 +27,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor/kube"
 	"github.com/ferry-dev/ferry/internal/executor/openstack"
 	"github.com/ferry-dev/ferry/internal/executor/workload"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
@@ -72,7 +73,7 @@ func TestAdoptOpenStack(t *testing.T) {
 	a := ostest.NewAdoptable(t, "capi-quickstart")
 	before := a.Record(t)
 	testenv.StartManagers(t, a.Mgmt)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	ctx, cancel := context.WithTimeout(logging.With(context.Background(), testenv.Logger(t)), 10*time.Minute)
 	defer cancel()
 
 	// As seed 000 finds it: the service-account Secret only in a backup
@@ -87,15 +88,14 @@ func TestAdoptOpenStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := f.Plan
-	kube, err := kube.New(a.Mgmt.Config, testenv.Logger(t))
+	kube, err := kube.New(a.Mgmt.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := testenv.Logger(t)
 	execs := map[step.Kind]executor.Executor{
 		step.Kube:      kube,
 		step.OpenStack: &openstack.Executor{Client: a.Mgmt.Client},
-		step.Workload:  &workload.Executor{Client: a.Mgmt.Client, Logger: log},
+		step.Workload:  &workload.Executor{Client: a.Mgmt.Client},
 	}
 	obs := &observer.Observer{Client: a.Mgmt.Client, Cloud: &observer.OpenStack{Client: a.Mgmt.Client, MaxAge: -1}}
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
@@ -23,7 +22,6 @@ type RunOptions struct {
 	// AckWait and MaxDeliver are passed to each kind's worker.
 	AckWait    time.Duration
 	MaxDeliver int
-	Logger     *slog.Logger
 }
 
 // Run takes the steps of each executor's kind from the bus and carries them
@@ -34,10 +32,6 @@ type RunOptions struct {
 func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors []Executor, opts RunOptions) error {
 	if len(executors) == 0 {
 		return errors.New("run executors: none given")
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.Default()
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -58,11 +52,10 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors [
 		start("executor "+string(e.Kind()), func() error {
 			return events.RunWorker(ctx, js, events.WorkerOptions{
 				Kind: e.Kind(), Concurrency: opts.Concurrency, Waits: opts.Waits, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
-				Logger: log,
 			}, e.Execute)
 		})
 	}
-	start("max-deliveries watch", func() error { return events.WatchMaxDeliveries(ctx, nc, js, log) })
+	start("max-deliveries watch", func() error { return events.WatchMaxDeliveries(ctx, nc, js) })
 	wg.Wait()
 	close(errs)
 	return <-errs

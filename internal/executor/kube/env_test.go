@@ -36,7 +36,7 @@ func testPlan(t *testing.T, approve string) *v1alpha1.MigrationPlan {
 
 // newExecutor is the executor under test against a real API server.
 func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
-	e, err := kube.New(k.Config, testenv.Logger(t))
+	e, err := kube.New(k.Config)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	kubeclient "github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -37,20 +38,17 @@ type Executor struct {
 	// in its <cluster>-kubeconfig Secret, to read the running kubeadm
 	// configuration; nil uses kubeclient.WorkloadClient.
 	Workload kubeclient.ClientFunc
-	// Logger receives a line before each change; nil uses slog.Default().
-	Logger *slog.Logger
 }
 
 var _ executor.Executor = (*Executor)(nil)
 
-// New connects to the management cluster with ferry's scheme; the
-// executor logs to log (nil: slog.Default()).
-func New(cfg *rest.Config, log *slog.Logger) (*Executor, error) {
+// New connects to the management cluster with ferry's scheme.
+func New(cfg *rest.Config) (*Executor, error) {
 	c, err := client.NewWithWatch(cfg, client.Options{Scheme: kubeclient.Scheme()})
 	if err != nil {
 		return nil, fmt.Errorf("kube executor: client for %s: %w", cfg.Host, err)
 	}
-	return &Executor{Client: c, Logger: log}, nil
+	return &Executor{Client: c}, nil
 }
 
 // Kind is step.Kube.
@@ -105,14 +103,10 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	if ns == "" {
 		ns = ev.Spec.Spec.Cluster.Namespace
 	}
-	log := e.Logger
-	if log == nil {
-		log = slog.Default()
-	}
 	s := &job{
 		ev:   ev,
 		plan: ev.Spec,
-		log:  log.With("plan", ev.Plan, "phase", st.Phase, "step", st.Key, "revision", ev.Revision),
+		log:  logging.From(ctx),
 		key:  client.ObjectKey{Namespace: ns, Name: st.Target.Name},
 	}
 	return h(ctx, s)

@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -58,8 +59,6 @@ type Executor struct {
 	// HTTPClient sends probes; nil uses a client with no timeout of its own
 	// (each probe sets one).
 	HTTPClient HTTPDoer
-	// Logger receives a line before each change; nil uses slog.Default().
-	Logger *slog.Logger
 }
 
 var _ executor.Executor = (*Executor)(nil)
@@ -88,12 +87,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	if ev.Spec == nil {
 		return events.Report{}, failure.Terminal(fmt.Errorf("step %s carries no plan", ev.Step.Key))
 	}
-	log := e.Logger
-	if log == nil {
-		log = slog.Default()
-	}
-	s := &job{ev: ev, log: log.With(
-		"plan", ev.Plan, "phase", ev.Step.Phase, "step", ev.Step.Key, "revision", ev.Revision)}
+	s := &job{ev: ev, log: logging.From(ctx)}
 
 	a, kind := ev.Step.Action, ev.Step.Target.Kind
 	switch {
