@@ -4,9 +4,9 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# kube-apiserver and etcd, and the Cluster API and CAPO managers, for the
-# test environment, built by `make tools` into cache directories outside the
-# repository.
+# kube-apiserver, etcd, kube-scheduler, kube-controller-manager and kubemark,
+# and the Cluster API and CAPO managers, for the test environment, built by
+# `make tools` into cache directories outside the repository.
 TOOLS_DIR := $(shell hack/tools.sh --dir)
 export KUBEBUILDER_ASSETS := $(TOOLS_DIR)
 export FERRY_MANAGERS_DIR := $(shell hack/tools.sh --managers-dir)
@@ -79,7 +79,7 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	go run ./hack/schemagen
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd and the CAPI and CAPO managers for the test environment (idempotent).
+tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark and the CAPI and CAPO managers for the test environment (idempotent).
 	hack/tools.sh
 
 # verify regenerates first, so that a schema that is out of date with the

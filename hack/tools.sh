@@ -3,7 +3,10 @@
 # pinned in hack/tools/*/go.mod, into cache directories outside the
 # repository (binaries are never committed):
 #
-#   - kube-apiserver and etcd (hack/tools/kube-apiserver, hack/tools/etcd);
+#   - kube-apiserver and etcd (hack/tools/kube-apiserver, hack/tools/etcd),
+#     and from the same Kubernetes module kube-scheduler,
+#     kube-controller-manager and kubemark, for a workload cluster whose
+#     pods run (kubemark's hollow kubelet, on a fake container runtime);
 #   - the Cluster API managers (core, kubeadm bootstrap, KubeadmControlPlane)
 #     and the CAPO manager (hack/tools/capi).
 #
@@ -102,9 +105,17 @@ managers=(
 	"capo-manager sigs.k8s.io/cluster-api-provider-openstack"
 )
 
+# The Kubernetes programs built from hack/tools/kube-apiserver besides the
+# API server; they share most of its packages, so each takes seconds to a
+# minute after it.
+kube_programs=(kube-scheduler kube-controller-manager kubemark)
+
 up_to_date() {
 	works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
 	local m
+	for m in "${kube_programs[@]}"; do
+		works "$dir/$m" || return 1
+	done
 	for m in "${managers[@]}"; do
 		manager_works "$managers_dir/${m%% *}" || return 1
 	done
@@ -123,9 +134,12 @@ if ! flock -n 9; then
 fi
 
 works "$dir/etcd" || build "$dir/etcd" "$etcd_mod" go.etcd.io/etcd/server/v3 "-s -w"
+k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")"
 works "$dir/kube-apiserver" || build "$dir/kube-apiserver" "$apiserver_mod" k8s.io/kubernetes/cmd/kube-apiserver \
-	"-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")" \
-	"a cold build takes 3 to 8 minutes on 2 cores"
+	"$k8s_ldflags" "a cold build takes 3 to 8 minutes on 2 cores"
+for m in "${kube_programs[@]}"; do
+	works "$dir/$m" || build "$dir/$m" "$apiserver_mod" "k8s.io/kubernetes/cmd/$m" "$k8s_ldflags"
+done
 hint="the first takes 2 to 5 minutes cold, the others seconds"
 for m in "${managers[@]}"; do
 	name=${m%% *} pkg=${m#* }
