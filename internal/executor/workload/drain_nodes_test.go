@@ -1,0 +1,223 @@
+package workload
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// TestDrainRunningNodes drains a node of a workload cluster whose pods run
+// (testenv.RunPods: the real scheduler and controller manager, and hollow
+// kubelets), not a stand-in: all three replicas of a Deployment under a
+// PodDisruptionBudget of maxUnavailable 1, which the disruption controller
+// computes, start on the node, next to a DaemonSet's pod. The drain evicts
+// the three (and what else runs there but DaemonSet pods) one at a time
+// through the eviction API, each once the
+// ReplicaSet's replacement is Ready on another node: fewer than two Ready
+// replicas are never seen. The DaemonSet's pod stays; a second run has
+// nothing to evict.
+func TestDrainRunningNodes(t *testing.T) {
+	mgmt, wl := testenv.StartKube(t), testenv.StartKube(t)
+	wl.RunPods(t, "run-0", "run-1", "run-2")
+	testenv.Orphan(t, mgmt, wl, testenv.OrphanedCluster{Name: "c1", Namespace: "default", KubeletVersion: "v1.31.4"})
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	exec := &Executor{Client: mgmt.Client}
+	labels := map[string]string{"app": "web"}
+
+	// Every replica starts on run-0: the others are cordoned until then.
+	cordon(ctx, t, wl, "run-1", true)
+	cordon(ctx, t, wl, "run-2", true)
+	createAll(ctx, t, wl, runningApps(labels)...)
+	before := readyPods(ctx, t, wl, labels)
+	for len(before) != 3 || slices.ContainsFunc(before, func(p corev1.Pod) bool { return p.Spec.NodeName != "run-0" }) {
+		sleepOrFail(ctx, t, "three web replicas Ready on run-0")
+		before = readyPods(ctx, t, wl, labels)
+	}
+	var pdb policyv1.PodDisruptionBudget
+	for pdb.Status.DisruptionsAllowed != 1 {
+		sleepOrFail(ctx, t, "the disruption controller allowing one disruption")
+		testenv.MustGet(t, wl.Client, "default", "web", &pdb)
+	}
+	cordon(ctx, t, wl, "run-1", false)
+	cordon(ctx, t, wl, "run-2", false)
+
+	least := watchLeastReady(ctx, t, wl, labels)
+	ev := stepEvent(testPlan(nil), step.Drain, step.Target{Kind: step.Node, Name: "run-0"},
+		map[string]string{"timeout": "2m", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
+	for run, want := range []string{"drained Node run-0: evicted ", "Node run-0 cordoned, no pods to evict"} {
+		rep, err := exec.Execute(ctx, ev)
+		if err != nil || len(rep.Message) < len(want) || rep.Message[:len(want)] != want {
+			t.Fatalf("run %d: report %q, error %v; want %q…", run+1, rep.Message, err, want)
+		}
+	}
+	if n := least(); n < 2 {
+		t.Errorf("%d web replicas healthy at the worst of the drain; the budget allows one disruption of three", n)
+	}
+	after := readyPods(ctx, t, wl, labels)
+	for len(after) != 3 {
+		sleepOrFail(ctx, t, "three web replicas Ready after the drain")
+		after = readyPods(ctx, t, wl, labels)
+	}
+	for _, p := range after {
+		if p.Spec.NodeName == "run-0" {
+			t.Errorf("web pod %s runs on the drained node", p.Name)
+		}
+	}
+	for _, p := range before {
+		if !evicted(t, wl, p.Name) {
+			t.Errorf("pod %s left run-0 without an eviction through the eviction API", p.Name)
+		}
+	}
+	var agents corev1.PodList
+	if err := wl.Client.List(ctx, &agents, client.InNamespace("default"), client.MatchingLabels{"app": "agent"}, client.MatchingFields{"spec.nodeName": "run-0"}); err != nil || len(agents.Items) != 1 {
+		t.Errorf("DaemonSet pods on run-0: %d, %v; want its one pod kept", len(agents.Items), err)
+	}
+}
+
+// runningApps are the test's web Deployment, its budget and a DaemonSet.
+func runningApps(labels map[string]string) []client.Object {
+	pod := func(l map[string]string) corev1.PodTemplateSpec {
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}}}
+	}
+	agent := map[string]string{"app": "agent"}
+	return []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: pod(labels)}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}},
+		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "agent"}, Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: agent}, Template: pod(agent)}},
+	}
+}
+
+func createAll(ctx context.Context, t *testing.T, k *testenv.Kube, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := k.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func cordon(ctx context.Context, t *testing.T, k *testenv.Kube, name string, on bool) {
+	t.Helper()
+	var n corev1.Node
+	testenv.MustGet(t, k.Client, "", name, &n)
+	patch := client.MergeFrom(n.DeepCopy())
+	n.Spec.Unschedulable = on
+	if err := k.Client.Patch(ctx, &n, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readyPods lists the pods with labels that serve.
+func readyPods(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	var list corev1.PodList
+	if err := k.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(labels)); err != nil {
+		t.Fatal(err)
+	}
+	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return !serving(&p) })
+}
+
+// healthy is a PodDisruptionBudget's healthy pod, as the disruption
+// controller counts it: Ready and not being deleted.
+func healthy(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+	})
+}
+
+// serving is healthy and Running. The eviction API ignores budgets for a
+// Pending pod, which a hollow kubelet reports Ready a moment before it
+// reports it Running: the drain starts only once every pod serves.
+func serving(p *corev1.Pod) bool { return healthy(p) && p.Status.Phase == corev1.PodRunning }
+
+// watchLeastReady counts the healthy pods with labels every 20 ms until the
+// returned function is called, which gives the least count seen.
+func watchLeastReady(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[string]string) func() int {
+	var mu sync.Mutex
+	least := len(readyPods(ctx, t, k, labels)) // all serving, so all healthy
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			var list corev1.PodList
+			if k.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(labels)) == nil {
+				n := 0
+				for i := range list.Items {
+					if healthy(&list.Items[i]) {
+						n++
+					}
+				}
+				mu.Lock()
+				least = min(least, n)
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int {
+		close(stop)
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return least
+	}
+}
+
+// evicted reports whether the API server's audit log holds a successful
+// eviction of pod.
+func evicted(t *testing.T, k *testenv.Kube, pod string) bool {
+	t.Helper()
+	f, err := os.Open(k.AuditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var e struct {
+			ObjectRef      struct{ Resource, Subresource, Name string }
+			ResponseStatus struct{ Code int }
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "eviction" &&
+			e.ObjectRef.Name == pod && e.ResponseStatus.Code/100 == 2 {
+			return true
+		}
+	}
+	return false
+}
+
+func sleepOrFail(ctx context.Context, t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+	case <-time.After(200 * time.Millisecond):
+	}
+}
