@@ -31,7 +31,9 @@ import (
 // through the eviction API, each once the
 // ReplicaSet's replacement is Ready on another node: fewer than two Ready
 // replicas are never seen. The DaemonSet's pod stays; a second run has
-// nothing to evict.
+// nothing to evict. Then a budget of no disruption holds a pod on another
+// node: that drain fails at its timeout naming the budget, and leaves the
+// node cordoned and the pod running.
 func TestDrainRunningNodes(t *testing.T) {
 	mgmt, wl := testenv.StartKube(t), testenv.StartKube(t)
 	wl.RunPods(t, "run-0", "run-1", "run-2")
@@ -88,6 +90,42 @@ func TestDrainRunningNodes(t *testing.T) {
 	var agents corev1.PodList
 	if err := wl.Client.List(ctx, &agents, client.InNamespace("default"), client.MatchingLabels{"app": "agent"}, client.MatchingFields{"spec.nodeName": "run-0"}); err != nil || len(agents.Items) != 1 {
 		t.Errorf("DaemonSet pods on run-0: %d, %v; want its one pod kept", len(agents.Items), err)
+	}
+	heldDrain(ctx, t, wl, exec)
+}
+
+// heldDrain drains run-1 under a budget that allows no disruption of its
+// one db pod: the drain fails at its timeout naming the budget; the node
+// stays cordoned and the pod serves.
+func heldDrain(ctx context.Context, t *testing.T, wl *testenv.Kube, exec *Executor) {
+	t.Helper()
+	db := map[string]string{"app": "db"}
+	cordon(ctx, t, wl, "run-2", true) // run-0 is cordoned by the drain: db lands on run-1
+	objs := runningApps(db)[:2]
+	for _, o := range objs {
+		o.SetName("db")
+	}
+	objs[0].(*appsv1.Deployment).Spec.Replicas = ptr.To[int32](1)
+	objs[1].(*policyv1.PodDisruptionBudget).Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0))
+	createAll(ctx, t, wl, objs...)
+	for pods := readyPods(ctx, t, wl, db); len(pods) != 1; pods = readyPods(ctx, t, wl, db) {
+		sleepOrFail(ctx, t, "the db pod serving")
+	}
+	var pdb policyv1.PodDisruptionBudget
+	for pdb.Status.CurrentHealthy != 1 {
+		sleepOrFail(ctx, t, "the disruption controller counting the db pod")
+		testenv.MustGet(t, wl.Client, "default", "db", &pdb)
+	}
+	ev := stepEvent(testPlan(nil), step.Drain, step.Target{Kind: step.Node, Name: "run-1"},
+		map[string]string{"timeout": "3s", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
+	_, err := exec.Execute(ctx, ev)
+	checkWorkloadErr(t, err, []string{"drain Node run-1", "not evicted within 3s", "held by PodDisruptionBudget default/db allowing 0 disruptions"}, false)
+	var n corev1.Node
+	if testenv.MustGet(t, wl.Client, "", "run-1", &n); !n.Spec.Unschedulable {
+		t.Error("run-1 is not cordoned after the held drain")
+	}
+	if pods := readyPods(ctx, t, wl, db); len(pods) != 1 || pods[0].Spec.NodeName != "run-1" {
+		t.Errorf("db pods serving after the held drain: %d; want its one pod, on run-1", len(pods))
 	}
 }
 

@@ -6,10 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -27,17 +25,14 @@ type drainPod struct {
 }
 
 // testWorkloadDrain drains each case's node twice; both runs must end the
-// same way, and the world must look as the case says. No disruption
-// controller runs in envtest, so a case's PodDisruptionBudget gets the
-// status that controller would compute; the kubelet stand-in marks pods
-// Running and Ready (the eviction API lets Pending pods go regardless of
-// budgets) and finishes their termination.
+// same way, and the world must look as the case says. The kubelet
+// stand-in marks the fixture's pods Running and Ready and finishes their
+// termination. PodDisruptionBudgets, which need the disruption controller
+// and pods that really run, are drained in TestDrainRunningNodes.
 func testWorkloadDrain(t *testing.T, env *testEnv) {
 	cases := []struct {
 		name, node string
 		pods       []drainPod
-		pdb        *policyv1.PodDisruptionBudget
-		pdbStatus  policyv1.PodDisruptionBudgetStatus
 		timeout    string
 		// reports of the first and second run, or the error both runs give.
 		reports      [2]string
@@ -60,43 +55,6 @@ func testWorkloadDrain(t *testing.T, env *testEnv) {
 		gone:   []string{"web-1", "cache-1"},
 		remain: []string{"agent-1"},
 	}, {
-		name: "a budget with maxUnavailable 0 holds its pod until the timeout",
-		node: "wl-drain-pdb-held",
-		pods: []drainPod{{name: "db-0", owner: "ReplicaSet", labels: map[string]string{"app": "db"}}},
-		pdb: &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: "db"},
-			Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-		},
-		pdbStatus: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0, CurrentHealthy: 1, DesiredHealthy: 1, ExpectedPods: 1},
-		timeout:   "3s",
-		wantErr: []string{
-			"drain Node wl-drain-pdb-held: 1 pod not evicted within 3s",
-			"wl-drain-pdb-held/db-0 (held by PodDisruptionBudget wl-drain-pdb-held/db allowing 0 disruptions: 1 healthy pods of 1 needed)",
-		},
-		remain: []string{"db-0"},
-	}, {
-		name: "a budget that allows a disruption lets its pod go",
-		node: "wl-drain-pdb-allows",
-		pods: []drainPod{
-			{name: "api-0", owner: "ReplicaSet", labels: map[string]string{"app": "api"}},
-			// The other replica runs on a node that is not drained.
-			{name: "api-1", owner: "ReplicaSet", node: "wl-cp-0", labels: map[string]string{"app": "api"}},
-		},
-		pdb: &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Name: "api"},
-			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)),
-				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}},
-		},
-		pdbStatus: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, CurrentHealthy: 2, DesiredHealthy: 1, ExpectedPods: 2},
-		timeout:   "1m",
-		reports: [2]string{
-			"drained Node wl-drain-pdb-allows: evicted 1 pod (wl-drain-pdb-allows/api-0)",
-			"Node wl-drain-pdb-allows cordoned, no pods to evict",
-		},
-		gone:   []string{"api-0"},
-		remain: []string{"api-1"},
-	}, {
 		name: "a pod with no controller stops the drain before any eviction",
 		node: "wl-drain-bare",
 		pods: []drainPod{
@@ -114,9 +72,6 @@ func testWorkloadDrain(t *testing.T, env *testEnv) {
 			ctx := context.Background()
 			ns := tc.node // one namespace per case, named after its node
 			env.drainFixture(t, ns, tc.node, tc.pods)
-			if tc.pdb != nil {
-				env.budget(t, ns, tc.pdb, tc.pdbStatus)
-			}
 			p := testPlan(nil)
 			step := stepEvent(p, step.Drain, step.Target{Kind: step.Node, Name: tc.node},
 				map[string]string{"timeout": tc.timeout, "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
@@ -211,23 +166,6 @@ func (env *testEnv) drainFixture(t *testing.T, ns, node string, pods []drainPod)
 			t.Fatal(err)
 		}
 		env.kubelet.MarkRunning(t, ns, dp.name)
-	}
-}
-
-// budget creates a PodDisruptionBudget with the status the disruption
-// controller, which does not run here, would give it.
-func (env *testEnv) budget(t *testing.T, ns string, pdb *policyv1.PodDisruptionBudget, status policyv1.PodDisruptionBudgetStatus) {
-	t.Helper()
-	ctx := context.Background()
-	pdb = pdb.DeepCopy()
-	pdb.Namespace = ns
-	if err := env.wl.Client.Create(ctx, pdb); err != nil {
-		t.Fatal(err)
-	}
-	pdb.Status = status
-	pdb.Status.ObservedGeneration = pdb.Generation
-	if err := env.wl.Client.Status().Update(ctx, pdb); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -35,7 +35,7 @@ type testEnv struct {
 // Worker nodes of the test's workload cluster, one per test that changes
 // a node, so that subtests run in parallel without meeting.
 var testNodes = []string{
-	"wl-cordon", "wl-delete", "wl-drain", "wl-drain-pdb-held", "wl-drain-pdb-allows", "wl-drain-bare",
+	"wl-cordon", "wl-delete", "wl-drain", "wl-drain-bare",
 }
 
 // TestWorkload runs every workload action against two real API servers:
