@@ -30,7 +30,7 @@ const outgoing = plumbing.ReferenceName("refs/ferry/outgoing")
 func (w *Writer) remote() (*git.Remote, transport.AuthMethod, func(error) error, error) {
 	url, auth, scrubErr, err := Remote(w.URL, w.Auth)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("repository to write to: %w", err)
+		return nil, nil, nil, fmt.Errorf("branch %s: %w", w.Branch, err)
 	}
 	return git.NewRemote(w.store, &config.RemoteConfig{
 		Name:  "origin",
