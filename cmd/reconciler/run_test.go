@@ -219,6 +219,10 @@ type running struct {
 	webhookSecret []byte
 	mu            sync.Mutex
 	logs          bytes.Buffer
+	// exited is closed when the command returns, with its exit code in
+	// code: a wait ends at once rather than at the test's deadline.
+	exited chan struct{}
+	code   int
 }
 
 // startRun runs `reconciler run` until the test ends (then it must exit
@@ -241,19 +245,19 @@ func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.
 		}
 	}
 	hook := testenv.FreeAddr(t)
-	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret")}
+	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret"), exited: make(chan struct{})}
 	args := append([]string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
 		"--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--github-repo", gh.Owner + "/" + gh.Repo, "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}, extra...)
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan int)
 	go func() {
-		done <- runContext(runCtx, append([]string{"run"}, args...), &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
+		defer close(r.exited)
+		r.code = runContext(runCtx, append([]string{"run"}, args...), &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
 	}()
 	t.Cleanup(func() {
 		stop()
-		if code := <-done; code != 0 {
-			t.Errorf("reconciler run exited %d; its log ends:\n%s", code, tail(r.log(), 30))
+		if <-r.exited; r.code != 0 && !t.Failed() {
+			t.Errorf("reconciler run exited %d; its log ends:\n%s", r.code, tail(r.log(), 30))
 		}
 	})
 	// Ready when the webhook listens (after the informers synced).
@@ -280,14 +284,20 @@ func (r *running) fatalf(format string, args ...any) {
 	r.t.Fatalf(format+"\nreconciler log:\n%s", append(args, tail(r.log(), 60))...)
 }
 
-// waitFor polls cond until it holds, or fails the test when ctx ends.
+// waitFor polls cond until it holds, or fails the test when ctx ends or
+// the reconciler exits (a port taken by another process, say): nothing
+// would come after that.
 func (r *running) waitFor(what string, cond func() bool) {
 	r.t.Helper()
 	for r.ctx.Err() == nil {
 		if cond() {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
+		select {
+		case <-r.exited:
+			r.fatalf("reconciler run exited %d while waiting for %s", r.code, what)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 	r.fatalf("timed out waiting for %s", what)
 }
