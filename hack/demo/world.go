@@ -184,10 +184,18 @@ func (w *world) kill9(name string, pause time.Duration) error {
 	return w.startProc(name, nil)
 }
 
-// waitReady waits until the reconciler's /readyz answers 200.
+// waitReady waits until the reconciler's /readyz answers 200, and fails
+// at once when the reconciler exits (a port taken, a bad flag).
 func (w *world) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	return w.out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
 		resp, err := http.Get("http://" + w.metrics + "/readyz")
+		if err != nil && !w.running("reconciler") {
+			log := w.logFile("reconciler", 1)
+			cancel(fmt.Errorf("the reconciler exited; the end of its log (%s):\n%s", log, tail(log, 10)))
+			return false, "exited"
+		}
 		if err != nil {
 			return false, "not listening yet"
 		}
@@ -223,4 +231,23 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 		out.block(fmt.Sprintf("progress comment on #%d", n), progress)
 	}
 	return unpaused, nil
+}
+
+// running reports whether process name is still running.
+func (w *world) running(name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p := w.procs[name]
+	return p != nil && syscall.Kill(p.pid, 0) == nil
+}
+
+// tail is the last n lines of file, indented, or why it cannot be read.
+func tail(file string, n int) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "    " + err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	lines = lines[max(0, len(lines)-n):]
+	return "    " + strings.Join(lines, "\n    ")
 }

@@ -2,7 +2,6 @@ package testenv
 
 import (
 	"context"
-	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -61,24 +60,6 @@ func SeedDir(t T, files map[string]string) string {
 		}
 	}
 	return dir
-}
-
-// FreeAddr returns a loopback address whose port was free a moment ago,
-// for a server that must be given its address up front.
-func FreeAddr(t T) string {
-	t.Helper()
-	return freeAddrOn(t, "127.0.0.1")
-}
-
-// freeAddrOn is FreeAddr on another local IP address.
-func freeAddrOn(t T, ip string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
-	if err != nil {
-		t.Fatalf("testenv: no free port: %v", err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // Run runs git on the server's bare repository and returns its output,
