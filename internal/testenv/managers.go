@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,7 +46,12 @@ type Managers struct {
 	// LogDir holds each manager's log, <name>.log. It is removed when the
 	// test passes and kept, and named, when it fails.
 	LogDir string
-	procs  map[string]*managerProc
+
+	mu    sync.Mutex
+	procs map[string]*managerProc
+	// kube, kubemark and kubeconfig are set by RunNodes, for AddNode.
+	kube                 *Kube
+	kubemark, kubeconfig string
 }
 
 type managerProc struct {
@@ -210,13 +216,31 @@ func (ms *Managers) start(name, path string, args []string) (*managerProc, error
 	}
 	p := &managerProc{cmd: cmd, exited: make(chan struct{}), log: logFile}
 	go func() { _ = cmd.Wait(); f.Close(); close(p.exited) }()
+	ms.mu.Lock()
 	ms.procs[name] = p
+	ms.mu.Unlock()
 	return p, nil
+}
+
+// exited names a program that exited, with its last errors, or is nil.
+func (ms *Managers) exited() error {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
+	for name, p := range ms.procs {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
+		default:
+		}
+	}
+	return nil
 }
 
 // stop ends every manager (SIGTERM, then SIGKILL after 10 s) and keeps the
 // logs of a failed test.
 func (ms *Managers) stop(t T) {
+	ms.mu.Lock()
+	defer ms.mu.Unlock()
 	for _, p := range ms.procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	}

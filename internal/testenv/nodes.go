@@ -6,6 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,28 @@ import (
 // ends; their logs are in the returned LogDir, named when the test fails.
 func (k *Kube) RunPods(t T, nodes ...string) *Managers {
 	t.Helper()
+	specs := make([]Node, len(nodes))
+	for i, name := range nodes {
+		specs[i] = Node{Name: name}
+	}
+	return k.RunNodes(t, specs...)
+}
+
+// Node is a hollow kubelet's node: its name, the provider ID it carries
+// (set once it registers: kubemark has no flag for it) and its labels and
+// taints, as a kubelet's --node-labels and --register-with-taints give
+// them.
+type Node struct {
+	Name, ProviderID string
+	Labels           map[string]string
+	// Taints are "<key>=<value>:<effect>" or "<key>:<effect>".
+	Taints []string
+}
+
+// RunNodes is RunPods with nodes that carry provider IDs, labels and
+// taints; more join later through Managers.AddNode.
+func (k *Kube) RunNodes(t T, nodes ...Node) *Managers {
+	t.Helper()
 	bin := kubeBinaries(t)
 	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kubemark"} {
 		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
@@ -40,24 +64,49 @@ func (k *Kube) RunPods(t T, nodes ...string) *Managers {
 	if err := os.WriteFile(kubeconfig, k.Kubeconfig(t), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	ms := &Managers{LogDir: logDir, procs: map[string]*managerProc{}}
+	ms := &Managers{LogDir: logDir, procs: map[string]*managerProc{}, kube: k, kubemark: filepath.Join(bin, "kubemark"), kubeconfig: kubeconfig}
 	t.Cleanup(func() { ms.stop(t) })
 	for name, args := range controlPlanePrograms(kubeconfig) {
 		if _, err := ms.start(name, filepath.Join(bin, name), args); err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
 	}
-	for _, node := range nodes {
-		if _, err := ms.start("kubelet-"+node, filepath.Join(bin, "kubemark"), hollowKubelet(t, kubeconfig, logDir, node)); err != nil {
-			t.Fatalf("testenv: %v", err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := ms.nodesReady(ctx, k.Client, nodes); err != nil {
-		t.Fatalf("testenv: hollow nodes not Ready: %v (logs in %s)", err, logDir)
+	for _, n := range nodes {
+		if err := ms.AddNode(ctx, t, n); err != nil {
+			t.Fatalf("testenv: %v (logs in %s)", err, logDir)
+		}
 	}
 	return ms
+}
+
+// AddNode starts a hollow kubelet for n on the cluster of RunNodes and
+// returns once its Node is Ready and carries n's provider ID: a machine
+// that joined the cluster, as far as the API server can tell.
+func (ms *Managers) AddNode(ctx context.Context, t T, n Node) error {
+	if ms.kube == nil {
+		return fmt.Errorf("AddNode: these managers were not started by RunNodes")
+	}
+	if _, err := ms.start("kubelet-"+n.Name, ms.kubemark, hollowKubelet(t, ms.kubeconfig, ms.LogDir, n)); err != nil {
+		return err
+	}
+	if err := ms.nodesReady(ctx, ms.kube.Client, []string{n.Name}); err != nil {
+		return fmt.Errorf("hollow node %s not Ready: %w", n.Name, err)
+	}
+	if n.ProviderID == "" {
+		return nil
+	}
+	var node corev1.Node
+	if err := ms.kube.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(node.DeepCopy())
+	node.Spec.ProviderID = n.ProviderID
+	if err := ms.kube.Client.Patch(ctx, &node, patch); err != nil {
+		return fmt.Errorf("set the provider ID of Node %s: %w", n.Name, err)
+	}
+	return nil
 }
 
 // controlPlanePrograms are the scheduler's and the controller manager's
@@ -77,16 +126,28 @@ func controlPlanePrograms(kubeconfig string) map[string][]string {
 
 // hollowKubelet is kubemark's arguments for one node, on a port of its own
 // (the read-only port off) with its certificates under dir.
-func hollowKubelet(t T, kubeconfig, dir, node string) []string {
+func hollowKubelet(t T, kubeconfig, dir string, n Node) []string {
 	_, port, err := net.SplitHostPort(FreeAddr(t))
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	return []string{
-		"--morph=kubelet", "--name=" + node, "--kubeconfig=" + kubeconfig,
+	args := []string{
+		"--morph=kubelet", "--name=" + n.Name, "--kubeconfig=" + kubeconfig,
 		"--use-host-image-service=false", "--kubelet-port=" + port, "--kubelet-read-only-port=0",
-		"--cert-dir=" + filepath.Join(dir, node),
+		"--cert-dir=" + filepath.Join(dir, n.Name),
 	}
+	if len(n.Labels) > 0 {
+		var labels []string
+		for k, v := range n.Labels {
+			labels = append(labels, k+"="+v)
+		}
+		sort.Strings(labels)
+		args = append(args, "--node-labels="+strings.Join(labels, ","))
+	}
+	if len(n.Taints) > 0 {
+		args = append(args, "--register-with-taints="+strings.Join(n.Taints, ","))
+	}
+	return args
 }
 
 // nodesReady waits until a Node of each name reports Ready, failing early
@@ -110,12 +171,8 @@ func (ms *Managers) nodesReady(ctx context.Context, c client.Client, names []str
 		if ready == len(names) {
 			return nil
 		}
-		for name, p := range ms.procs {
-			select {
-			case <-p.exited:
-				return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
-			default:
-			}
+		if err := ms.exited(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():

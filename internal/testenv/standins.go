@@ -6,8 +6,6 @@ import (
 
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
@@ -131,24 +129,6 @@ func standInMachineDeployments(ctx context.Context, c client.Client, moved moved
 				if c.Status().Update(ctx, d) == nil {
 					moved("CAPI", "MachineDeployment", d, fmt.Sprintf("reports %d of %d replicas available", n, n))
 				}
-			}
-		}
-	}
-}
-
-// standInKamajiControlPlanes makes every KamajiControlPlane ready.
-func standInKamajiControlPlanes(ctx context.Context, c client.Client, moved movedFunc) {
-	kamaji := &unstructured.UnstructuredList{}
-	kamaji.SetGroupVersionKind(schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.io", Version: "v1alpha1", Kind: "KamajiControlPlaneList"})
-	if c.List(ctx, kamaji) == nil {
-		for i := range kamaji.Items {
-			u := &kamaji.Items[i]
-			if ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready"); ready {
-				continue
-			}
-			_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
-			if c.Status().Update(ctx, u) == nil {
-				moved("Kamaji", "KamajiControlPlane", u, "is ready")
 			}
 		}
 	}
