@@ -29,6 +29,12 @@ const (
 	// Image objects, so the CRD comes from the module cache of the tools
 	// module that builds CAPO (hack/tools/capi).
 	orcModule = "github.com/k-orc/openstack-resource-controller"
+	// capdModule holds the CRDs of Cluster API's Docker provider (CAPD),
+	// the infrastructure of the clusters the replace scenario moves off:
+	// its controller needs a Docker engine, so only its kinds are served.
+	// It is in the graph of the tools module (hack/tools/capi), which
+	// `make tools` downloads it for.
+	capdModule = "sigs.k8s.io/cluster-api/test"
 )
 
 // contractLabel is the label by which Cluster API finds the version of a
@@ -57,6 +63,10 @@ var crdSources = []crdSource{
 	{module: capoModule, dir: "config/crd/bases", labels: map[string]string{contractLabel: "v1alpha7_v1beta1"}},
 	// ORC's Image, which CAPO's manager watches.
 	{module: orcModule, dir: "config/crd/bases", only: []string{"openstack.k-orc.cloud_images.yaml"}},
+	// DockerCluster, DockerMachine, DockerMachineTemplate
+	{module: capdModule, dir: "infrastructure/docker/config/crd/bases", labels: map[string]string{contractLabel: "v1beta1"}, only: []string{
+		"infrastructure.cluster.x-k8s.io_dockerclusters.yaml", "infrastructure.cluster.x-k8s.io_dockermachines.yaml",
+		"infrastructure.cluster.x-k8s.io_dockermachinetemplates.yaml"}},
 }
 
 // kamajiCRDs are the KamajiControlPlane CRDs; see crds/kamaji/README.md for
@@ -89,17 +99,17 @@ func goListDirs(dir string, modules ...string) (map[string]string, error) {
 }
 
 // moduleDirs finds, once per process, the directories of this module, of
-// the modules that ship CRDs and of ORC.
+// the modules that ship CRDs, of ORC and of CAPD.
 var moduleDirs = sync.OnceValues(func() (map[string]string, error) {
 	dirs, err := goListDirs("", mainModule, capiModule, capoModule)
 	if err != nil {
 		return nil, err
 	}
-	orc, err := goListDirs(filepath.Join(dirs[mainModule], "hack", "tools", "capi"), orcModule)
+	tools, err := goListDirs(filepath.Join(dirs[mainModule], "hack", "tools", "capi"), orcModule, capdModule)
 	if err != nil {
 		return nil, err
 	}
-	maps.Copy(dirs, orc)
+	maps.Copy(dirs, tools)
 	return dirs, nil
 })
 

@@ -97,22 +97,13 @@ func waitRunning(ctx context.Context, t *testing.T, k *Kube, labels map[string]s
 		}
 		running = running[:0]
 		for _, p := range list.Items {
-			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && podReady(&p) {
+			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && Serving(&p) {
 				running = append(running, p)
 			}
 		}
 		return len(running) == n
 	})
 	return running
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // waitFor polls cond until it holds, failing the test at ctx's end.

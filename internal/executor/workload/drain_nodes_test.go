@@ -1,12 +1,8 @@
 package workload
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -60,7 +56,7 @@ func TestDrainRunningNodes(t *testing.T) {
 	cordon(ctx, t, wl, "run-1", false)
 	cordon(ctx, t, wl, "run-2", false)
 
-	least := watchLeastReady(ctx, t, wl, labels)
+	least := wl.WatchLeastHealthy(ctx, "default", labels)
 	ev := stepEvent(testPlan(nil), step.Drain, step.Target{Kind: step.Node, Name: "run-0"},
 		map[string]string{"timeout": "2m", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 	for run, want := range []string{"drained Node run-0: evicted ", "Node run-0 cordoned, no pods to evict"} {
@@ -83,7 +79,7 @@ func TestDrainRunningNodes(t *testing.T) {
 		}
 	}
 	for _, p := range before {
-		if !evicted(t, wl, p.Name) {
+		if !wl.Evicted(t, p.Name) {
 			t.Errorf("pod %s left run-0 without an eviction through the eviction API", p.Name)
 		}
 	}
@@ -166,91 +162,6 @@ func cordon(ctx context.Context, t *testing.T, k *testenv.Kube, name string, on 
 	}
 }
 
-// readyPods lists the pods with labels that serve.
-func readyPods(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[string]string) []corev1.Pod {
-	t.Helper()
-	var list corev1.PodList
-	if err := k.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(labels)); err != nil {
-		t.Fatal(err)
-	}
-	return slices.DeleteFunc(list.Items, func(p corev1.Pod) bool { return !serving(&p) })
-}
-
-// healthy is a PodDisruptionBudget's healthy pod, as the disruption
-// controller counts it: Ready and not being deleted.
-func healthy(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-		return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-	})
-}
-
-// serving is healthy and Running. The eviction API ignores budgets for a
-// Pending pod, which a hollow kubelet reports Ready a moment before it
-// reports it Running: the drain starts only once every pod serves.
-func serving(p *corev1.Pod) bool { return healthy(p) && p.Status.Phase == corev1.PodRunning }
-
-// watchLeastReady counts the healthy pods with labels every 20 ms until the
-// returned function is called, which gives the least count seen.
-func watchLeastReady(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[string]string) func() int {
-	var mu sync.Mutex
-	least := len(readyPods(ctx, t, k, labels)) // all serving, so all healthy
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			var list corev1.PodList
-			if k.Client.List(ctx, &list, client.InNamespace("default"), client.MatchingLabels(labels)) == nil {
-				n := 0
-				for i := range list.Items {
-					if healthy(&list.Items[i]) {
-						n++
-					}
-				}
-				mu.Lock()
-				least = min(least, n)
-				mu.Unlock()
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	return func() int {
-		close(stop)
-		<-done
-		mu.Lock()
-		defer mu.Unlock()
-		return least
-	}
-}
-
-// evicted reports whether the API server's audit log holds a successful
-// eviction of pod.
-func evicted(t *testing.T, k *testenv.Kube, pod string) bool {
-	t.Helper()
-	f, err := os.Open(k.AuditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			ObjectRef      struct{ Resource, Subresource, Name string }
-			ResponseStatus struct{ Code int }
-		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "eviction" &&
-			e.ObjectRef.Name == pod && e.ResponseStatus.Code/100 == 2 {
-			return true
-		}
-	}
-	return false
-}
-
 func sleepOrFail(ctx context.Context, t *testing.T, what string) {
 	t.Helper()
 	select {
@@ -258,4 +169,14 @@ func sleepOrFail(ctx context.Context, t *testing.T, what string) {
 		t.Fatalf("waiting for %s: %v", what, ctx.Err())
 	case <-time.After(200 * time.Millisecond):
 	}
+}
+
+// readyPods lists the pods with labels that serve.
+func readyPods(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[string]string) []corev1.Pod {
+	t.Helper()
+	pods, err := k.Pods(ctx, "default", labels, testenv.Serving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods
 }
