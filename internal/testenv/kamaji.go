@@ -66,7 +66,7 @@ func standInKamajiControlPlanes(ctx context.Context, c client.Client, moved move
 		want := map[string]any{
 			"ready": true, "initialized": true, "externalManagedControlPlane": true,
 			"replicas": replicas, "readyReplicas": replicas, "updatedReplicas": replicas, "unavailableReplicas": int64(0),
-			"version": version,
+			"version": version, "selector": "kamaji.clastix.io/name=" + u.GetName(),
 		}
 		changed := false
 		for field, v := range want {
@@ -75,8 +75,13 @@ func standInKamajiControlPlanes(ctx context.Context, c client.Client, moved move
 				changed = true
 			}
 		}
-		if changed && c.Status().Update(ctx, u) == nil {
-			moved("Kamaji", "KamajiControlPlane", u, fmt.Sprintf("is ready and initialized, %d replicas at %s", replicas, version))
+		if !changed {
+			continue
 		}
+		if err := c.Status().Update(ctx, u); err != nil {
+			moved("Kamaji", "KamajiControlPlane", u, "could not be updated: "+err.Error())
+			continue
+		}
+		moved("Kamaji", "KamajiControlPlane", u, fmt.Sprintf("is ready and initialized, %d replicas at %s", replicas, version))
 	}
 }

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -36,9 +39,9 @@ func (k *Kube) RunPods(t T, nodes ...string) *Managers {
 }
 
 // Node is a hollow kubelet's node: its name, the provider ID it carries
-// (set once it registers: kubemark has no flag for it) and its labels and
-// taints, as a kubelet's --node-labels and --register-with-taints give
-// them.
+// (a hollow kubelet's own is kubemark://<name>; see registerNode) and its
+// labels and taints, as a kubelet's --node-labels and
+// --register-with-taints give them.
 type Node struct {
 	Name, ProviderID string
 	Labels           map[string]string
@@ -83,28 +86,50 @@ func (k *Kube) RunNodes(t T, nodes ...Node) *Managers {
 
 // AddNode starts a hollow kubelet for n on the cluster of RunNodes and
 // returns once its Node is Ready and carries n's provider ID: a machine
-// that joined the cluster, as far as the API server can tell.
+// that joined the cluster, as far as the API server can tell. Called
+// again for the same node, it only waits (two minutes at most).
 func (ms *Managers) AddNode(ctx context.Context, t T, n Node) error {
 	if ms.kube == nil {
 		return fmt.Errorf("AddNode: these managers were not started by RunNodes")
 	}
-	if _, err := ms.start("kubelet-"+n.Name, ms.kubemark, hollowKubelet(t, ms.kubeconfig, ms.LogDir, n)); err != nil {
-		return err
+	ms.mu.Lock()
+	_, running := ms.procs["kubelet-"+n.Name]
+	ms.mu.Unlock()
+	if !running { // a second call waits for the first one's node
+		if err := ms.registerNode(ctx, n); err != nil {
+			return err
+		}
+		if _, err := ms.start("kubelet-"+n.Name, ms.kubemark, hollowKubelet(t, ms.kubeconfig, ms.LogDir, n)); err != nil {
+			return err
+		}
 	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
 	if err := ms.nodesReady(ctx, ms.kube.Client, []string{n.Name}); err != nil {
 		return fmt.Errorf("hollow node %s not Ready: %w", n.Name, err)
 	}
+	return nil
+}
+
+// registerNode creates n's Node with its provider ID before its hollow
+// kubelet starts, when it has one: a hollow kubelet registers
+// kubemark://<name>, and a provider ID, once set, cannot change. The
+// kubelet takes the Node it finds, as a real one does after a restart,
+// and reports its status.
+func (ms *Managers) registerNode(ctx context.Context, n Node) error {
 	if n.ProviderID == "" {
 		return nil
 	}
-	var node corev1.Node
-	if err := ms.kube.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
-		return err
-	}
-	patch := client.MergeFrom(node.DeepCopy())
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{"kubernetes.io/hostname": n.Name}}}
+	maps.Copy(node.Labels, n.Labels)
 	node.Spec.ProviderID = n.ProviderID
-	if err := ms.kube.Client.Patch(ctx, &node, patch); err != nil {
-		return fmt.Errorf("set the provider ID of Node %s: %w", n.Name, err)
+	for _, taint := range n.Taints {
+		kv, effect, _ := strings.Cut(taint, ":")
+		key, value, _ := strings.Cut(kv, "=")
+		node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+	}
+	if err := ms.kube.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register Node %s with provider ID %s: %w", n.Name, n.ProviderID, err)
 	}
 	return nil
 }

@@ -71,18 +71,18 @@ func (b *booter) pass(ctx context.Context, t testenv.T, mgmt *testenv.Kube, node
 		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
 			node.Labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		}
-		// Started once, whatever happens: a second hollow kubelet of the
-		// same name would fight the first.
-		b.mu.Lock()
-		b.started[name] = true
-		b.order = append(b.order, name)
-		b.mu.Unlock()
+		// AddNode starts one hollow kubelet per name; called again after a
+		// failure, it waits for that one.
 		if err := nodes.AddNode(ctx, t, node); err != nil {
 			if ctx.Err() == nil {
 				t.Logf("ostest: boot stand-in: node %s of Machine %s: %v", name, m.Name, err)
 			}
 			continue
 		}
+		b.mu.Lock()
+		b.started[name] = true
+		b.order = append(b.order, name)
+		b.mu.Unlock()
 		t.Logf("ostest: boot stand-in: Machine %s's server %s joined as Node %s (hollow kubelet)", m.Name, strings.TrimPrefix(id, step.ProviderIDPrefix), name)
 	}
 }

@@ -1,0 +1,105 @@
+package testenv
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DockerProviderID is the provider ID prefix of CAPD's machines.
+const DockerProviderID = "docker:///"
+
+// StartDockerStandIn runs a STAND-IN for the controller of Cluster API's
+// Docker provider (CAPD) against mgmt until the test ends: it needs a
+// Docker engine, which these machines lack. It plays CAPD's part and the
+// containers' boot, nothing more: a DockerCluster reports ready; a
+// DockerMachine gets the provider ID docker:///<name> and reports ready,
+// and its "container" joins the workload cluster of nodes (RunNodes) as a
+// hollow kubelet named like it, carrying that provider ID. Everything
+// else (MachineSets, Machines, bootstrap data, nodeRefs) is the real
+// Cluster API controllers' work. Each change is logged, marked as a
+// stand-in's.
+func StartDockerStandIn(t T, mgmt *Kube, nodes *Managers) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	joined := map[string]bool{}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			dockerPass(ctx, t, mgmt.Client, nodes, joined)
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func dockerList(kind string) *unstructured.UnstructuredList {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(schema.GroupVersionKind{Group: "infrastructure.cluster.x-k8s.io", Version: "v1beta1", Kind: kind + "List"})
+	return l
+}
+
+// dockerPass moves each DockerCluster and DockerMachine once; joined
+// remembers the machines whose node was started.
+func dockerPass(ctx context.Context, t T, c client.Client, nodes *Managers, joined map[string]bool) {
+	logf := func(format string, args ...any) {
+		t.Logf("stand-in CAPD controller (not the real one): "+format, args...)
+	}
+	clusters := dockerList("DockerCluster")
+	if c.List(ctx, clusters) == nil {
+		for i := range clusters.Items {
+			u := &clusters.Items[i]
+			if ready, _, _ := unstructured.NestedBool(u.Object, "status", "ready"); !ready {
+				_ = unstructured.SetNestedField(u.Object, true, "status", "ready")
+				if c.Status().Update(ctx, u) == nil {
+					logf("DockerCluster %s/%s is ready", u.GetNamespace(), u.GetName())
+				}
+			}
+		}
+	}
+	machines := dockerList("DockerMachine")
+	if c.List(ctx, machines) != nil {
+		return
+	}
+	for i := range machines.Items {
+		u := &machines.Items[i]
+		if u.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := dockerMachine(ctx, t, c, nodes, u, joined); err != nil && ctx.Err() == nil {
+			logf("DockerMachine %s/%s: %v", u.GetNamespace(), u.GetName(), err)
+		} else if err == nil && !joined[u.GetName()] {
+			joined[u.GetName()] = true
+			logf("DockerMachine %s/%s is ready; its node joined (hollow kubelet)", u.GetNamespace(), u.GetName())
+		}
+	}
+}
+
+// dockerMachine sets m's provider ID, starts its node and reports it
+// ready, each once.
+func dockerMachine(ctx context.Context, t T, c client.Client, nodes *Managers, m *unstructured.Unstructured, joined map[string]bool) error {
+	id := DockerProviderID + m.GetName()
+	if got, _, _ := unstructured.NestedString(m.Object, "spec", "providerID"); got == "" {
+		_ = unstructured.SetNestedField(m.Object, id, "spec", "providerID")
+		if err := c.Update(ctx, m); err != nil {
+			return err
+		}
+	}
+	if !joined[m.GetName()] {
+		if err := nodes.AddNode(ctx, t, Node{Name: m.GetName(), ProviderID: id}); err != nil {
+			return err
+		}
+	}
+	if ready, _, _ := unstructured.NestedBool(m.Object, "status", "ready"); ready {
+		return nil
+	}
+	_ = unstructured.SetNestedField(m.Object, true, "status", "ready")
+	return c.Status().Update(ctx, m)
+}
