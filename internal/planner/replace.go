@@ -110,8 +110,10 @@ func publicKeyParam(key string) string {
 	return f[0] + " ..."
 }
 
-// replaceNetworkBridge applies the VPN overlay and waits for it (seed 003).
+// replaceNetworkBridge builds the gateway (seed 002), then applies the VPN
+// overlay and waits for it (seed 003).
 func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
+	gatewayBridge(c, b)
 	paths := c.plan.Spec.Manifests.VPNOverlay
 	for _, p := range paths {
 		b.step(c.snap.Manifest(p).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: p}, nil,
@@ -296,6 +298,7 @@ func replaceCleanup(c *planCtx, b *phaseBuilder) {
 		}
 	}
 	b.group()
+	gatewayCleanup(c, b)
 	cloud := s.Cloud
 	tagged := ""
 	if cloud != nil {
