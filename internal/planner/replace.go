@@ -114,7 +114,10 @@ func publicKeyParam(key string) string {
 // overlay and waits for it (seed 003).
 func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
 	gatewayBridge(c, b)
-	paths := c.plan.Spec.Manifests.VPNOverlay
+	var paths []string // none with a gateway alone
+	if m := c.plan.Spec.Manifests; m != nil {
+		paths = m.VPNOverlay
+	}
 	for _, p := range paths {
 		b.step(c.snap.Manifest(p).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: p}, nil,
 			"old and new nodes reach each other over the overlay while the workload moves")
