@@ -15,7 +15,7 @@ func (n CloudName) Key() string { return n.Kind + "/" + n.Name }
 
 // CloudNames lists, sorted and without repeats, the OpenStack resources the
 // plan names by name (those named by ID need no look-up): its networks,
-// subnets, and the flavors and images of its machines.
+// subnets, and the flavors and images of its machines and gateway.
 func (p *MigrationPlan) CloudNames() []CloudName {
 	t := p.Spec.Target
 	set := map[CloudName]bool{}
@@ -38,6 +38,13 @@ func (p *MigrationPlan) CloudNames() []CloudName {
 	for _, w := range t.Workers {
 		add("flavor", w.Flavor)
 		add("image", w.Image)
+	}
+	if r := p.Spec.Replace; r != nil && r.Gateway != nil {
+		add("flavor", r.Gateway.Flavor)
+		add("image", r.Gateway.Image)
+		if r.Gateway.Network != nil {
+			add("network", r.Gateway.Network.Name)
+		}
 	}
 	names := make([]CloudName, 0, len(set))
 	for n := range set {

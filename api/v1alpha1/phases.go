@@ -15,7 +15,8 @@ const (
 
 // Phases returns the phases of the plan's strategy in the order they run.
 // Optional phases are included only when the plan asks for them: rollout
-// with adopt.rollout, network-bridge with manifests.vpnOverlay.
+// with adopt.rollout, network-bridge with manifests.vpnOverlay or
+// replace.gateway.
 func (p *MigrationPlan) Phases() []string {
 	switch p.Spec.Strategy {
 	case StrategyAdopt:
@@ -26,7 +27,7 @@ func (p *MigrationPlan) Phases() []string {
 		return phases
 	case StrategyReplace:
 		phases := []string{PhasePrepare}
-		if p.Spec.Manifests != nil && len(p.Spec.Manifests.VPNOverlay) > 0 {
+		if p.HasNetworkBridge() {
 			phases = append(phases, PhaseNetworkBridge)
 		}
 		return append(phases, PhaseInfrastructure, PhaseWorkers, PhaseCutover, PhaseCleanup)
@@ -43,4 +44,11 @@ func (p *MigrationPlan) PhaseIndex(phase string) int {
 		}
 	}
 	return -1
+}
+
+// HasNetworkBridge reports whether a replace plan has the network-bridge
+// phase: a VPN overlay to apply or a gateway server to build.
+func (p *MigrationPlan) HasNetworkBridge() bool {
+	vpn := p.Spec.Manifests != nil && len(p.Spec.Manifests.VPNOverlay) > 0
+	return vpn || (p.Spec.Replace != nil && p.Spec.Replace.Gateway != nil)
 }

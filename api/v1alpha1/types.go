@@ -103,6 +103,34 @@ type ReplaceOptions struct {
 	// cleanup. ferry deletes only what a plan names, so they are listed here
 	// rather than guessed.
 	OldMachineDeployments []string `json:"oldMachineDeployments" ferry:"required"`
+	// Gateway is a server in OpenStack for the VPN overlay's far end (or a
+	// bastion), built by CAPO's OpenStackServer controller in the
+	// network-bridge phase and removed in cleanup. Its lifecycle is its
+	// own, not the cluster's (seed 002): a change of its flavor or image
+	// makes a new server, and the old one is deleted once the new one is
+	// ACTIVE. Empty: no gateway.
+	Gateway *Gateway `json:"gateway,omitempty"`
+}
+
+// Gateway is the VPN gateway (or bastion) server of the replace strategy,
+// a CAPO OpenStackServer <name>-<hash> in the cluster's namespace, where
+// <hash> is the first 8 hex digits of the SHA-256 of its flavor and image:
+// a new flavor or image is a new server. ferry labels it
+// ferry.dev/plan=<plan> and ferry.dev/gateway=<name>, and deletes only
+// OpenStackServers with those labels.
+type Gateway struct {
+	// Name is the gateway's base name, a DNS-1123 label of at most 54
+	// characters (the hash suffix makes 63).
+	Name string `json:"name" ferry:"required,format=dns1123-label"`
+	// Flavor of the server, resolved by the preflight.
+	Flavor string `json:"flavor" ferry:"required"`
+	// Image of the server, resolved by the preflight.
+	Image string `json:"image" ferry:"required"`
+	// Network the server's port is on. Default: target.network.
+	Network *ResourceRef `json:"network,omitempty"`
+	// SecurityGroups are the names of existing security groups for the
+	// server's port. Default: the project's default group.
+	SecurityGroups []string `json:"securityGroups,omitempty"`
 }
 
 // Target is the OpenStack cloud and the machines the cluster gets there.

@@ -102,3 +102,13 @@ func (s *Snapshot) Manifest(path string) Manifest {
 func (s *Snapshot) Checked(key string) bool {
 	return slices.Contains(s.Record.Checks, key)
 }
+
+// Gateway returns the observed OpenStackServer name, or nil.
+func (s *Snapshot) Gateway(name string) *OpenStackServer {
+	for i := range s.Gateways {
+		if s.Gateways[i].Name == name {
+			return &s.Gateways[i]
+		}
+	}
+	return nil
+}

@@ -14,6 +14,12 @@ const (
 	AnnotationPausedBy = "ferry.dev/paused-by"
 	// AnnotationAdopted marks a Machine that ferry built around a running node.
 	AnnotationAdopted = "ferry.dev/adopted"
+	// LabelPlan marks an object ferry created for a plan (a gateway's
+	// OpenStackServer); ferry deletes only objects with its plan's label.
+	LabelPlan = "ferry.dev/plan"
+	// LabelGateway names the gateway (spec.replace.gateway.name) an
+	// OpenStackServer is a generation of.
+	LabelGateway = "ferry.dev/gateway"
 )
 
 // Snapshot is everything the planner may look at for one plan.
@@ -44,6 +50,10 @@ type Snapshot struct {
 	// record their Nova server (status.instanceID) and that ferry does not
 	// hold paused.
 	BoundServers []string `json:"boundServers,omitempty"`
+	// Gateways are the OpenStackServers of the cluster's namespace that
+	// ferry labelled for this plan (LabelPlan), and the one named as the
+	// plan's gateway should be named, whoever made it; sorted by name.
+	Gateways []OpenStackServer `json:"gateways,omitempty"`
 
 	// Workload is the workload cluster; nil when it could not be reached,
 	// and WorkloadError then says why.
@@ -99,6 +109,24 @@ type OpenStackCluster struct {
 	Pause
 	Name  string `json:"name"`
 	Ready bool   `json:"ready,omitempty"`
+}
+
+// OpenStackServer is the part of a CAPO OpenStackServer the planner reads.
+type OpenStackServer struct {
+	Name string `json:"name"`
+	// Plan and Gateway are its LabelPlan and LabelGateway labels; Plan is
+	// empty on one ferry did not create.
+	Plan    string `json:"plan,omitempty"`
+	Gateway string `json:"gateway,omitempty"`
+	// Flavor and Image are the names in its spec.
+	Flavor string `json:"flavor,omitempty"`
+	Image  string `json:"image,omitempty"`
+	// Ready is status.ready: CAPO saw its Nova server ACTIVE.
+	Ready bool `json:"ready,omitempty"`
+	// InstanceID is status.instanceID, the Nova server's ID.
+	InstanceID string `json:"instanceID,omitempty"`
+	// Deleting is true once it has a deletion timestamp.
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 // ControlPlane is a KubeadmControlPlane or KamajiControlPlane.

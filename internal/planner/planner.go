@@ -76,6 +76,11 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		}
 		res.Phases = append(res.Phases, ph)
 	}
+	if p.Spec.Strategy == v1alpha1.StrategyReplace {
+		cleanupInventory(c)
+		slices.SortStableFunc(c.inventory, func(a, b InventoryItem) int { return strings.Compare(a.Resource, b.Resource) })
+		res.Inventory = c.inventory
+	}
 	return res, nil
 }
 
@@ -149,6 +154,8 @@ type planCtx struct {
 	snap *observed.Snapshot
 	ns   string // the cluster's namespace
 	name string // the cluster's name
+	// inventory is what cleanup removes and leaves (cleanupInventory).
+	inventory []InventoryItem
 }
 
 // phaseBuilder collects a phase's steps group by group, keeping only those

@@ -46,6 +46,7 @@ func Render(w io.Writer, p *v1alpha1.MigrationPlan, r *Result) error {
 			}
 		}
 	}
+	renderInventory(&b, r.Inventory)
 	b.WriteString("\n")
 	switch next := r.Next(); {
 	case r.Stopped != "":
@@ -123,10 +124,27 @@ func Settings(p *v1alpha1.MigrationPlan) []string {
 	for _, w := range t.Workers {
 		lines = append(lines, fmt.Sprintf("workers %s: %d x %s, image %s, failureDomain %s", w.Name, w.Replicas, w.Flavor, w.Image, w.FailureDomain))
 	}
+	if r := s.Replace; r != nil && r.Gateway != nil {
+		g := r.Gateway
+		lines = append(lines, fmt.Sprintf("gateway: OpenStackServer %s (%s, image %s)", g.ServerName(), g.Flavor, g.Image))
+	}
 	timeouts := "timeouts: wait " + s.Timeouts.Wait
 	if s.Cutover != nil {
 		timeouts += ", drain " + s.Cutover.DrainTimeout
 	}
 	lines = append(lines, timeouts, "phases: "+strings.Join(p.Phases(), ", "))
 	return lines
+}
+
+// renderInventory lists what cleanup removes and leaves, once approved.
+func renderInventory(b *strings.Builder, items []InventoryItem) {
+	if len(items) == 0 {
+		return
+	}
+	b.WriteString("\nInventory of cleanup:\n")
+	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
+	for _, it := range items {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", it.State, it.Resource, it.Reason)
+	}
+	tw.Flush()
 }

@@ -110,9 +110,14 @@ func publicKeyParam(key string) string {
 	return f[0] + " ..."
 }
 
-// replaceNetworkBridge applies the VPN overlay and waits for it (seed 003).
+// replaceNetworkBridge builds the gateway (seed 002), then applies the VPN
+// overlay and waits for it (seed 003).
 func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
-	paths := c.plan.Spec.Manifests.VPNOverlay
+	gatewayBridge(c, b)
+	var paths []string // none with a gateway alone
+	if m := c.plan.Spec.Manifests; m != nil {
+		paths = m.VPNOverlay
+	}
 	for _, p := range paths {
 		b.step(c.snap.Manifest(p).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: p}, nil,
 			"old and new nodes reach each other over the overlay while the workload moves")
@@ -296,6 +301,7 @@ func replaceCleanup(c *planCtx, b *phaseBuilder) {
 		}
 	}
 	b.group()
+	gatewayCleanup(c, b)
 	cloud := s.Cloud
 	tagged := ""
 	if cloud != nil {

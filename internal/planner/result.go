@@ -44,7 +44,26 @@ type Result struct {
 	Stopped string `json:"stopped,omitempty"`
 	// Runnable is the phase whose first group runs next; empty when none.
 	Runnable string `json:"runnable,omitempty"`
+	// Inventory is, once cleanup is approved (replace), what the cleanup
+	// phase removes and what it leaves, and why, sorted by resource.
+	Inventory []InventoryItem `json:"inventory,omitempty"`
 }
+
+// InventoryItem is one resource the cleanup phase removes or leaves.
+type InventoryItem struct {
+	// Resource reads "Kind namespace/name", or "OpenStack kind name".
+	Resource string `json:"resource"`
+	// State is InventoryRemoved, InventoryToRemove or InventoryLeft.
+	State  string `json:"state"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// Inventory states.
+const (
+	InventoryRemoved  = "removed"
+	InventoryToRemove = "to remove"
+	InventoryLeft     = "left"
+)
 
 // Next returns the group to publish now: the first group of the runnable
 // phase, or nil when nothing may run.

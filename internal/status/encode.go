@@ -72,6 +72,11 @@ func planNode(st *PlanStatus) *yaml.Node {
 		rm.str("name", r.Name)
 	})
 	m.strs("checks", st.Checks)
+	mappings(m, "inventory", st.Inventory, func(im mapping, it *InventoryItem) {
+		im.str("resource", it.Resource)
+		im.str("state", it.State)
+		im.strOmit("reason", it.Reason)
+	})
 	m.strOmit("stopped", st.Stopped)
 	m.strs("invalid", st.Invalid)
 	m.strOmit("unobserved", st.Unobserved)

@@ -38,6 +38,11 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 		st.Checks = slices.Clone(prev.Checks)
 		st.UpdatedAt = prev.UpdatedAt
 	}
+	var before []InventoryItem
+	if prev != nil {
+		before = prev.Inventory
+	}
+	st.Inventory = mergeInventory(before, res.Inventory)
 	for _, rp := range res.Phases {
 		var old *PhaseStatus
 		if prev != nil {

@@ -59,6 +59,7 @@ func Table(w io.Writer, st *PlanStatus) error {
 	if b.Len() > 0 {
 		fmt.Fprintf(w, "\nReasons:\n%s", b.String())
 	}
+	tableInventory(w, st.Inventory)
 	if st.Stopped != "" {
 		fmt.Fprintf(w, "\nStopped: %s\n", oneLine(st.Stopped))
 	}
@@ -110,6 +111,7 @@ func mdHead(st *PlanStatus) string {
 		head.WriteString("\n")
 	}
 	mdPhases(&head, st)
+	mdInventory(&head, st.Inventory)
 	return head.String()
 }
 

@@ -82,6 +82,9 @@ type PlanStatus struct {
 	// Checks are the keys of one-shot steps that passed (probes), sorted;
 	// they leave nothing to observe, so the planner learns of them here.
 	Checks []string `json:"checks,omitempty"`
+	// Inventory is what the cleanup phase removed, is to remove, and left
+	// of the old cloud and of the move, and why, once cleanup is approved.
+	Inventory []InventoryItem `json:"inventory,omitempty"`
 	// Stopped says why no step may run (approval moved backwards).
 	Stopped string `json:"stopped,omitempty"`
 	// Invalid lists the problems of the plan's file at Revision, one
@@ -222,6 +225,7 @@ func (st *PlanStatus) Clone() *PlanStatus {
 	c.ApprovedBy = slices.Clone(st.ApprovedBy)
 	c.Created = slices.Clone(st.Created)
 	c.Checks = slices.Clone(st.Checks)
+	c.Inventory = slices.Clone(st.Inventory)
 	c.Invalid = slices.Clone(st.Invalid)
 	c.Phases = slices.Clone(st.Phases)
 	for i := range c.Phases {

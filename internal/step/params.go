@@ -73,6 +73,13 @@ const (
 	ParamControlPlaneEndpoint    = "controlPlaneEndpoint"
 	ParamKubeadmConfigSpec       = "kubeadmConfigSpec"
 	ParamClusterNameLabel        = "cluster.x-k8s.io/cluster-name"
+	// ParamSecurityGroups are security group names, comma-separated.
+	ParamSecurityGroups = "securityGroups"
+	// ParamGateway is a gateway's base name (spec.replace.gateway.name),
+	// the value of the ferry.dev/gateway label of its OpenStackServers.
+	ParamGateway = "gateway"
+	// ParamReplaces names the OpenStackServer a new gateway replaces.
+	ParamReplaces = "replaces"
 )
 
 // Parameter values with a meaning of their own.
@@ -103,6 +110,8 @@ const (
 	ForNodesReady  = "nodes Ready"
 	ForAddress     = "an external address"
 	ForWorkloads   = "workloads available"
+	// ForActive: an OpenStackServer is ready, its Nova server ACTIVE.
+	ForActive = "status.ready (server ACTIVE)"
 )
 
 // For joins wait clauses into a ParamFor value.
@@ -313,4 +322,26 @@ func (p Params) Expect() (ok func(code int) bool, err error) {
 		return nil, failure.Terminal(fmt.Errorf("expect parameter %q is neither a status class (2xx) nor a status code", expect))
 	}
 	return func(got int) bool { return got == code }, nil
+}
+
+// Resource encodes a network (or other OpenStack resource) a step names:
+// "name=<name>" or "id=<id>".
+func Resource(byID bool, value string) string {
+	if byID {
+		return "id=" + value
+	}
+	return "name=" + value
+}
+
+// Resource reads a required parameter written by Resource.
+func (p Params) Resource(key string) (byID bool, value string, err error) {
+	v, err := p.Required(key)
+	if err != nil {
+		return false, "", err
+	}
+	k, value, ok := SplitPair(v, "=")
+	if !ok || (k != "name" && k != "id") {
+		return false, "", failure.Terminal(fmt.Errorf("parameter %s=%q is not name=<name> or id=<id>", key, v))
+	}
+	return k == "id", value, nil
 }

@@ -22,7 +22,8 @@ import (
 // Executor carries out the steps of kind step.Kube: it creates and patches
 // the CAPI and CAPO objects of the management cluster, copies Secrets,
 // pauses and unpauses, waits for controllers to report ready, and deletes
-// the MachineDeployments a plan names.
+// the MachineDeployments a plan names, and builds and deletes the
+// plan's gateway OpenStackServers (only those it labelled).
 //
 // Every action is idempotent. Objects are created only when absent (an
 // existing one is left as it is: the planner emits a create only for a
@@ -125,6 +126,9 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 			return e.labelSecret
 		}
 	case step.Create:
+		if kind == step.OpenStackServer {
+			return e.createGateway
+		}
 		if b := e.builderFor(kind); b != nil {
 			return func(ctx context.Context, s *job) (events.Report, error) { return e.create(ctx, s, b) }
 		}
@@ -147,6 +151,9 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 	case step.Delete:
 		if kind == step.MachineDeployment {
 			return e.deleteMachineDeployment
+		}
+		if kind == step.OpenStackServer {
+			return e.deleteGateway
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -32,6 +33,7 @@ var groupVersions = map[string]schema.GroupVersion{
 	step.OpenStackCluster:         infrav1.SchemeGroupVersion,
 	step.OpenStackMachine:         infrav1.SchemeGroupVersion,
 	step.OpenStackMachineTemplate: infrav1.SchemeGroupVersion,
+	step.OpenStackServer:          infrav1alpha1.SchemeGroupVersion,
 }
 
 // newObject returns an empty object of a kind the executor reads and
@@ -50,6 +52,8 @@ func newObject(kind string) client.Object {
 		return &controlplanev1.KubeadmControlPlane{}
 	case step.OpenStackCluster:
 		return &infrav1.OpenStackCluster{}
+	case step.OpenStackServer:
+		return &infrav1alpha1.OpenStackServer{}
 	case step.KamajiControlPlane:
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(kubeclient.KamajiGVK)

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+	infrav1alpha1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1alpha1"
 	infrav1 "sigs.k8s.io/cluster-api-provider-openstack/api/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
@@ -25,7 +26,8 @@ import (
 )
 
 // waitable are the kinds a wait step watches.
-var waitable = map[string]bool{step.OpenStackCluster: true, step.KubeadmControlPlane: true, step.MachineDeployment: true, step.KamajiControlPlane: true}
+var waitable = map[string]bool{step.OpenStackCluster: true, step.KubeadmControlPlane: true, step.MachineDeployment: true, step.KamajiControlPlane: true,
+	step.OpenStackServer: true}
 
 // waitClauses are the kinds each clause of a wait step's "for" applies to.
 // A clause the executor does not know is terminal: a wait that ignored
@@ -39,6 +41,7 @@ var waitClauses = map[string][]string{
 	step.ForNoAdopted:   {step.KubeadmControlPlane, step.MachineDeployment},
 	step.ForOnOpenStack: {step.KubeadmControlPlane},
 	step.ForNodesReady:  {step.MachineDeployment},
+	step.ForActive:      {step.OpenStackServer},
 }
 
 // waiter is one wait step: the clauses it waits for on its target.
@@ -64,6 +67,9 @@ func (e *Executor) wait(ctx context.Context, s *job) (events.Report, error) {
 	forText := s.params().Get(step.ParamFor)
 	if forText == "" {
 		forText = step.ForReady
+		if s.kind() == step.OpenStackServer {
+			forText = step.ForActive
+		}
 		if s.kind() == step.KubeadmControlPlane || s.kind() == step.MachineDeployment {
 			forText = step.ForStable
 		}
@@ -209,6 +215,8 @@ func listOf(kind string) client.ObjectList {
 		return &controlplanev1.KubeadmControlPlaneList{}
 	case step.MachineDeployment:
 		return &clusterv1.MachineDeploymentList{}
+	case step.OpenStackServer:
+		return &infrav1alpha1.OpenStackServerList{}
 	}
 	u := &unstructured.UnstructuredList{}
 	u.SetGroupVersionKind(kubeclient.KamajiGVK.GroupVersion().WithKind(step.KamajiControlPlane + "List"))
@@ -254,6 +262,9 @@ func (w *waiter) check(ctx context.Context) (bool, string, error) {
 		if o.Status.FailureMessage != nil {
 			seen = append(seen, "failureMessage "+*o.Status.FailureMessage)
 		}
+	case *infrav1alpha1.OpenStackServer:
+		ready = o.Status.Ready
+		seen = append(seen, serverSeen(o))
 	case *unstructured.Unstructured:
 		ready, _, _ = unstructured.NestedBool(o.Object, "status", "ready")
 		seen = append(seen, fmt.Sprintf("status.ready %t", ready))
@@ -277,7 +288,7 @@ func (w *waiter) check(ctx context.Context) (bool, string, error) {
 	done := true
 	for _, clause := range w.clauses {
 		switch clause {
-		case step.ForReady:
+		case step.ForReady, step.ForActive:
 			done = done && ready
 		case step.ForStable:
 			done = done && rs.stable()
