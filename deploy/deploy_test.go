@@ -74,6 +74,7 @@ func TestManifests(t *testing.T) {
 		{"patch", "controlplane.cluster.x-k8s.io", "kamajicontrolplanes", "default"},
 		{"create", "bootstrap.cluster.x-k8s.io", "kubeadmconfigs", "default"},
 		{"create", "infrastructure.cluster.x-k8s.io", "openstackclusters", "default"},
+		{"delete", "infrastructure.cluster.x-k8s.io", "openstackservers", "default"},
 		{"patch", "infrastructure.cluster.x-k8s.io", "vspheremachinetemplates", "default"},
 		{"get", "", "secrets", "default"},
 		{"create", "", "secrets", "default"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,7 +74,7 @@ func dockerPass(ctx context.Context, t T, c client.Client, nodes *Managers, join
 		if u.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := dockerMachine(ctx, t, c, nodes, u, joined); err != nil && ctx.Err() == nil {
+		if err := dockerMachine(ctx, t, c, nodes, u, joined); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
 			logf("DockerMachine %s/%s: %v", u.GetNamespace(), u.GetName(), err)
 		} else if err == nil && !joined[u.GetName()] {
 			joined[u.GetName()] = true
