@@ -143,6 +143,12 @@ var parsedCRDs = sync.OnceValues(func() ([]*apiextensionsv1.CustomResourceDefini
 	if err != nil {
 		return nil, fmt.Errorf("CRDs in crds/kamaji: %w", err)
 	}
+	// The provider's kustomization labels its CRDs with the contract it
+	// implements, as CAPI's do: without it the Cluster controller cannot
+	// read the control plane's status.
+	for _, crd := range got {
+		crd.Labels = map[string]string{contractLabel: "v1alpha1"}
+	}
 	return append(crds, got...), nil
 })
 

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -176,4 +177,44 @@ spec:
       - {name: os-md-0, flavor: ` + r.Flavor + `, image: ` + r.Image + `, replicas: ` + strconv.Itoa(replicas) + `}
 ` + extra + `  approve: ` + approve + `
 `
+}
+
+// Describe summarizes the cluster for a failing test: each
+// MachineDeployment's replicas, each Machine's phase, bootstrap and
+// provider ID, and each Node's readiness.
+func (r *Replaceable) Describe(ctx context.Context) string {
+	var b strings.Builder
+	var mds clusterv1.MachineDeploymentList
+	if err := r.Mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil {
+		return err.Error()
+	}
+	for _, d := range mds.Items {
+		fmt.Fprintf(&b, "MachineDeployment %s: %d/%d ready, paused %t\n", d.Name, d.Status.ReadyReplicas, ptr.Deref(d.Spec.Replicas, 0), d.Spec.Paused)
+	}
+	var machines clusterv1.MachineList
+	if err := r.Mgmt.Client.List(ctx, &machines, client.InNamespace("default")); err != nil {
+		return err.Error()
+	}
+	for _, m := range machines.Items {
+		node := ""
+		if m.Status.NodeRef != nil {
+			node = m.Status.NodeRef.Name
+		}
+		fmt.Fprintf(&b, "Machine %s: phase %s, bootstrap ready %t, infrastructure ready %t, providerID %q, node %q\n",
+			m.Name, m.Status.Phase, m.Status.BootstrapReady, m.Status.InfrastructureReady, ptrString(m.Spec.ProviderID), node)
+	}
+	var nodes corev1.NodeList
+	if err := r.Workload.Client.List(ctx, &nodes); err != nil {
+		return b.String() + err.Error()
+	}
+	for _, n := range nodes.Items {
+		fmt.Fprintf(&b, "Node %s: ready %t, unschedulable %t, providerID %q\n", n.Name, nodeReady(&n), n.Spec.Unschedulable, n.Spec.ProviderID)
+	}
+	return b.String()
+}
+
+func nodeReady(n *corev1.Node) bool {
+	return slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
 }
