@@ -21,8 +21,8 @@ const DockerProviderID = "docker:///"
 // and its "container" joins the workload cluster of nodes (RunNodes) as a
 // hollow kubelet named like it, carrying that provider ID. Everything
 // else (MachineSets, Machines, bootstrap data, nodeRefs) is the real
-// Cluster API controllers' work. Each change is logged, marked as a
-// stand-in's.
+// Cluster API controllers' work. When a DockerMachine is gone, its
+// node's kubelet stops. Each change is logged, marked as a stand-in's.
 func StartDockerStandIn(t T, mgmt *Kube, nodes *Managers) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -68,6 +68,17 @@ func dockerPass(ctx context.Context, t T, c client.Client, nodes *Managers, join
 	machines := dockerList("DockerMachine")
 	if c.List(ctx, machines) != nil {
 		return
+	}
+	present := map[string]bool{}
+	for i := range machines.Items {
+		present[machines.Items[i].GetName()] = true
+	}
+	for name := range joined {
+		if !present[name] { // deleted: its container is gone
+			nodes.StopNode(name)
+			delete(joined, name)
+			logf("DockerMachine %s is gone; its node's kubelet stopped", name)
+		}
 	}
 	for i := range machines.Items {
 		u := &machines.Items[i]

@@ -215,3 +215,18 @@ func nodeReady(n *corev1.Node) bool {
 	}
 	return false
 }
+
+// StopNode stops node name's hollow kubelet, as a machine that was
+// deleted stops its kubelet; the Node object stays until someone deletes
+// it, as with a real machine.
+func (ms *Managers) StopNode(name string) {
+	ms.mu.Lock()
+	p := ms.procs["kubelet-"+name]
+	delete(ms.procs, "kubelet-"+name)
+	ms.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
