@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,9 +16,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
@@ -146,6 +149,162 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	m.approve("workers", plan("workers"), map[string]status.PhaseState{"workers": S, "cutover": P})
 	t.Logf("new nodes joined: %v", f.Booted())
 	checkDaemonSet(ctx, t, wl, "vpn-client", len(f.OldNodes)+3)
+
+	// Cutover: a budget of no disruption holds the db pod on the first
+	// old node past the drain's timeout.
+	first := f.OldNodes[0]
+	createHeld(ctx, t, wl, first)
+	moving, err := wl.Pods(ctx, "default", web, func(p *corev1.Pod) bool { return slices.Contains(f.OldNodes, p.Spec.NodeName) })
+	if err != nil || len(moving) == 0 {
+		t.Fatalf("web pods on the old nodes before cutover: %d, %v", len(moving), err)
+	}
+	least := wl.WatchLeastHealthy(ctx, "default", web)
+	m.pr++
+	m.repo.OpenPR(m.pr, "Approve cutover", "alice", map[string]string{"plans/tenant-a.yaml": plan("cutover")})
+	m.comment(m.pr, "preview", "Steps of phase cutover:")
+	m.repo.MergePR(m.pr, "bob")
+	held := m.comment(m.pr, "progress/tenant-a", "PodDisruptionBudget default/db")
+	t.Logf("progress comment while the budget holds:\n%s", held)
+	cordoned := func(name string) bool {
+		var n corev1.Node
+		testenv.MustGet(t, wl.Client, "", name, &n)
+		return n.Spec.Unschedulable
+	}
+	if !cordoned(first) {
+		t.Errorf("node %s is not cordoned while its drain is held", first)
+	}
+	for _, n := range f.OldNodes[1:] {
+		if cordoned(n) {
+			t.Errorf("node %s was cordoned while the drain of %s was held: nothing after a failed drain may run", n, first)
+		}
+	}
+	// The team lifts the budget; the retried drain goes on.
+	if err := wl.Client.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor("every old node drained", func() bool { return drained(ctx, wl, f.OldNodes) })
+	m.comment(m.pr, "progress/tenant-a", "await-approval")
+	if n := least(); n < 2 {
+		t.Errorf("%d web replicas healthy at the worst of the cutover; the budget allows one disruption of three", n)
+	}
+	for _, p := range moving {
+		if !wl.Evicted(t, p.Name) {
+			t.Errorf("web pod %s left %s without an eviction through the eviction API", p.Name, p.Spec.NodeName)
+		}
+	}
+	if ok, answers := probe.answered(); ok < len(f.OldNodes) || ok != answers {
+		t.Errorf("the probe answered 200 %d times of %d; want one success per old node (%d) and no failure", ok, answers, len(f.OldNodes))
+	}
+
+	m.approve("cleanup", plan("cleanup"), map[string]status.PhaseState{"cutover": S, "cleanup": S})
+	checkCleanedUp(ctx, t, f)
+}
+
+// createHeld runs a db Deployment of one replica that prefers node, under
+// a budget that allows no disruption.
+func createHeld(ctx context.Context, t *testing.T, wl *testenv.Kube, node string) {
+	t.Helper()
+	labels := map[string]string{"app": "db"}
+	prefer := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+			Key: "kubernetes.io/hostname", Operator: corev1.NodeSelectorOpIn, Values: []string{node}}}}}}}}
+	objs := []client.Object{
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Affinity: prefer, Containers: []corev1.Container{{Name: "db", Image: "registry.example.com/db:1.0"}}}}}},
+		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels}}},
+	}
+	for _, o := range objs {
+		if err := wl.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ctx.Err() == nil {
+		pods, err := wl.Pods(ctx, "default", labels, testenv.Serving)
+		if err == nil && len(pods) == 1 && pods[0].Spec.NodeName == node {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("the db pod never served on %s: %v", node, ctx.Err())
+}
+
+// drained reports whether every node is cordoned and runs nothing but
+// DaemonSet pods.
+func drained(ctx context.Context, wl *testenv.Kube, nodes []string) bool {
+	for _, name := range nodes {
+		var n corev1.Node
+		if wl.Client.Get(ctx, client.ObjectKey{Name: name}, &n) != nil || !n.Spec.Unschedulable {
+			return false
+		}
+		var pods corev1.PodList
+		if wl.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": name}) != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if !ownedByDaemonSet(&p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
+}
+
+// checkCleanedUp checks the world after cleanup: the old pool and its
+// Machines are gone, and so are the old nodes; the new servers are
+// ACTIVE; the project's servers that ferry did not create are still there.
+func checkCleanedUp(ctx context.Context, t *testing.T, f *ostest.Replaceable) {
+	t.Helper()
+	var machines clusterv1.MachineList
+	if err := f.Mgmt.Client.List(ctx, &machines, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	newIDs := map[string]bool{}
+	for _, m := range machines.Items {
+		if m.Labels[clusterv1.MachineDeploymentNameLabel] == f.OldMD {
+			t.Errorf("Machine %s of the old pool is still there", m.Name)
+		}
+		if id := ptr.Deref(m.Spec.ProviderID, ""); strings.HasPrefix(id, "openstack:///") {
+			newIDs[strings.TrimPrefix(id, "openstack:///")] = true
+		}
+	}
+	var md clusterv1.MachineDeployment
+	if err := f.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: f.OldMD}, &md); !apierrors.IsNotFound(err) {
+		t.Errorf("old MachineDeployment %s: %v; want it deleted", f.OldMD, err)
+	}
+	for _, name := range f.OldNodes {
+		var n corev1.Node
+		if err := f.Workload.Client.Get(ctx, client.ObjectKey{Name: name}, &n); !apierrors.IsNotFound(err) {
+			t.Errorf("old Node %s: %v; want it deleted", name, err)
+		}
+	}
+	servers, err := f.ProjectServers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	active := map[string]bool{}
+	for _, s := range servers {
+		active[s.ID] = s.Status == "ACTIVE"
+	}
+	if len(newIDs) != 3 {
+		t.Errorf("%d Machines on OpenStack, want 3", len(newIDs))
+	}
+	for id := range newIDs {
+		if !active[id] {
+			t.Errorf("new server %s is not ACTIVE in Nova", id)
+		}
+	}
+	for name, id := range f.Servers {
+		if !active[id] {
+			t.Errorf("server %s (%s), which ferry did not create, is gone or not ACTIVE", name, id)
+		}
+	}
 }
 
 // createWorkload runs the application the migration must keep serving: a
@@ -197,6 +356,18 @@ func newProbe(t *testing.T, wl *testenv.Kube, labels map[string]string) *probe {
 	}))
 	t.Cleanup(p.Close)
 	return p
+}
+
+// answered is how many answers were 200, of how many.
+func (p *probe) answered() (ok, all int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.answers {
+		if c == http.StatusOK {
+			ok++
+		}
+	}
+	return ok, len(p.answers)
 }
 
 // checkDaemonSet waits until DaemonSet name in kube-system has a Running,
