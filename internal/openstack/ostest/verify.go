@@ -267,10 +267,17 @@ func ptrBool(p *bool) bool { return p != nil && *p }
 // every check holds or wait has passed, for the conditions the controllers
 // are still moving towards. It returns the last checks.
 func (a *Adoptable) VerifyUntil(ctx context.Context, before *Before, unpaused time.Time, wait time.Duration) []Check {
+	return verifyUntil(ctx, unpaused, wait, func() []Check { return a.Verify(ctx, before) })
+}
+
+// verifyUntil runs verify no earlier than a minute after unpaused, and
+// again until every check holds or wait has passed; it returns the last
+// checks.
+func verifyUntil(ctx context.Context, unpaused time.Time, wait time.Duration, verify func() []Check) []Check {
 	sleep(ctx, time.Until(unpaused.Add(time.Minute)))
 	deadline := time.Now().Add(wait)
 	for {
-		checks := a.Verify(ctx, before)
+		checks := verify()
 		ok := true
 		for _, c := range checks {
 			ok = ok && c.OK
