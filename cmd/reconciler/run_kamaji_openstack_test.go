@@ -45,7 +45,9 @@ func TestRunKamajiOpenStack(t *testing.T) {
 	before := h.Record(t)
 	testenv.StartManagers(t, mgmt)
 	testenv.StartKamajiStandIn(t, mgmt)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	// Within go test's default 10 minutes, so that a wait that times out
+	// fails with the reconciler's log rather than a goroutine dump.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
 	const planPath, ccmPath = "plans/kamaji-quickstart.yaml", "manifests/ccm.yaml"
