@@ -45,7 +45,9 @@ func (h *Hosted) Record(t testenv.T) *Before {
 	return b
 }
 
-// Verify checks the migrated cluster against before: the same worker
+// Verify checks the migrated cluster against before: the Cluster on its
+// OpenStackCluster, with both ready as the Cluster controller reads them;
+// the same worker
 // servers, ACTIVE, with the same security groups; a Machine per worker,
 // Running with its Node, and no other; the MachineDeployment ready; no
 // stray port; an OpenStackCluster that CAPO reports ready, without an API
@@ -54,6 +56,7 @@ func (h *Hosted) Record(t testenv.T) *Before {
 // KamajiControlPlane and the cloud controller manager; the endpoint kept.
 func (h *Hosted) Verify(ctx context.Context, before *Before) []Check {
 	var checks checkList
+	h.checkCluster(ctx, &checks)
 	h.checkServers(ctx, before, &checks)
 	h.checkActive(ctx, &checks)
 	h.checkMachines(ctx, &checks)
@@ -68,6 +71,26 @@ func (h *Hosted) Verify(ctx context.Context, before *Before) []Check {
 // VerifyUntil is Adoptable.VerifyUntil with Hosted's checks.
 func (h *Hosted) VerifyUntil(ctx context.Context, before *Before, unpaused time.Time, wait time.Duration) []Check {
 	return verifyUntil(ctx, unpaused, wait, func() []Check { return h.Verify(ctx, before) })
+}
+
+// checkCluster checks that the real Cluster controller reports the
+// Cluster's infrastructure (now the OpenStackCluster) and its hosted
+// control plane ready, the control plane initialized: it read the
+// KamajiControlPlane through its contract.
+func (h *Hosted) checkCluster(ctx context.Context, checks *checkList) {
+	var cl clusterv1.Cluster
+	if err := h.Mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil {
+		checks.add("Cluster ready on OpenStack", false, "%v", err)
+		return
+	}
+	infra := cl.Spec.InfrastructureRef
+	onOpenStack := infra != nil && infra.Kind == "OpenStackCluster"
+	initialized := slices.ContainsFunc(cl.Status.Conditions, func(c clusterv1.Condition) bool {
+		return c.Type == clusterv1.ControlPlaneInitializedCondition && c.Status == corev1.ConditionTrue
+	})
+	checks.add("Cluster ready on OpenStack", onOpenStack && cl.Status.InfrastructureReady && cl.Status.ControlPlaneReady && initialized,
+		"infrastructureRef OpenStackCluster %t, infrastructureReady %t, controlPlaneReady %t, ControlPlaneInitialized %t, phase %s (the Cluster controller's)",
+		onOpenStack, cl.Status.InfrastructureReady, cl.Status.ControlPlaneReady, initialized, cl.Status.Phase)
 }
 
 // checkActive checks that every server of the project is ACTIVE.
