@@ -62,7 +62,7 @@ func TestRunKamajiOpenStack(t *testing.T) {
 	repo := testenv.NewPlansRepo(t, g, gh)
 	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
 
-	refuseBrokenRule(t, repo, w, plan("cluster"))
+	refuseBrokenRule(t, repo, w, h, plan("cluster"))
 	repo.PushPR(1, "Keep the kubelet address order of seed 004", "alice", map[string]string{planPath: plan("cluster")})
 	preview := w.comment(1, "preview", "Steps of phase cluster:")
 	for _, want := range []string{"patch Cluster default/kamaji-quickstart", "create OpenStackCluster default/kamaji-quickstart", "apiServerLoadBalancer=false", "disableAPIServerFloatingIP=true"} {
@@ -104,7 +104,7 @@ func TestRunKamajiOpenStack(t *testing.T) {
 // rule (Hostname first in the kubelet address order) and checks that the
 // preview refuses it, naming the field, and that nothing ran: the Cluster
 // is still on its Docker infrastructure.
-func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, plan string) {
+func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, h *ostest.Hosted, plan string) {
 	t.Helper()
 	broken := strings.Replace(plan, "preferredAddressTypes: [InternalIP, ExternalIP, Hostname]", "preferredAddressTypes: [Hostname, InternalIP, ExternalIP]", 1)
 	if broken == plan {
@@ -119,6 +119,10 @@ func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, plan st
 	}
 	if strings.Contains(preview, "Steps of phase") {
 		t.Errorf("preview of the broken plan lists steps:\n%s", preview)
+	}
+	var cl clusterv1.Cluster
+	if err := h.Mgmt.Client.Get(w.ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.InfrastructureRef.Kind != "DockerCluster" || cl.Spec.Paused {
+		t.Errorf("Cluster after the refused plan: infrastructureRef %v, paused %t, %v; want it untouched", cl.Spec.InfrastructureRef, cl.Spec.Paused, err)
 	}
 }
 
