@@ -52,34 +52,9 @@ func TestRunOpenStack(t *testing.T) {
 	t.Cleanup(gh.Close)
 	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
 	fatal := r.fatalf
-	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}
-	waitPhases := func(want map[string]status.PhaseState) *status.PlanStatus {
-		t.Helper()
-		var st *status.PlanStatus
-		for ctx.Err() == nil {
-			var err error
-			st, err = reader.Read(ctx, "capi-quickstart")
-			if err == nil && phasesAre(st, want) {
-				return st
-			}
-			time.Sleep(time.Second)
-		}
-		fatal("phases did not reach %v; last status %+v", want, st)
-		return nil
-	}
-	waitComment := func(pr int, key, want string) string {
-		t.Helper()
-		for ctx.Err() == nil {
-			for _, c := range gh.Comments(pr) {
-				if strings.HasPrefix(c.Body, forge.Marker(key)) && strings.Contains(c.Body, want) {
-					return c.Body
-				}
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		fatal("no %s comment on #%d with %q; comments: %+v", key, pr, want, gh.Comments(pr))
-		return ""
-	}
+	w := &prWatch{ctx: ctx, plan: "capi-quickstart", gh: gh, fatal: fatal,
+		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
+	waitPhases, waitComment := w.phases, w.comment
 
 	repo := testenv.NewPlansRepo(t, g, gh)
 	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
@@ -131,21 +106,7 @@ func TestRunOpenStack(t *testing.T) {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
 	}
 	waitComment(3, "progress/capi-quickstart", "| workers | Succeeded |")
-	for ctx.Err() == nil {
-		success := 0
-		for _, s := range gh.Statuses() {
-			if s.SHA == merge3 && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/capi-quickstart/") {
-				success++
-			}
-		}
-		if success >= 3 {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	if ctx.Err() != nil {
-		fatal("no success statuses for the three phases on %s: %+v", merge3, gh.Statuses())
-	}
+	w.successStatuses(merge3, 3)
 
 	// What the real controllers made of it.
 	for _, c := range f.VerifyUntil(ctx, before, unpaused, 2*time.Minute) {
@@ -163,4 +124,63 @@ func TestRunOpenStack(t *testing.T) {
 			t.Errorf("scale-up check failed: %s", c)
 		}
 	}
+}
+
+// prWatch waits for what `reconciler run` writes back about one plan: its
+// status on the status branch, and comments on pull requests.
+type prWatch struct {
+	ctx    context.Context
+	plan   string
+	reader status.Store
+	gh     *fakegithub.Server
+	fatal  func(format string, args ...any)
+}
+
+// phases waits until the plan's phases are in the states of want, and
+// returns that status.
+func (w *prWatch) phases(want map[string]status.PhaseState) *status.PlanStatus {
+	var st *status.PlanStatus
+	for w.ctx.Err() == nil {
+		var err error
+		st, err = w.reader.Read(w.ctx, w.plan)
+		if err == nil && phasesAre(st, want) {
+			return st
+		}
+		time.Sleep(time.Second)
+	}
+	w.fatal("phases did not reach %v; last status %+v", want, st)
+	return nil
+}
+
+// comment waits for a comment on pull request pr with the marker of key
+// that contains want, and returns its body.
+func (w *prWatch) comment(pr int, key, want string) string {
+	for w.ctx.Err() == nil {
+		for _, c := range w.gh.Comments(pr) {
+			if strings.HasPrefix(c.Body, forge.Marker(key)) && strings.Contains(c.Body, want) {
+				return c.Body
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.fatal("no %s comment on #%d with %q; comments: %+v", key, pr, want, w.gh.Comments(pr))
+	return ""
+}
+
+// successStatuses waits for n success commit statuses of the plan's phases
+// on commit sha.
+func (w *prWatch) successStatuses(sha string, n int) {
+	for w.ctx.Err() == nil {
+		success := 0
+		for _, s := range w.gh.Statuses() {
+			if s.SHA == sha && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/"+w.plan+"/") {
+				success++
+			}
+		}
+		if success >= n {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	w.fatal("no %d success statuses for the phases on %s: %+v", n, sha, w.gh.Statuses())
 }

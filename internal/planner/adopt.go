@@ -21,14 +21,7 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	if c.plan.Spec.Adopt != nil {
 		from = c.plan.Spec.Adopt.SecretsFrom
 	}
-	suffixes := observed.AdoptSecrets
-	if s.Workload != nil && s.Workload.ExternalEtcd {
-		suffixes = observed.SecretSuffixes
-	}
-	for _, suffix := range suffixes {
-		if (suffix == "proxy" || suffix == observed.ExternalEtcdSecret) && c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji {
-			continue // Kamaji keeps the certificates of its hosted control plane itself
-		}
+	for _, suffix := range adoptSecrets(c) {
 		name := c.name + "-" + suffix
 		if sec := s.Secret(c.ns, name); sec != nil {
 			// Cluster API's managers cache only the Secrets with the
@@ -72,6 +65,25 @@ func adoptCluster(c *planCtx, b *phaseBuilder) {
 	b.unpause(step.Cluster, c.name, wired, pauseOf(cl))
 	b.group()
 	b.waitOpenStackCluster(c)
+}
+
+// kamajiSecrets are the Secrets the Kamaji provider writes for Cluster
+// API: the kubeconfig (the Machine controller reaches the workload cluster
+// with it) and the CA (kubeadm bootstrap joins new workers with it). The
+// hosted control plane keeps its etcd, service-account and front-proxy
+// certificates in its own Secrets, which no Cluster API controller reads.
+var kamajiSecrets = []string{"kubeconfig", "ca"}
+
+// adoptSecrets are the suffixes of the Secrets <cluster>-<suffix> the
+// cluster is adopted with.
+func adoptSecrets(c *planCtx) []string {
+	switch {
+	case c.plan.Spec.Target.ControlPlane.Provider == v1alpha1.ProviderKamaji:
+		return kamajiSecrets
+	case c.snap.Workload != nil && c.snap.Workload.ExternalEtcd:
+		return observed.SecretSuffixes
+	}
+	return observed.AdoptSecrets
 }
 
 func pauseOf(cl *observed.Cluster) observed.Pause {

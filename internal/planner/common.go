@@ -218,11 +218,21 @@ func (b *phaseBuilder) openStackCluster(c *planCtx) {
 			step.ParamAPIServerLoadBalancer, step.Bool(*t.APIServer.LoadBalancer),
 			step.ParamDisableAPIServerFloatIP, step.Bool(!*t.APIServer.FloatingIP),
 			step.ParamAPIServerFixedIP, t.APIServer.FixedIP,
-			step.ParamAPIServerFloatingIP, "the endpoint's address when it is an IP, so that deleting a control-plane machine keeps it",
+			step.ParamAPIServerFloatingIP, apiServerFloatingIP(t.ControlPlane.Provider),
 			step.ParamManagedSecurityGroups, managedSecurityGroups(t.SecurityGroups != nil, allowAll, rules),
 			step.ParamControlPlaneEndpoint, "kept from the Cluster",
 		),
 		"the cluster's OpenStack infrastructure: network, security groups, endpoint")
+}
+
+// apiServerFloatingIP describes the OpenStackCluster's apiServerFloatingIP:
+// none with Kamaji, which owns the endpoint (seed 004) and has no
+// control-plane machine whose deletion could take it.
+func apiServerFloatingIP(provider string) string {
+	if provider == v1alpha1.ProviderKamaji {
+		return ""
+	}
+	return "the endpoint's address when it is an IP, so that deleting a control-plane machine keeps it"
 }
 
 func managedSecurityGroups(set, allowAll bool, rules int) string {

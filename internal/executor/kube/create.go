@@ -134,7 +134,8 @@ func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, err
 // CAPO deletes every floating IP of a control-plane server it deletes
 // (a rollout, a scale-down) except that one, and it may be set only at
 // creation. With the load balancer and the floating IP off, CAPO does
-// nothing else with it.
+// nothing else with it. A Kamaji cluster has none: Kamaji owns its
+// endpoint, which is not an address of the cluster's project (seed 004).
 //
 // Security groups are managed only when the plan asks: CAPO never attaches
 // its groups to the ports of servers it adopts, and its groups admit only
@@ -158,7 +159,6 @@ func (e *Executor) buildOpenStackCluster(ctx context.Context, s *job) (client.Ob
 		DisableAPIServerFloatingIP:    ptr.To(!ptr.Deref(api.FloatingIP, false)),
 		ManagedSecurityGroups:         securityGroups(t.SecurityGroups),
 		ControlPlaneEndpoint:          &ep,
-		APIServerFloatingIP:           endpointIP(ep),
 		ControlPlaneAvailabilityZones: []string{t.FailureDomain},
 		IdentityRef:                   infrav1.OpenStackIdentityReference{Name: t.Identity.SecretName, CloudName: t.Identity.CloudName},
 	}
@@ -167,6 +167,9 @@ func (e *Executor) buildOpenStackCluster(ctx context.Context, s *job) (client.Ob
 	}
 	if api.FixedIP != "" {
 		spec.APIServerFixedIP = ptr.To(api.FixedIP)
+	}
+	if t.ControlPlane.Provider != v1alpha1.ProviderKamaji {
+		spec.APIServerFloatingIP = endpointIP(ep)
 	}
 	if t.FailureDomain == "" {
 		spec.ControlPlaneAvailabilityZones = nil

@@ -89,7 +89,7 @@ func (e *Executor) apply(ctx context.Context, s *job, c client.Client) (events.R
 	if err := checkNoSecrets(path, objs); err != nil {
 		return events.Report{}, err
 	}
-	ccm := cloudControllerManager(s.ev.Spec, path)
+	ccm := ccmScheduling(s, path)
 	applyOrder(objs)
 	// Everything that needs no API call first, so that a manifest the
 	// plan cannot apply changes nothing.
@@ -170,6 +170,22 @@ func cloudControllerManager(p *v1alpha1.MigrationPlan, path string) *v1alpha1.Cl
 		return m.CloudControllerManager
 	}
 	return nil
+}
+
+// ccmScheduling is the plan's CCM, scheduled as the step says. The plan's
+// empty nodeSelector (none: seed 004's Kamaji clusters have no
+// control-plane nodes) does not survive the step event's JSON, where an
+// empty map is omitted and comes back nil ("keep the manifest's"); the
+// step's nodeSelector parameter, which the planner sets to
+// step.NodeSelectorNone then, decides.
+func ccmScheduling(s *job, path string) *v1alpha1.CloudControllerManager {
+	ccm := cloudControllerManager(s.ev.Spec, path)
+	if ccm == nil || s.ev.Step.Params.Get(step.ParamNodeSelector) != step.NodeSelectorNone {
+		return ccm
+	}
+	none := *ccm
+	none.NodeSelector = map[string]string{}
+	return &none
 }
 
 func isPodController(u *unstructured.Unstructured) bool {

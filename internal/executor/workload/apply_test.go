@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
 	"github.com/ferry-dev/ferry/internal/step"
@@ -47,6 +49,27 @@ var (
 	}
 )
 
+// kamajiParams are the planner's parameters of kamajiCCM's apply step.
+var kamajiParams = map[string]string{
+	step.ParamNodeSelector: step.NodeSelectorNone,
+	step.ParamTolerations:  "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule,node.cluster.x-k8s.io/uninitialized:NoSchedule",
+}
+
+// delivered is ev as an executor receives it from the stream: encoded and
+// decoded as JSON.
+func delivered(t *testing.T, ev *events.StepEvent) *events.StepEvent {
+	t.Helper()
+	data, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out events.StepEvent
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return &out
+}
+
 // testWorkloadApply applies manifests in order against one cluster, each
 // twice: the cases build on each other as a cluster's history does (the
 // CCM applied for a kubeadm plan, then for a Kamaji one, then edited by
@@ -55,9 +78,11 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	c := env.wl.Client
 	cases := []struct {
-		name   string
-		plan   func(*v1alpha1.MigrationPlan)
-		path   string
+		name string
+		plan func(*v1alpha1.MigrationPlan)
+		path string
+		// params are the step's, as the planner sets them.
+		params map[string]string
 		before func(t *testing.T)
 		report string
 		// wantErr holds what the error of both runs says; empty wants success.
@@ -81,6 +106,7 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 	}, {
 		name:   "CCM of a Kamaji plan: no nodeSelector, the plan's tolerations",
 		plan:   kamajiCCM,
+		params: kamajiParams,
 		path:   ccmPath,
 		report: "applied 3 objects of " + ccmPath + " at 8f3c2a91d0e4 with the plan's scheduling (no nodeSelector, 2 tolerations)",
 		check: func(t *testing.T) {
@@ -110,9 +136,10 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			checkAnnotated(t, &crb)
 		},
 	}, {
-		name: "a nodeSelector another field manager set survives: reported, not overwritten",
-		plan: kamajiCCM,
-		path: ccmPath,
+		name:   "a nodeSelector another field manager set survives: reported, not overwritten",
+		plan:   kamajiCCM,
+		params: kamajiParams,
+		path:   ccmPath,
 		before: func(t *testing.T) {
 			// A person applies the upstream manifest's nodeSelector by
 			// hand, as seed 004's readers do before they edit it.
@@ -217,7 +244,9 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			if tc.before != nil {
 				tc.before(t)
 			}
-			step := stepEvent(testPlan(tc.plan), step.Apply, step.Target{Kind: step.Manifest, Name: tc.path}, nil)
+			// Delivered as the stream delivers it, through JSON, in
+			// which the plan's empty nodeSelector is lost.
+			step := delivered(t, stepEvent(testPlan(tc.plan), step.Apply, step.Target{Kind: step.Manifest, Name: tc.path}, tc.params))
 			for run := 1; run <= 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
 				checkWorkloadErr(t, err, tc.wantErr, tc.terminal)

@@ -44,7 +44,21 @@ type Adoptable struct {
 // when t ends.
 func NewAdoptable(t testenv.T, name string) *Adoptable {
 	t.Helper()
-	a := &Adoptable{Fixture: New(t, name), Name: name}
+	a := newNodes(t, name, NodeSuffixes)
+	a.floatingEndpoint(t)
+	a.Mgmt = testenv.StartKube(t)
+	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint})
+	a.orphan(t)
+	a.identitySecret(t)
+	return a
+}
+
+// newNodes builds the cloud part shared by the fixtures of this package:
+// a Fixture whose servers carry suffixes, the node names sorted into
+// control plane and workers, and the cluster's PKI.
+func newNodes(t testenv.T, name string, suffixes []string) *Adoptable {
+	t.Helper()
+	a := &Adoptable{Fixture: newFixture(t, name, suffixes), Name: name}
 	for node := range a.Servers {
 		if strings.Contains(node, "control-plane") {
 			a.ControlPlane = append(a.ControlPlane, node)
@@ -55,22 +69,31 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 	sort.Strings(a.ControlPlane)
 	sort.Strings(a.Workers)
 	a.PKI = testenv.NewPKI(t, name)
-	a.floatingEndpoint(t)
-	a.Mgmt = testenv.StartKube(t)
-	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint})
+	return a
+}
+
+// orphan creates the running cluster in Mgmt and Workload (testenv.Orphan):
+// its Secrets, and Nodes named like the servers with their fixed IPs.
+func (a *Adoptable) orphan(t testenv.T) {
+	t.Helper()
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
-		Name: name, Namespace: "default",
+		Name: a.Name, Namespace: "default",
 		ControlPlaneNodes: a.ControlPlane, WorkerNodes: a.Workers, KubeletVersion: "v1.31.4",
 		PKI: a.PKI, NodeAddresses: func(node string) string { return a.Addresses[node] },
 	})
+}
+
+// identitySecret creates <name>-cloud-config, the CAPO identity Secret
+// with the project's clouds.yaml, which Plan's identity names.
+func (a *Adoptable) identitySecret(t testenv.T) {
+	t.Helper()
 	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name + "-cloud-config"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: a.Name + "-cloud-config"},
 		Data:       map[string][]byte{"clouds.yaml": a.Creds.CloudsYAML},
 	}
 	if err := a.Mgmt.Client.Create(context.Background(), secret); err != nil {
 		t.Fatalf("ostest: create the identity Secret: %v", err)
 	}
-	return a
 }
 
 // floatingEndpoint gives the first control-plane server's port a floating

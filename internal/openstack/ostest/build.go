@@ -141,15 +141,15 @@ func (b *builder) flavorAndImage(ctx context.Context) {
 }
 
 // servers creates servers named like the nodes of the cluster being
-// adopted, in the project, as its user creates them; one at a time, which
+// adopted (<clusterName>-<suffix>-<fixture suffix>), in the project, as its user creates them; one at a time, which
 // the services on SQLite take better than a burst.
-func (b *builder) servers(ctx context.Context, clusterName string) {
+func (b *builder) servers(ctx context.Context, clusterName string, suffixes []string) {
 	a, f := b.a, b.f
 	user := f.UserCompute(b.t)
 	// Every server and port of the project goes, also those that CAPO
 	// made when a test scaled a pool up.
 	b.cleanup("servers and ports", func() error { return f.deleteAll(a) })
-	for _, s := range NodeSuffixes {
+	for _, s := range suffixes {
 		nodeName := clusterName + "-" + s + "-" + f.Suffix
 		_, err := CreateActive(ctx, b.t, user, func(ctx context.Context) (string, error) {
 			srv, err := servers.Create(ctx, user, servers.CreateOpts{

@@ -115,6 +115,12 @@ func NewAdmin(t testenv.T) *Admin {
 // named <clusterName>-<suffix>. It removes them when the test ends.
 func New(t testenv.T, clusterName string) *Fixture {
 	t.Helper()
+	return newFixture(t, clusterName, NodeSuffixes)
+}
+
+// newFixture is New with the servers' name suffixes.
+func newFixture(t testenv.T, clusterName string, suffixes []string) *Fixture {
+	t.Helper()
 	a := NewAdmin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -124,7 +130,7 @@ func New(t testenv.T, clusterName string) *Fixture {
 	b.networks(ctx)
 	b.flavorAndImage(ctx)
 	f.PublicKey = PublicKey(t)
-	b.servers(ctx, clusterName)
+	b.servers(ctx, clusterName, suffixes)
 	b.addresses(ctx)
 	return f
 }

@@ -52,6 +52,21 @@ func (a *Adoptable) Record(t testenv.T) *Before {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	b := a.recordCloud(ctx, t)
+	var err error
+	if b.FrontProxyCA, err = a.frontProxyCA(ctx); err != nil {
+		t.Fatalf("ostest: %v", err)
+	}
+	if b.KubeProxyImage, err = a.kubeProxyImage(ctx); err != nil {
+		t.Fatalf("ostest: %v", err)
+	}
+	return b
+}
+
+// recordCloud records the project's servers with their security groups,
+// and the ports on the cluster network.
+func (a *Adoptable) recordCloud(ctx context.Context, t testenv.T) *Before {
+	t.Helper()
 	b := &Before{Servers: map[string][]string{}, Ports: map[string]bool{}}
 	list, err := a.ProjectServers(ctx)
 	if err != nil {
@@ -66,12 +81,6 @@ func (a *Adoptable) Record(t testenv.T) *Before {
 	}
 	for _, p := range ports {
 		b.Ports[p.ID] = true
-	}
-	if b.FrontProxyCA, err = a.frontProxyCA(ctx); err != nil {
-		t.Fatalf("ostest: %v", err)
-	}
-	if b.KubeProxyImage, err = a.kubeProxyImage(ctx); err != nil {
-		t.Fatalf("ostest: %v", err)
 	}
 	return b
 }
@@ -190,6 +199,12 @@ func (a *Adoptable) checkRollouts(ctx context.Context, checks *checkList) {
 		ok := k.Status.ObservedGeneration == k.Generation && k.Status.ReadyReplicas == n && k.Status.UpdatedReplicas == n && k.Status.Replicas == n
 		checks.add("KubeadmControlPlane ready", ok, "%d/%d ready, %d updated, generation %d observed %d", k.Status.ReadyReplicas, n, k.Status.UpdatedReplicas, k.Generation, k.Status.ObservedGeneration)
 	}
+	a.checkMachineDeployments(ctx, checks)
+}
+
+// checkMachineDeployments checks that every MachineDeployment is ready at
+// its current generation.
+func (a *Adoptable) checkMachineDeployments(ctx context.Context, checks *checkList) {
 	var mds clusterv1.MachineDeploymentList
 	if err := a.Mgmt.Client.List(ctx, &mds, client.InNamespace("default")); err != nil || len(mds.Items) == 0 {
 		checks.add("MachineDeployments ready", false, "%d found, %v", len(mds.Items), err)
@@ -252,10 +267,17 @@ func ptrBool(p *bool) bool { return p != nil && *p }
 // every check holds or wait has passed, for the conditions the controllers
 // are still moving towards. It returns the last checks.
 func (a *Adoptable) VerifyUntil(ctx context.Context, before *Before, unpaused time.Time, wait time.Duration) []Check {
+	return verifyUntil(ctx, unpaused, wait, func() []Check { return a.Verify(ctx, before) })
+}
+
+// verifyUntil runs verify no earlier than a minute after unpaused, and
+// again until every check holds or wait has passed; it returns the last
+// checks.
+func verifyUntil(ctx context.Context, unpaused time.Time, wait time.Duration, verify func() []Check) []Check {
 	sleep(ctx, time.Until(unpaused.Add(time.Minute)))
 	deadline := time.Now().Add(wait)
 	for {
-		checks := a.Verify(ctx, before)
+		checks := verify()
 		ok := true
 		for _, c := range checks {
 			ok = ok && c.OK

@@ -1,0 +1,145 @@
+//go:build openstack
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// TestRunKamajiOpenStack is a seed 004 migration driven through pull
+// requests, as TestRunOpenStack drives seed 000's: a cluster whose control
+// plane Kamaji hosts (a KamajiControlPlane in the management cluster; the
+// workload API server stands for the hosted one and is the Cluster's
+// endpoint) and whose workers run on servers of the local OpenStack moves
+// from the Docker provider onto CAPO. `reconciler run` acts only on what
+// pull requests merge; the real Cluster API (core, kubeadm bootstrap) and
+// CAPO managers act on what it creates. The one stand-in is the Kamaji
+// controller (testenv.StartKamajiStandIn: it reports the hosted control
+// plane ready, as the provider's status contract says), whose module
+// cannot be built here.
+//
+// Pull request 1 first breaks a seed 004 rule (the kubelet address order)
+// and is refused in its preview, naming the field; its fix is previewed
+// and merged, and the cluster phase runs. Pull requests 2 and 3 approve
+// the control plane and the workers. Then the end state: the
+// OpenStackCluster ready without a load balancer or floating IP (spec and
+// Neutron), the workers' servers ACTIVE with the same IDs, their Machines
+// Running with nodeRefs, the MachineDeployment ready, and seed 004's rules
+// on the KamajiControlPlane and the cloud controller manager.
+func TestRunKamajiOpenStack(t *testing.T) {
+	h := ostest.NewHosted(t, "kamaji-quickstart")
+	t.Logf("fixture: %s", h)
+	mgmt := h.Mgmt
+	before := h.Record(t)
+	testenv.StartManagers(t, mgmt)
+	testenv.StartKamajiStandIn(t, mgmt)
+	// Within go test's default 10 minutes, so that a wait that times out
+	// fails with the reconciler's log rather than a goroutine dump.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	const planPath, ccmPath = "plans/kamaji-quickstart.yaml", "manifests/ccm.yaml"
+	plan := func(approve string) string { return h.Plan(approve, ccmPath) }
+	seed := testenv.SeedDir(t, map[string]string{planPath: plan(`""`), ccmPath: testenv.CCMManifest})
+	g := testenv.StartGit(t, seed)
+	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
+	t.Cleanup(gh.Close)
+	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
+	w := &prWatch{ctx: ctx, plan: h.Name, gh: gh, fatal: r.fatalf,
+		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
+	repo := testenv.NewPlansRepo(t, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
+
+	refuseBrokenRule(t, repo, w, h, plan("cluster"))
+	repo.PushPR(1, "Keep the kubelet address order of seed 004", "alice", map[string]string{planPath: plan("cluster")})
+	preview := w.comment(1, "preview", "Steps of phase cluster:")
+	for _, want := range []string{"patch Cluster default/kamaji-quickstart", "create OpenStackCluster default/kamaji-quickstart", "apiServerLoadBalancer=false", "disableAPIServerFloatingIP=true"} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("preview of #1 lacks %q:\n%s", want, preview)
+		}
+	}
+	approvePhase(t, repo, w, 1, "cluster", "bob", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhasePending})
+	var cl clusterv1.Cluster
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.Paused || cl.Spec.InfrastructureRef.Kind != "OpenStackCluster" {
+		t.Fatalf("Cluster after phase cluster: paused=%t, infrastructureRef %v, %v", cl.Spec.Paused, cl.Spec.InfrastructureRef, err)
+	}
+
+	repo.OpenPR(2, "Approve control-plane", "alice", map[string]string{planPath: plan("control-plane")})
+	preview = w.comment(2, "preview", "Steps of phase control-plane:")
+	for _, want := range []string{"patch KamajiControlPlane default/" + h.ControlPlaneName, "nodeSelector=none"} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("preview of #2 lacks %q:\n%s", want, preview)
+		}
+	}
+	approvePhase(t, repo, w, 2, "control-plane", "carol", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhasePending})
+
+	repo.OpenPR(3, "Approve workers", "alice", map[string]string{planPath: plan("workers")})
+	w.comment(3, "preview", "Steps of phase workers:")
+	merge3 := approvePhase(t, repo, w, 3, "workers", "carol", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhaseSucceeded})
+	unpaused := time.Now() // the workers' unpause was before this
+	w.successStatuses(merge3, 3)
+
+	// What the real controllers made of it.
+	for _, c := range h.VerifyUntil(ctx, before, unpaused, 2*time.Minute) {
+		t.Log(c)
+		if !c.OK {
+			t.Errorf("seed 004 check failed: %s", c)
+		}
+	}
+}
+
+// refuseBrokenRule opens pull request 1 with a plan that breaks a seed 004
+// rule (Hostname first in the kubelet address order) and checks that the
+// preview refuses it, naming the field, and that nothing ran: the Cluster
+// is still on its Docker infrastructure.
+func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, h *ostest.Hosted, plan string) {
+	t.Helper()
+	broken := strings.Replace(plan, "preferredAddressTypes: [InternalIP, ExternalIP, Hostname]", "preferredAddressTypes: [Hostname, InternalIP, ExternalIP]", 1)
+	if broken == plan {
+		t.Fatal("the plan has no preferredAddressTypes to break")
+	}
+	repo.OpenPR(1, "Approve cluster", "alice", map[string]string{"plans/kamaji-quickstart.yaml": broken})
+	preview := w.comment(1, "preview", "spec.target.controlPlane.kubelet.preferredAddressTypes")
+	for _, want := range []string{"`plans/kamaji-quickstart.yaml`: invalid", "must be [InternalIP, ExternalIP, Hostname] with KamajiControlPlane"} {
+		if !strings.Contains(preview, want) {
+			t.Errorf("preview of the broken plan lacks %q:\n%s", want, preview)
+		}
+	}
+	if strings.Contains(preview, "Steps of phase") {
+		t.Errorf("preview of the broken plan lists steps:\n%s", preview)
+	}
+	var cl clusterv1.Cluster
+	if err := h.Mgmt.Client.Get(w.ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.InfrastructureRef.Kind != "DockerCluster" || cl.Spec.Paused {
+		t.Errorf("Cluster after the refused plan: infrastructureRef %v, paused %t, %v; want it untouched", cl.Spec.InfrastructureRef, cl.Spec.Paused, err)
+	}
+}
+
+// approvePhase merges pull request pr as merger, waits for the phases to
+// reach want and for the progress comment to report phase Succeeded, and
+// checks that the status credits the merger; it returns the merge commit.
+func approvePhase(t *testing.T, repo *testenv.PlansRepo, w *prWatch, pr int, phase, merger string, want map[string]status.PhaseState) string {
+	t.Helper()
+	merge := repo.MergePR(pr, merger)
+	st := w.phases(want)
+	found := false
+	for _, a := range st.ApprovedBy {
+		found = found || a == (status.Approval{Phase: phase, By: merger, PR: pr, Commit: merge})
+	}
+	if !found {
+		t.Errorf("approvedBy = %+v; want %s approved by %s in #%d", st.ApprovedBy, phase, merger, pr)
+	}
+	w.comment(pr, "progress/"+w.plan, "| "+phase+" | Succeeded |")
+	return merge
+}
