@@ -183,7 +183,8 @@ func TestRunReplaceOpenStack(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.waitFor("every old node drained", func() bool { return drained(ctx, wl, f.OldNodes) })
-	m.comment(m.pr, "progress/tenant-a", "await-approval")
+	last := f.OldNodes[len(f.OldNodes)-1]
+	m.comment(m.pr, "progress/tenant-a", "| cutover | workload: probe Node "+last+" | Succeeded |")
 	if n := least(); n < 2 {
 		t.Errorf("%d web replicas healthy at the worst of the cutover; the budget allows one disruption of three", n)
 	}

@@ -13,9 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -57,7 +55,6 @@ func NewHosted(t testenv.T, name string) *Hosted {
 	h := &Hosted{Adoptable: newNodes(t, name, WorkerSuffixes), ControlPlaneName: name + "-control-plane"}
 	a := h.Adoptable
 	a.Mgmt = testenv.StartKube(t)
-	installKamajiContract(t, a.Mgmt)
 	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI})
 	h.ControlPlaneEndpoint = apiEndpoint(t, a.Workload.Config.Host)
 	a.Endpoint = h.ControlPlaneEndpoint.Host
@@ -67,27 +64,6 @@ func NewHosted(t testenv.T, name string) *Hosted {
 	h.kamajiControlPlane(t)
 	h.cluster(t)
 	return h
-}
-
-// installKamajiContract labels the KamajiControlPlane CRDs with the Cluster
-// API contract they implement, as the provider's release manifests do
-// (clusterctl installs them so): Cluster API's controllers pick the
-// version of a referenced object from that label, and refuse a control
-// plane whose CRD has none. The test environment installs the CRDs from
-// the provider's config/crd/bases, which carry no labels.
-func installKamajiContract(t testenv.T, mgmt *testenv.Kube) {
-	t.Helper()
-	ctx := context.Background()
-	for _, crd := range []string{"kamajicontrolplanes", "kamajicontrolplanetemplates"} {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("apiextensions.k8s.io/v1")
-		u.SetKind("CustomResourceDefinition")
-		u.SetName(crd + "." + kube.KamajiGVK.Group)
-		patch := []byte(`{"metadata":{"labels":{"` + clusterv1.GroupVersion.Group + "/" + clusterv1.GroupVersion.Version + `":"v1alpha1"}}}`)
-		if err := mgmt.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			t.Fatalf("ostest: label CRD %s with its contract: %v", u.GetName(), err)
-		}
-	}
 }
 
 // apiEndpoint is host (a URL) as a Cluster's endpoint.
@@ -158,9 +134,9 @@ func (h *Hosted) kamajiControlPlane(t testenv.T) {
 }
 
 // cluster creates the Cluster as the quickstart left it: infrastructure
-// from the Docker provider (whose controller and CRDs are gone from this
-// management cluster), control plane the KamajiControlPlane, endpoint the
-// hosted API server.
+// from the Docker provider (whose controller, and its DockerCluster, are
+// gone from this management cluster), control plane the
+// KamajiControlPlane, endpoint the hosted API server.
 func (h *Hosted) cluster(t testenv.T) {
 	t.Helper()
 	c := &clusterv1.Cluster{Spec: clusterv1.ClusterSpec{
