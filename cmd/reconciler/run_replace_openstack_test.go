@@ -64,14 +64,14 @@ type migration struct {
 	pr     int
 }
 
-func (m *migration) approve(phase, content string, want map[string]status.PhaseState) {
+func (m *migration) approve(phase, content string, want map[string]status.PhaseState) *status.PlanStatus {
 	m.t.Helper()
 	m.pr++
 	path := "plans/" + m.name + ".yaml"
 	m.repo.OpenPR(m.pr, "Approve "+phase, "alice", map[string]string{path: content})
 	m.comment(m.pr, "preview", "Steps of phase "+phase+":")
 	m.repo.MergePR(m.pr, "bob")
-	m.phases(want)
+	return m.phases(want)
 }
 
 func (m *migration) phases(want map[string]status.PhaseState) *status.PlanStatus {
@@ -88,15 +88,27 @@ func (m *migration) phases(want map[string]status.PhaseState) *status.PlanStatus
 func (m *migration) comment(pr int, key, want string) string {
 	m.t.Helper()
 	var body string
-	m.r.waitFor(fmt.Sprintf("a %s comment on #%d with %q", key, pr, want), func() bool {
+	found := func() bool {
 		for _, c := range m.gh.Comments(pr) {
-			if strings.HasPrefix(c.Body, forge.Marker(key)) && strings.Contains(c.Body, want) {
+			if strings.HasPrefix(c.Body, forge.Marker(key)) {
 				body = c.Body
-				return true
+				if strings.Contains(c.Body, want) {
+					return true
+				}
 			}
 		}
 		return false
-	})
+	}
+	for m.ctx.Err() == nil && !found() {
+		select {
+		case <-m.r.exited:
+			m.r.fatalf("reconciler run exited %d while waiting for a %s comment on #%d", m.r.code, key, pr)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	if m.ctx.Err() != nil {
+		m.r.fatalf("no %s comment on #%d with %q; the last one:\n%s", key, pr, want, body)
+	}
 	return body
 }
 
@@ -130,7 +142,10 @@ func TestRunReplaceOpenStack(t *testing.T) {
 
 	extra := "  manifests:\n    vpnOverlay: [manifests/vpn-client.yaml]\n" +
 		"  cutover: {drainTimeout: 20s, probeURL: \"" + probe.URL + "/healthz\"}\n"
-	plan := func(approve string) string { return f.Plan(approve, 3, extra) }
+	gatewayFlavor := f.Flavor
+	plan := func(approve string) string {
+		return f.Plan(approve, 3, "    gateway: {name: vpn, flavor: "+gatewayFlavor+", image: "+f.Image+"}\n", extra)
+	}
 	seed := testenv.SeedDir(t, map[string]string{"plans/tenant-a.yaml": plan(`""`), "manifests/vpn-client.yaml": vpnClient})
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
@@ -145,6 +160,20 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	m.approve("prepare", plan("prepare"), map[string]status.PhaseState{"prepare": S, "network-bridge": P})
 	m.approve("network-bridge", plan("network-bridge"), map[string]status.PhaseState{"network-bridge": S, "infrastructure": P})
 	checkDaemonSet(ctx, t, wl, "vpn-client", len(f.OldNodes))
+	gw := watchGateway(ctx, t, f, "vpn-")
+	first := gw.waitOne(t, f.FlavorID)
+	// A bigger gateway: a new server, ACTIVE before the old one goes.
+	flavor2, flavor2ID := f.ExtraFlavor(t, "ferry.gateway", 640)
+	gatewayFlavor = flavor2
+	m.pr++
+	m.repo.OpenPR(m.pr, "Resize the VPN gateway", "alice", map[string]string{"plans/tenant-a.yaml": plan("network-bridge")})
+	m.comment(m.pr, "preview", "Steps of phase network-bridge:")
+	m.repo.MergePR(m.pr, "bob")
+	second := gw.waitOne(t, flavor2ID)
+	if second == first {
+		t.Errorf("the gateway kept server %s after its flavor changed", first)
+	}
+	m.phases(map[string]status.PhaseState{"network-bridge": S, "infrastructure": P})
 	m.approve("infrastructure", plan("infrastructure"), map[string]status.PhaseState{"infrastructure": S, "workers": P})
 	m.approve("workers", plan("workers"), map[string]status.PhaseState{"workers": S, "cutover": P})
 	t.Logf("new nodes joined: %v", f.Booted())
@@ -152,8 +181,8 @@ func TestRunReplaceOpenStack(t *testing.T) {
 
 	// Cutover: a budget of no disruption holds the db pod on the first
 	// old node past the drain's timeout.
-	first := f.OldNodes[0]
-	createHeld(ctx, t, wl, first)
+	firstNode := f.OldNodes[0]
+	createHeld(ctx, t, wl, firstNode)
 	moving, err := wl.Pods(ctx, "default", web, func(p *corev1.Pod) bool { return slices.Contains(f.OldNodes, p.Spec.NodeName) })
 	if err != nil || len(moving) == 0 {
 		t.Fatalf("web pods on the old nodes before cutover: %d, %v", len(moving), err)
@@ -170,12 +199,12 @@ func TestRunReplaceOpenStack(t *testing.T) {
 		testenv.MustGet(t, wl.Client, "", name, &n)
 		return n.Spec.Unschedulable
 	}
-	if !cordoned(first) {
-		t.Errorf("node %s is not cordoned while its drain is held", first)
+	if !cordoned(firstNode) {
+		t.Errorf("node %s is not cordoned while its drain is held", firstNode)
 	}
 	for _, n := range f.OldNodes[1:] {
 		if cordoned(n) {
-			t.Errorf("node %s was cordoned while the drain of %s was held: nothing after a failed drain may run", n, first)
+			t.Errorf("node %s was cordoned while the drain of %s was held: nothing after a failed drain may run", n, firstNode)
 		}
 	}
 	// The team lifts the budget; the retried drain goes on.
@@ -197,8 +226,16 @@ func TestRunReplaceOpenStack(t *testing.T) {
 		t.Errorf("the probe answered 200 %d times of %d; want one success per old node (%d) and no failure", ok, answers, len(f.OldNodes))
 	}
 
-	m.approve("cleanup", plan("cleanup"), map[string]status.PhaseState{"cutover": S, "cleanup": S})
+	if n := gw.freeze(); n < 1 {
+		t.Errorf("%d gateway servers ACTIVE at the worst between the bridge and cleanup; the new one must be ACTIVE before the old one goes", n)
+	}
+	st := m.approve("cleanup", plan("cleanup"), map[string]status.PhaseState{"cutover": S, "cleanup": S})
 	checkCleanedUp(ctx, t, f)
+	gw.waitNone(t)
+	t.Logf("the old cloud's inventory in the status: %+v", st.Inventory)
+	if len(st.Inventory) == 0 {
+		t.Errorf("the status after cleanup has no inventory of the old cloud")
+	}
 }
 
 // createHeld runs a db Deployment of one replica that prefers node, under
@@ -384,4 +421,91 @@ func checkDaemonSet(ctx context.Context, t *testing.T, wl *testenv.Kube, name st
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Errorf("DaemonSet %s: %d of %d pods ready, want %d", name, ds.Status.NumberReady, ds.Status.DesiredNumberScheduled, want)
+}
+
+// gatewayWatch follows the gateway's servers in Nova (named with prefix)
+// every half second: which are ACTIVE, and the fewest ACTIVE at once
+// since the first was.
+type gatewayWatch struct {
+	mu     sync.Mutex
+	active map[string]string // server ID -> flavor ID
+	least  int
+	frozen bool
+	done   chan struct{}
+	cancel context.CancelFunc
+	ctx    context.Context
+}
+
+func watchGateway(ctx context.Context, t *testing.T, f *ostest.Replaceable, prefix string) *gatewayWatch {
+	w := &gatewayWatch{least: -1, done: make(chan struct{})}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(w.done)
+		for w.ctx.Err() == nil {
+			if servers, err := f.ProjectServers(w.ctx); err == nil {
+				active := map[string]string{}
+				for _, s := range servers {
+					if strings.HasPrefix(s.Name, prefix) && s.Status == "ACTIVE" {
+						active[s.ID], _ = s.Flavor["id"].(string)
+					}
+				}
+				w.mu.Lock()
+				w.active = active
+				switch {
+				case w.frozen:
+				case w.least < 0 && len(active) > 0:
+					w.least = len(active)
+				case w.least >= 0:
+					w.least = min(w.least, len(active))
+				}
+				w.mu.Unlock()
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}()
+	t.Cleanup(func() { w.cancel(); <-w.done })
+	return w
+}
+
+// waitOne waits until the one ACTIVE gateway server has flavor, and
+// returns its ID.
+func (w *gatewayWatch) waitOne(t *testing.T, flavor string) string {
+	t.Helper()
+	for w.ctx.Err() == nil {
+		w.mu.Lock()
+		active := w.active
+		w.mu.Unlock()
+		for id, f := range active {
+			if len(active) == 1 && f == flavor {
+				return id
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("no single ACTIVE gateway server of flavor %s: %v", flavor, w.ctx.Err())
+	return ""
+}
+
+// waitNone waits until no gateway server is ACTIVE.
+func (w *gatewayWatch) waitNone(t *testing.T) {
+	t.Helper()
+	for w.ctx.Err() == nil {
+		w.mu.Lock()
+		n := len(w.active)
+		w.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Errorf("gateway servers still ACTIVE after cleanup: %v", w.ctx.Err())
+}
+
+// freeze ends the count of the fewest ACTIVE gateway servers (before
+// cleanup, which deletes them) and returns it.
+func (w *gatewayWatch) freeze() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.frozen = true
+	return w.least
 }

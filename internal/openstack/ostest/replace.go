@@ -154,8 +154,9 @@ func (r *Replaceable) waitOldPool(ctx context.Context, want int32) error {
 
 // Plan is a replace plan for the cluster onto the fixture's cloud, new
 // pool os-md-0 of replicas machines, approved up to approve (`""` for
-// nothing); extra is appended to spec (manifests, cutover).
-func (r *Replaceable) Plan(approve string, replicas int, extra string) string {
+// nothing); replace is appended to spec.replace (a gateway), extra to spec
+// (manifests, cutover).
+func (r *Replaceable) Plan(approve string, replicas int, replace, extra string) string {
 	return `apiVersion: ferry.dev/v1alpha1
 kind: MigrationPlan
 metadata:
@@ -165,7 +166,7 @@ spec:
   strategy: replace
   replace:
     oldMachineDeployments: [` + r.OldMD + `]
-  target:
+` + replace + `  target:
     identity: {cloudName: openstack}
     network: {name: ` + r.Network + `}
     sshKey: {name: replace-key-` + r.Suffix + `, publicKey: "` + r.PublicKey + `"}
