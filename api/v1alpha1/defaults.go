@@ -52,6 +52,12 @@ func Default(p *MigrationPlan) {
 		if len(s.Target.ControlPlane.Kubelet.PreferredAddressTypes) == 0 {
 			s.Target.ControlPlane.Kubelet.PreferredAddressTypes = append([]string(nil), KamajiPreferredAddressTypes...)
 		}
+		// No control-plane nodes: the manifest's own selector (upstream's
+		// picks control-plane nodes) would never schedule; none is the
+		// default, as `nodeSelector: {}` says.
+		if m := s.Manifests; m != nil && m.CloudControllerManager != nil && m.CloudControllerManager.NodeSelector == nil {
+			m.CloudControllerManager.NodeSelector = map[string]string{}
+		}
 	}
 	if sg := s.Target.SecurityGroups; sg != nil {
 		for i := range sg.AllNodesRules {

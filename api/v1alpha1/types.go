@@ -323,8 +323,9 @@ type Manifests struct {
 type CloudControllerManager struct {
 	// Path of the manifest file.
 	Path string `json:"path" ferry:"required"`
-	// NodeSelector replaces the DaemonSet's node selector. With
-	// KamajiControlPlane it must not select control-plane nodes: there are none.
+	// NodeSelector replaces the DaemonSet's node selector; unset keeps the
+	// manifest's. With KamajiControlPlane it must not select control-plane
+	// nodes, there are none: unset means none there.
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 	// Tolerations replace the DaemonSet's tolerations. With
 	// KamajiControlPlane they must tolerate node.cluster.x-k8s.io/uninitialized
