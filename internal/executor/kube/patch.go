@@ -223,15 +223,42 @@ func (e *Executor) deleteMachineDeployment(ctx context.Context, s *job) (events.
 		return events.Report{}, failure.Terminal(fmt.Errorf("delete %s: it belongs to cluster %q, not %q: ferry deletes only what its plan names",
 			s.target(), md.Spec.ClusterName, s.cluster()))
 	}
-	s.log.Info("deleting", "object", s.target())
-	// The UID precondition keeps a delivery that read the object from
-	// deleting a namesake created after it.
-	err = e.Client.Delete(ctx, &md, client.Preconditions{UID: &md.UID})
-	switch {
-	case apierrors.IsNotFound(err):
-		return events.Report{Message: s.target() + " is already gone"}, nil
-	case err != nil:
-		return events.Report{}, executor.WriteError("delete "+s.target(), err)
+	if p := pauseOf(&md); p.paused && (!p.byFerry || p.userFlag) {
+		return events.Report{}, failure.Terminal(fmt.Errorf("delete %s: it is paused, not by ferry, and CAPI does not delete the Machines of a paused MachineDeployment: lift that pause and cleanup goes on",
+			s.target()))
+	}
+	if md.DeletionTimestamp == nil {
+		s.log.Info("deleting", "object", s.target())
+		// The UID precondition keeps a delivery that read the object from
+		// deleting a namesake created after it.
+		err = e.Client.Delete(ctx, &md, client.Preconditions{UID: &md.UID})
+		switch {
+		case apierrors.IsNotFound(err):
+			return events.Report{Message: s.target() + " is already gone"}, nil
+		case err != nil:
+			return events.Report{}, executor.WriteError("delete "+s.target(), err)
+		}
+	}
+	// ferry paused the old pool in prepare. CAPI reconciles no paused
+	// MachineDeployment, its deletion included: lift the pause once the
+	// deletion has begun, so that the pool never runs unpaused otherwise.
+	if pauseOf(&md).byFerry {
+		if err := e.liftPauseOfDeleted(ctx, s); err != nil {
+			return events.Report{}, executor.WriteError("delete "+s.target()+": lift ferry's pause so that CAPI deletes it", err)
+		}
 	}
 	return events.Report{Message: "deleted " + s.target() + "; CAPI removes its MachineSets and Machines"}, nil
+}
+
+// liftPauseOfDeleted lifts ferry's pause of the MachineDeployment being
+// deleted, which may be gone already.
+func (e *Executor) liftPauseOfDeleted(ctx context.Context, s *job) error {
+	var md clusterv1.MachineDeployment
+	if err := e.Client.Get(ctx, s.key, &md); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	before := md.DeepCopy()
+	clearPause(&md)
+	s.log.Info("lifting ferry's pause of the deleted object", "object", s.target())
+	return client.IgnoreNotFound(e.Client.Patch(ctx, &md, client.MergeFrom(before), client.FieldOwner(executor.FieldManager)))
 }

@@ -296,3 +296,38 @@ func TestKubeRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestKubeDeletesPausedPool: CAPI reconciles no paused MachineDeployment,
+// its deletion included, so the old pool that ferry paused in prepare
+// would stay half-deleted with its Machines. The delete lifts ferry's
+// pause once the deletion has begun (a finalizer stands for CAPI's, which
+// holds the object until its controller is done); a pool a person paused
+// is refused, not deleted.
+func TestKubeDeletesPausedPool(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
+	held := func(md *clusterv1.MachineDeployment) *clusterv1.MachineDeployment {
+		md.Finalizers = []string{"test.ferry.dev/capi-holds-it"}
+		return md
+	}
+	mustCreate(t, k.Client, held(testMD("ferry-paused", cluster, ferryPause...)), held(testMD("user-paused", cluster, userPause...)))
+
+	ev := event(plan, step.Delete, step.MachineDeployment, "ferry-paused", nil)
+	for attempt := 1; attempt <= 2; attempt++ {
+		if rep := run(t, e, ev, ""); !strings.Contains(rep.Message, "deleted MachineDeployment default/ferry-paused") {
+			t.Errorf("attempt %d: report %q", attempt, rep.Message)
+		}
+	}
+	var md clusterv1.MachineDeployment
+	testenv.MustGet(t, k.Client, namespace, "ferry-paused", &md)
+	testenv.Expect(t, "being deleted", md.DeletionTimestamp != nil, true)
+	paused, mark := pauseState(&md)
+	testenv.Expect(t, "paused or marked after the delete", paused || mark, false)
+
+	run(t, e, event(plan, step.Delete, step.MachineDeployment, "user-paused", nil), "paused, not by ferry")
+	testenv.MustGet(t, k.Client, namespace, "user-paused", &md)
+	testenv.Expect(t, "a person's paused pool being deleted", md.DeletionTimestamp != nil, false)
+	paused, _ = pauseState(&md)
+	testenv.Expect(t, "a person's pause kept", paused, true)
+}
