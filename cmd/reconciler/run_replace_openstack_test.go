@@ -77,12 +77,25 @@ func (m *migration) approve(phase, content string, want map[string]status.PhaseS
 func (m *migration) phases(want map[string]status.PhaseState) *status.PlanStatus {
 	m.t.Helper()
 	var st *status.PlanStatus
-	m.r.waitFor(fmt.Sprintf("phases %v", want), func() bool {
+	for m.ctx.Err() == nil {
 		var err error
-		st, err = m.reader.Read(m.ctx, m.name)
-		return err == nil && phasesAre(st, want)
-	})
-	return st
+		if st, err = m.reader.Read(m.ctx, m.name); err == nil && phasesAre(st, want) {
+			return st
+		}
+		select {
+		case <-m.r.exited:
+			m.r.fatalf("reconciler run exited %d while waiting for phases %v", m.r.code, want)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	var got []string
+	if st != nil {
+		for _, p := range st.Phases {
+			got = append(got, fmt.Sprintf("%s %s (%s)", p.Name, p.State, p.Reason))
+		}
+	}
+	m.r.fatalf("phases never reached %v; last: %s", want, strings.Join(got, "; "))
+	return nil
 }
 
 func (m *migration) comment(pr int, key, want string) string {

@@ -192,6 +192,8 @@ type MachineDeployment struct {
 	UnavailableReplicas int    `json:"unavailableReplicas"`
 	InfrastructureRef   Ref    `json:"infrastructureRef,omitempty"`
 	RolloutAfter        string `json:"rolloutAfter,omitempty"`
+	// Deleting: its deletion has begun (CAPI removes its Machines first).
+	Deleting bool `json:"deleting,omitempty"`
 }
 
 // Stable reports whether every replica is ready and up to date.

@@ -232,6 +232,7 @@ func machineDeploymentOf(md *clusterv1.MachineDeployment) observed.MachineDeploy
 		UpdatedReplicas:     int(md.Status.UpdatedReplicas),
 		UnavailableReplicas: int(md.Status.UnavailableReplicas),
 		InfrastructureRef:   refOf(r.Kind, r.Name),
+		Deleting:            md.DeletionTimestamp != nil,
 	}
 	// A MachineDeployment is paused by spec.paused as well as by the
 	// annotation.

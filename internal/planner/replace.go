@@ -16,15 +16,17 @@ import (
 // replacePrepare: stop the old pools from scaling and check the cloud.
 func replacePrepare(c *planCtx, b *phaseBuilder) {
 	s := c.snap
-	// Once cleanup is approved, an old pool that is gone was deleted by it:
-	// nothing to pause. Before, a pool the plan names must exist.
+	// Once cleanup is approved, an old pool that is gone, or going, was
+	// deleted by it: nothing to pause (a pause would stop CAPI from
+	// finishing the deletion). Before, a pool the plan names must exist.
 	cleaning := c.plan.PhaseIndex(c.plan.Spec.Approve) >= c.plan.PhaseIndex(v1alpha1.PhaseCleanup)
 	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
 		d := s.MachineDeployment(md)
 		if d == nil && !cleaning {
 			b.block("old MachineDeployment %s/%s named in spec.replace.oldMachineDeployments not found", c.ns, md)
 		}
-		b.step((d == nil && cleaning) || (d != nil && d.Paused), step.Kube, step.Pause, step.Target{Kind: step.MachineDeployment, Name: md}, nil,
+		deleted := cleaning && (d == nil || d.Deleting)
+		b.step(deleted || (d != nil && d.Paused), step.Kube, step.Pause, step.Target{Kind: step.MachineDeployment, Name: md}, nil,
 			"no scaling of the old pool while the move runs")
 	}
 	b.group()

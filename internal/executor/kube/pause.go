@@ -81,9 +81,12 @@ func clearPause(obj client.Object) {
 // that a person set.
 func (e *Executor) pause(ctx context.Context, s *job) (events.Report, error) {
 	var before pauseState
+	deleting := false
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		before = pauseOf(obj)
-		if before.paused {
+		// CAPI does not finish deleting a paused object: leave one that
+		// is going as it is.
+		if deleting = obj.GetDeletionTimestamp() != nil; before.paused || deleting {
 			return nil, nil
 		}
 		setPause(obj, s.ev.Plan)
@@ -92,6 +95,8 @@ func (e *Executor) pause(ctx context.Context, s *job) (events.Report, error) {
 	switch {
 	case err != nil:
 		return events.Report{}, err
+	case deleting && !before.paused:
+		return events.Report{Message: s.target() + " is being deleted: not paused, so that CAPI can finish"}, nil
 	case len(changes) > 0:
 		return events.Report{Message: "paused " + s.target()}, nil
 	case before.byFerry && !before.userFlag:

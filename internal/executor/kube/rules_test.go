@@ -302,7 +302,8 @@ func TestKubeRefusals(t *testing.T) {
 // would stay half-deleted with its Machines. The delete lifts ferry's
 // pause once the deletion has begun (a finalizer stands for CAPI's, which
 // holds the object until its controller is done); a pool a person paused
-// is refused, not deleted.
+// is refused, not deleted. A pause step does not pause it again while
+// the deletion runs.
 func TestKubeDeletesPausedPool(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
@@ -324,6 +325,13 @@ func TestKubeDeletesPausedPool(t *testing.T) {
 	testenv.Expect(t, "being deleted", md.DeletionTimestamp != nil, true)
 	paused, mark := pauseState(&md)
 	testenv.Expect(t, "paused or marked after the delete", paused || mark, false)
+	// prepare's pause, planned again while the deletion runs, leaves it.
+	if rep := run(t, e, event(plan, step.Pause, step.MachineDeployment, "ferry-paused", nil), ""); !strings.Contains(rep.Message, "is being deleted") {
+		t.Errorf("pause of a MachineDeployment being deleted: report %q", rep.Message)
+	}
+	testenv.MustGet(t, k.Client, namespace, "ferry-paused", &md)
+	paused, _ = pauseState(&md)
+	testenv.Expect(t, "paused again while being deleted", paused, false)
 
 	run(t, e, event(plan, step.Delete, step.MachineDeployment, "user-paused", nil), "paused, not by ferry")
 	testenv.MustGet(t, k.Client, namespace, "user-paused", &md)
