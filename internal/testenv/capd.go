@@ -25,20 +25,8 @@ const DockerProviderID = "docker:///"
 // node's kubelet stops. Each change is logged, marked as a stand-in's.
 func StartDockerStandIn(t T, mgmt *Kube, nodes *Managers) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	joined := map[string]bool{}
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			dockerPass(ctx, t, mgmt.Client, nodes, joined)
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	joined := map[string]bool{} // only the poll's goroutine touches it
+	Poll(t, 500*time.Millisecond, func(ctx context.Context) { dockerPass(ctx, t, mgmt.Client, nodes, joined) })
 }
 
 func dockerList(kind string) *unstructured.UnstructuredList {

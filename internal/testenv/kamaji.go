@@ -27,21 +27,11 @@ var kamajiListGVK = schema.GroupVersionKind{Group: "controlplane.cluster.x-k8s.i
 // Every change it makes is logged through t.Logf, marked as a stand-in's.
 func StartKamajiStandIn(t T, k *Kube) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			standInKamajiControlPlanes(ctx, k.Client, func(who, kind string, obj client.Object, what string) {
-				t.Logf("stand-in %s controller (not the real one): %s %s/%s %s", who, kind, obj.GetNamespace(), obj.GetName(), what)
-			})
-			select {
-			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	Poll(t, 500*time.Millisecond, func(ctx context.Context) {
+		standInKamajiControlPlanes(ctx, k.Client, func(who, kind string, obj client.Object, what string) {
+			t.Logf("stand-in %s controller (not the real one): %s %s/%s %s", who, kind, obj.GetNamespace(), obj.GetName(), what)
+		})
+	})
 }
 
 // standInKamajiControlPlanes moves the status of every KamajiControlPlane

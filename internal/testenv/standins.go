@@ -30,18 +30,21 @@ func StartControllerStandIns(t T, k *Kube, interval time.Duration) {
 	if interval == 0 {
 		interval = 200 * time.Millisecond
 	}
+	Poll(t, interval, func(ctx context.Context) { standInPass(ctx, k.Client, t.Logf) })
+}
+
+// Poll runs pass now and then every interval until the test ends; the
+// stand-ins run on it. pass gets a context that ends with the test.
+func Poll(t T, interval time.Duration, pass func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			standInPass(ctx, k.Client, t.Logf)
+		for ctx.Err() == nil {
+			pass(ctx)
 			select {
 			case <-ctx.Done():
-				return
-			case <-tick.C:
+			case <-time.After(interval):
 			}
 		}
 	}()

@@ -29,17 +29,8 @@ import (
 //
 // It returns the names of the nodes it started so far, for checks.
 func Boot(t testenv.T, mgmt *testenv.Kube, nodes *testenv.Managers, namespace string) func() []string {
-	ctx, cancel := context.WithCancel(context.Background())
 	b := &booter{started: map[string]bool{}}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for ctx.Err() == nil {
-			b.pass(ctx, t, mgmt, nodes, namespace)
-			sleep(ctx, time.Second)
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	testenv.Poll(t, time.Second, func(ctx context.Context) { b.pass(ctx, t, mgmt, nodes, namespace) })
 	return b.names
 }
 

@@ -3,8 +3,6 @@ package ostest
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,10 +87,6 @@ func must(t testenv.T, what string, err error) {
 // MachineDeployment with its templates, which the real controllers turn
 // into Machines.
 func (r *Replaceable) oldCluster(t testenv.T, workers int) []client.Object {
-	u, err := url.Parse(r.Workload.Config.Host)
-	must(t, "the workload API server's address", err)
-	host, portText, _ := net.SplitHostPort(u.Host)
-	port, _ := strconv.Atoi(portText)
 	ns, cp := "default", r.Name+"-control-plane"
 	obj := func(apiVersion, kind, name string, spec map[string]any) *unstructured.Unstructured {
 		o := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
@@ -111,7 +105,7 @@ func (r *Replaceable) oldCluster(t testenv.T, workers int) []client.Object {
 	configTemplate := obj("bootstrap.cluster.x-k8s.io/v1beta1", "KubeadmConfigTemplate", r.OldMD, map[string]any{"template": map[string]any{"spec": map[string]any{
 		"joinConfiguration": map[string]any{"nodeRegistration": map[string]any{}}}}})
 	cluster := &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: r.Name}, Spec: clusterv1.ClusterSpec{
-		ControlPlaneEndpoint: clusterv1.APIEndpoint{Host: host, Port: int32(port)},
+		ControlPlaneEndpoint: apiEndpoint(t, r.Workload.Config.Host),
 		InfrastructureRef:    ref(docker), ControlPlaneRef: ref(kamaji),
 	}}
 	md := &clusterv1.MachineDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: r.OldMD}, Spec: clusterv1.MachineDeploymentSpec{
