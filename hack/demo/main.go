@@ -44,6 +44,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -205,10 +206,14 @@ func waitComment(ctx context.Context, out *display, gh *fakegithub.Server, n int
 	return body, err
 }
 
-// waitPhase waits until the status branch says phase succeeded, showing the
-// step that runs.
-func waitPhase(ctx context.Context, out *display, reader status.Store, plan, phase string) error {
-	return out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
+// waitPhase waits until the status branch says phase succeeded, or that
+// it has done everything but wait for the next approval (the replace
+// strategy's cutover ends waiting for the DNS switch), showing the step
+// that runs. It returns what the progress comment shows then: the phase's
+// row, or the row of its last step.
+func waitPhase(ctx context.Context, out *display, reader status.Store, plan, phase string) (string, error) {
+	want := "| " + phase + " | Succeeded |"
+	err := out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
 		st, err := reader.Read(ctx, plan)
 		if err != nil {
 			return false, "no status yet"
@@ -218,14 +223,28 @@ func waitPhase(ctx context.Context, out *display, reader status.Store, plan, pha
 			return false, "phase not in the status yet"
 		}
 		detail := fmt.Sprintf("%s, %d done, %d left", ph.State, ph.Done, ph.Left)
+		last, awaiting, other := "", 0, 0
 		for _, s := range ph.Steps {
-			if s.State == status.StepRunning || s.State == status.StepRetrying {
-				detail += "; running " + s.Title()
-				break
+			switch {
+			case s.State == status.StepSucceeded:
+				last = s.Title()
+			case s.Action == step.AwaitApproval:
+				awaiting++
+			default:
+				other++
+				if s.State == status.StepRunning || s.State == status.StepRetrying {
+					detail += "; running " + s.Title()
+				}
 			}
+		}
+		if ph.State != status.PhaseSucceeded && other == 0 && awaiting > 0 && last != "" {
+			want = "| " + phase + " | " + last + " | Succeeded |"
+			out.say("    phase %s has done its steps and awaits the next approval", phase)
+			return true, detail
 		}
 		return ph.State == status.PhaseSucceeded, detail
 	})
+	return want, err
 }
 
 // statusLog prints the commits of the status branch, newest first.

@@ -221,11 +221,12 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
 		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
 		w.repo.MergePR(n, "bob")
-		if err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase); err != nil {
+		want, err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase)
+		if err != nil {
 			return time.Time{}, err
 		}
 		unpaused = time.Now()
-		progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
+		progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
 		if err != nil {
 			return time.Time{}, err
 		}
