@@ -32,7 +32,9 @@ func secretValues(secrets []corev1.Secret, extra ...string) []string {
 	}
 	for _, s := range secrets {
 		for key, data := range s.Data {
-			if strings.HasSuffix(key, ".crt") || strings.HasSuffix(key, ".pub") || key == "cacert" || key == "ca.crt" {
+			// A bootstrap data Secret's format ("cloud-config") names
+			// the format of its value, which is looked for.
+			if strings.HasSuffix(key, ".crt") || strings.HasSuffix(key, ".pub") || key == "cacert" || key == "ca.crt" || key == "format" {
 				continue
 			}
 			if cfg, err := clientcmd.Load(data); err == nil && len(cfg.AuthInfos) > 0 {
