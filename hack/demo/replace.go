@@ -167,6 +167,12 @@ var (
 	generatedName = regexp.MustCompile(`((?:os|tenant-a)-md-0)((?:-[bcdfghjklmnpqrstvwxz2456789]{5})+)\b`)
 	uuid          = regexp.MustCompile(`\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`)
 	ipv4          = regexp.MustCompile(`\b\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}\b`)
+	// The MachineSets' template hash, the workload API server's random
+	// port in the Cluster's endpoint, and the gateway server's name (a
+	// hash of its spec, which names the fixture's flavor and image).
+	templateHash     = regexp.MustCompile(`("machine-template-hash":)"[^"]*"`)
+	endpointPortJSON = regexp.MustCompile(`("controlPlaneEndpoint":\{"host":"<ip>","port":)\d+`)
+	gatewayName      = regexp.MustCompile(`\bvpn-[0-9a-f]{8}\b`)
 )
 
 // normalizeGenerated writes generated names, IDs and addresses as
@@ -175,5 +181,8 @@ var (
 func normalizeGenerated(s string) string {
 	s = generatedName.ReplaceAllString(s, "${1}-<generated>")
 	s = uuid.ReplaceAllString(s, "<id>")
-	return ipv4.ReplaceAllString(s, "<ip>")
+	s = ipv4.ReplaceAllString(s, "<ip>")
+	s = templateHash.ReplaceAllString(s, `$1"<hash>"`)
+	s = endpointPortJSON.ReplaceAllString(s, `${1}"<port>"`)
+	return gatewayName.ReplaceAllString(s, "vpn-<hash>")
 }
