@@ -173,6 +173,11 @@ var (
 	templateHash     = regexp.MustCompile(`("machine-template-hash":)"[^"]*"`)
 	endpointPortJSON = regexp.MustCompile(`("controlPlaneEndpoint":\{"host":"<ip>","port":)\d+`)
 	gatewayName      = regexp.MustCompile(`\bvpn-[0-9a-f]{8}\b`)
+	// A KubeadmConfig's join discovery: the endpoint's port, the
+	// cluster's CA hash and the bootstrap token, each new per fixture.
+	joinPort     = regexp.MustCompile(`("apiServerEndpoint":"<ip>:)\d+`)
+	caCertHashes = regexp.MustCompile(`("caCertHashes":)\[[^\]]*\]`)
+	joinToken    = regexp.MustCompile(`\b[a-z0-9]{6}\.[a-z0-9]{16}\b`)
 )
 
 // normalizeGenerated writes generated names, IDs and addresses as
@@ -184,5 +189,8 @@ func normalizeGenerated(s string) string {
 	s = ipv4.ReplaceAllString(s, "<ip>")
 	s = templateHash.ReplaceAllString(s, `$1"<hash>"`)
 	s = endpointPortJSON.ReplaceAllString(s, `${1}"<port>"`)
+	s = joinPort.ReplaceAllString(s, "${1}<port>")
+	s = caCertHashes.ReplaceAllString(s, `$1["<ca-hash>"]`)
+	s = joinToken.ReplaceAllString(s, "<bootstrap-token>")
 	return gatewayName.ReplaceAllString(s, "vpn-<hash>")
 }

@@ -15,6 +15,8 @@ func TestNormalizeGenerated(t *testing.T) {
 		{`Cluster tenant-a: {"controlPlaneEndpoint":{"host":"127.0.0.1","port":35347}}`,
 			`Cluster tenant-a: {"controlPlaneEndpoint":{"host":"127.0.0.9","port":37015}}`},
 		{`OpenStackServer vpn-f7683d75: ACTIVE`, `OpenStackServer vpn-0a1b2c3d: ACTIVE`},
+		{`{"bootstrapToken":{"apiServerEndpoint":"127.0.0.1:34247","caCertHashes":["sha256:dcd8"],"token":"bcjuv9.2uu3zphrbnc9zf1v"}}`,
+			`{"bootstrapToken":{"apiServerEndpoint":"127.0.0.1:38393","caCertHashes":["sha256:9b7c"],"token":"5a013o.egxuzxdd0c5vlz2n"}}`},
 	} {
 		if x, y := normalizeGenerated(c.a), normalizeGenerated(c.b); x != y {
 			t.Errorf("normalized differently:\n%s\n%s", x, y)
