@@ -24,8 +24,12 @@ BENCH_PLANS ?= 100 1000
 # The bench runs the reconciler as in a container of BENCH_MEMORY (its Go
 # memory limit at 80% of it); empty for no limit.
 BENCH_MEMORY ?= 300Mi
-# How many runs with a fault `make chaos` makes (besides the undisturbed one).
+# How many runs with a fault `make chaos` makes (besides the undisturbed
+# ones): runs 3, 6, 9, … migrate the replace scenario with a kill -9 during a
+# cutover drain, the others the adopt scenario.
 CHAOS_RUNS ?= 20
+# Which migration `make demo` shows: adopt, replace or kamaji.
+SCENARIO ?= adopt
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -47,11 +51,11 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 	go run ./hack/image --binary bin/linux/reconciler --tag $(IMAGE) --version $(VERSION) --out bin/reconciler-image.tar
 
 .PHONY: demo
-demo: tools build ## Migrate a seed 000 cluster end to end on this machine (starts local OpenStack when needed).
-	hack/demo.sh
+demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway) or kamaji (seed 004); starts local OpenStack when needed.
+	hack/demo.sh --scenario $(SCENARIO)
 
 .PHONY: chaos
-chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) seed 000 migrations on the real backends; compare each end state with an undisturbed run's.
+chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, the others seed 000; compare end states with undisturbed runs'.
 	hack/demo.sh --chaos $(CHAOS_RUNS)
 
 .PHONY: test

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# hack/demo.sh: `make demo`. Starts the local OpenStack services when they
-# are not running (and stops them again at the end), builds the demo, and
-# runs it against bin/reconciler (see hack/demo/main.go for what it does).
-# Arguments are passed to the demo (e.g. --timeout 10m).
+# hack/demo.sh: `make demo` and `make chaos`. Starts the local OpenStack
+# services when they are not running (and stops them again at the end),
+# builds the demo, and runs it against bin/reconciler (see
+# hack/demo/main.go for what it does).
+# Arguments are passed to the demo (e.g. --scenario replace, --timeout 10m;
+# an unknown scenario is a usage error that names the three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -22,6 +22,9 @@ import (
 // fault is one kind of failure `make chaos` injects into a migration.
 type fault struct {
 	name string
+	// drain: the fault strikes while a cutover drain runs
+	// (waitDrainStep), not at a random moment.
+	drain bool
 	// inject does it and returns when the fault is over (the process
 	// started again, the server answers again).
 	inject func(ctx context.Context, w *world, run int) error
@@ -32,26 +35,27 @@ const outage = 30 * time.Second
 
 // faults are the kinds, in the order the runs take them.
 var faults = []fault{
-	{"kill -9 the reconciler", func(_ context.Context, w *world, _ int) error { return w.kill9("reconciler", time.Second) }},
-	{"kill -9 an executor replica", func(_ context.Context, w *world, run int) error {
+	{name: "kill -9 the reconciler", inject: func(_ context.Context, w *world, _ int) error { return w.kill9("reconciler", time.Second) }},
+	{name: "kill -9 an executor replica", inject: func(_ context.Context, w *world, run int) error {
 		return w.kill9(fmt.Sprintf("executor-%d", 1+run%executorReplicas), time.Second)
 	}},
-	{"restart the NATS server", func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
-	{"Git remote refuses connections for 30s", func(ctx context.Context, w *world, _ int) error {
+	{name: "restart the NATS server", inject: func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
+	{name: "Git remote refuses connections for 30s", inject: func(ctx context.Context, w *world, _ int) error {
 		w.gitProxy.Refuse()
 		sleep(ctx, outage)
 		return w.gitProxy.Pass()
 	}},
-	{"GitHub answers 502, then 403 secondary rate limit, for 30s", func(ctx context.Context, w *world, _ int) error {
+	{name: "GitHub answers 502, then 403 secondary rate limit, for 30s", inject: func(ctx context.Context, w *world, _ int) error {
 		sleep(ctx, time.Until(w.gh.Outage(outage)))
 		return nil
 	}},
-	{"restart the management API server", func(_ context.Context, w *world, _ int) error { w.a.Mgmt.RestartAPIServer(w.r); return nil }},
+	{name: "restart the management API server", inject: func(_ context.Context, w *world, _ int) error { w.fx.cloud.Mgmt.RestartAPIServer(w.r); return nil }},
 }
 
 // chaosRun is what one run of `make chaos` saw.
 type chaosRun struct {
 	n     int
+	sc    *scenario
 	fault string
 	// at is when the fault began, after the first pull request opened;
 	// recovered is how long after it ended the reconciler ended a
@@ -63,44 +67,56 @@ type chaosRun struct {
 	err           error
 }
 
-// chaos runs the seed 000 migration once undisturbed and then runs times,
-// each with one fault at a random moment, and compares each end state with
-// the undisturbed one. It fails when a run did not finish, ended
-// differently, did something twice or let a secret out.
+// chaos runs each scenario that the runs take (chaosPlan) once
+// undisturbed, and then runs migrations, each with one fault (at a random
+// moment, or during a cutover drain), and compares each end state with
+// its scenario's undisturbed one. It fails when a run did not finish,
+// ended differently, did something twice, let a secret out or broke the
+// cutover's promises.
 func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	out.say("==> make chaos: %d runs of the seed 000 migration on the real backends and the real CAPI and CAPO managers (seed %d)", runs, seed)
+	scs, fs := chaosPlan(runs)
+	out.say("==> make chaos: %d migrations with a fault each on the real backends and the real CAPI and CAPO managers (seed %d)", runs, seed)
+	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a fault during a cutover drain; the others the adopt scenario (seed 000)", replaceEvery, 2*replaceEvery)
 	out.say("    layout: an external NATS server, `reconciler run --executors=false`, %d `reconciler executor` replicas; logs under %s", executorReplicas, logDir)
-	baseline := chaosOnce(ctx, out, bin, logDir, 0, nil, 0, perRun)
-	if baseline.err != nil {
-		return fmt.Errorf("the undisturbed run failed: %w", baseline.err)
+	baselines := map[*scenario]*chaosRun{}
+	var results []*chaosRun
+	for _, sc := range scenarios {
+		if !slices.Contains(scs, sc) && sc.name != "adopt" {
+			continue
+		}
+		base := chaosOnce(ctx, out, bin, logDir, 0, sc, nil, 0, perRun)
+		if base.err != nil {
+			return fmt.Errorf("the undisturbed %s run failed: %w", sc.name, base.err)
+		}
+		if problems := base.state.problems(); len(problems) > 0 {
+			return fmt.Errorf("the undisturbed %s run: %s", sc.name, strings.Join(problems, "; "))
+		}
+		baselines[sc] = base
+		results = append(results, base)
 	}
-	if problems := baseline.state.problems(); len(problems) > 0 {
-		return fmt.Errorf("the undisturbed run: %s", strings.Join(problems, "; "))
-	}
-	results := []*chaosRun{baseline}
 	for i := 1; i <= runs && ctx.Err() == nil; i++ {
-		f := faults[(i-1)%len(faults)]
-		at := time.Duration(rng.Int64N(int64(baseline.took) * 8 / 10))
-		run := chaosOnce(ctx, out, bin, logDir, i, &f, at, perRun)
+		f, base := fs[i-1], baselines[scs[i-1]]
+		at := time.Duration(rng.Int64N(int64(base.took) * 8 / 10))
+		run := chaosOnce(ctx, out, bin, logDir, i, scs[i-1], &f, at, perRun)
 		if run.state != nil {
-			run.diffs = baseline.state.diff(run.state)
+			run.diffs = base.state.diff(run.state)
 		}
 		results = append(results, run)
 	}
-	return report(out, results, runs)
+	return report(out, results, baselines, runs)
 }
 
-// chaosOnce is one run in a world of its own, with f at at (none when f
-// is nil), given up after timeout.
-func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, f *fault, at, timeout time.Duration) *chaosRun {
+// chaosOnce is one run of scenario sc in a world of its own, with f at at
+// or during a drain (none when f is nil), given up after timeout.
+func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	run := &chaosRun{n: n, fault: "none (the baseline)", at: at}
+	run := &chaosRun{n: n, sc: sc, fault: "none (the baseline)", at: at}
 	if f != nil {
 		run.fault = f.name
 	}
-	dir := filepath.Join(logDir, fmt.Sprintf("run-%02d", n))
+	dir := filepath.Join(logDir, fmt.Sprintf("run-%02d-%s", n, sc.name))
 	// Logs of an earlier chaos run would be scanned for secrets too.
 	if err := os.RemoveAll(dir); err != nil {
 		run.err = err
@@ -117,61 +133,88 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, f *
 	}
 	defer transcript.Close()
 	runOut := newDisplay(transcript)
-	out.say("==> run %d: %s", n, run.fault)
+	out.say("==> run %d (%s): %s", n, sc.name, run.fault)
 	r := testenv.NewProgram(func(format string, args ...any) { runOut.say("    "+format, args...) })
 	run.err = r.Do(func() error {
-		w, err := newWorld(ctx, r, runOut, bin, dir, external)
+		w, err := newWorld(ctx, r, runOut, bin, dir, external, sc)
 		if err != nil {
 			return err
 		}
-		msgs := &recorder{}
-		sub, err := w.nats.Conn.Subscribe(">", func(m *nats.Msg) { msgs.add(m.Subject, m.Data) })
-		if err != nil {
-			return err
-		}
-		defer func() { _ = sub.Unsubscribe() }()
-		start := time.Now()
-		injected := make(chan struct{})
-		if f != nil {
-			go func() {
-				defer close(injected)
-				sleep(ctx, at)
-				runOut.say("==> fault: %s", f.name)
-				if err := f.inject(ctx, w, n); err != nil {
-					r.Errorf("fault %s: %v", f.name, err)
-					return
-				}
-				ended := time.Now()
-				run.recovered, err = w.recovered(ctx)
-				if err != nil {
-					r.Errorf("after %s: %v", f.name, err)
-				}
-				runOut.say("==> fault over at %s; a successful pass %s later", ended.Format(time.TimeOnly), run.recovered.Round(100*time.Millisecond))
-			}()
-		} else {
-			close(injected)
-		}
-		if _, err := w.migrate(ctx); err != nil {
-			return err
-		}
-		run.took = time.Since(start)
-		select {
-		case <-injected:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		run.state, err = capture(ctx, w, msgs)
-		return err
+		return run.migrate(ctx, w, f)
 	})
 	r.Close()
 	switch {
 	case run.err != nil:
 		out.say("    ✗ failed: %v (transcript: %s)", run.err, transcript.Name())
 	default:
-		out.say("    ✓ migrated in %s%s; %d repeated effects; %d secret values looked for in %d KiB: %d found",
-			run.took.Round(time.Second), recoveredText(run), len(run.state.repeated), run.state.values, run.state.scanned/1024, len(run.state.secrets))
+		out.say("    ✓ migrated in %s%s; %d repeated effects; %d secret values looked for in %d KiB: %d found; %d cutover violations",
+			run.took.Round(time.Second), recoveredText(run), len(run.state.repeated), run.state.values, run.state.scanned/1024, len(run.state.secrets), len(run.state.violations))
 	}
 	return run
+}
+
+// migrate runs the migration in w with fault f (none when nil) and
+// captures the end state.
+func (run *chaosRun) migrate(ctx context.Context, w *world, f *fault) error {
+	msgs := &recorder{}
+	sub, err := w.nats.Conn.Subscribe(">", func(m *nats.Msg) { msgs.add(m.Subject, m.Data) })
+	if err != nil {
+		return err
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	start := time.Now()
+	injected := make(chan error, 1)
+	faultCtx, stopFault := context.WithCancel(ctx)
+	defer stopFault()
+	if f != nil {
+		go func() { injected <- run.inject(faultCtx, w, f, start) }()
+	} else {
+		injected <- nil
+	}
+	if _, err := w.migrate(ctx); err != nil {
+		return err
+	}
+	run.took = time.Since(start)
+	if f != nil && f.drain {
+		// The drains are over: a drain fault that has not struck yet
+		// never will.
+		stopFault()
+	}
+	select {
+	case err := <-injected:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	run.state, err = capture(ctx, w, msgs)
+	return err
+}
+
+// inject waits for the fault's moment, injects it and measures the
+// recovery.
+func (run *chaosRun) inject(ctx context.Context, w *world, f *fault, start time.Time) error {
+	if f.drain {
+		if err := w.waitDrainStep(ctx); err != nil {
+			return fmt.Errorf("fault %s never struck: %w", f.name, err)
+		}
+		run.at = time.Since(start)
+	} else {
+		sleep(ctx, run.at)
+	}
+	w.out.say("==> fault: %s", f.name)
+	if err := f.inject(ctx, w, run.n); err != nil {
+		return fmt.Errorf("fault %s: %w", f.name, err)
+	}
+	ended := time.Now()
+	var err error
+	run.recovered, err = w.recovered(ctx)
+	if err != nil {
+		return fmt.Errorf("after %s: %w", f.name, err)
+	}
+	w.out.say("==> fault over at %s; a successful pass %s later", ended.Format(time.TimeOnly), run.recovered.Round(100*time.Millisecond))
+	return nil
 }
 
 func recoveredText(run *chaosRun) string {
@@ -238,56 +281,81 @@ func (r *recorder) all() []string {
 }
 
 // report prints the figures of a chaos run and fails when a run failed,
-// ended differently, repeated an effect or let a secret out.
-func report(out *display, results []*chaosRun, runs int) error {
-	out.say("\n==> chaos: %d runs with a fault and one without", runs)
-	failed, divergent, repeated, secrets := 0, 0, 0, 0
-	var longest, slowest time.Duration
+// ended differently, repeated an effect, let a secret out or broke a
+// promise of the cutover.
+func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int) error {
+	out.say("\n==> chaos: %d runs with a fault and %d without", runs, len(baselines))
+	var t tally
 	kinds := map[string]int{}
 	for _, run := range results {
-		status := "ok"
-		switch {
-		case run.err != nil:
-			failed++
-			status = "FAILED: " + run.err.Error()
-		case len(run.diffs) > 0:
-			divergent++
-			status = fmt.Sprintf("DIVERGED in %d lines", len(run.diffs))
-		}
+		t.add(out, run, baselines[run.sc])
 		if run.n > 0 {
 			kinds[run.fault]++
-			longest = max(longest, run.recovered)
-			if run.err == nil {
-				slowest = max(slowest, run.took-results[0].took)
-			}
-		}
-		if run.state != nil {
-			repeated += len(run.state.repeated)
-			secrets += len(run.state.secrets)
-		}
-		out.say("    run %2d  %-58s took %-5s %s", run.n, run.fault+recoveredText(run), run.took.Round(time.Second), status)
-		for _, d := range first(run.diffs, 10) {
-			out.say("            %s", d)
-		}
-		if run.state != nil {
-			for _, d := range first(run.state.repeated, 10) {
-				out.say("            repeated: %s", d)
-			}
-			for _, d := range first(run.state.secrets, 10) {
-				out.say("            secret: %s", d)
-			}
 		}
 	}
-	for _, f := range faults {
+	for _, f := range append(slices.Clone(faults), drainFaults...) {
 		out.say("    %-60s %d runs", f.name, kinds[f.name])
 	}
-	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d", failed, divergent, repeated, secrets)
-	out.say("    longest time from a fault's end to a successful pass: %s; most time a fault added to the migration: %s (the undisturbed run took %s)",
-		longest.Round(100*time.Millisecond), slowest.Round(time.Second), results[0].took.Round(time.Second))
-	if failed+divergent+repeated+secrets > 0 {
-		return fmt.Errorf("%d failed runs, %d divergent end states, %d repeated effects, %d secrets found", failed, divergent, repeated, secrets)
+	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, cutover violations %d",
+		t.failed, t.divergent, t.repeated, t.secrets, t.violations)
+	var took []string
+	for _, sc := range scenarios {
+		if b := baselines[sc]; b != nil {
+			took = append(took, fmt.Sprintf("%s %s", sc.name, b.took.Round(time.Second)))
+		}
+	}
+	out.say("    longest time from a fault's end to a successful pass: %s; most time a fault added to the migration: %s (the undisturbed runs took %s)",
+		t.longest.Round(100*time.Millisecond), t.slowest.Round(time.Second), strings.Join(took, ", "))
+	if t.failed+t.divergent+t.repeated+t.secrets+t.violations > 0 {
+		return fmt.Errorf("%d failed runs, %d divergent end states, %d repeated effects, %d secrets found, %d cutover violations",
+			t.failed, t.divergent, t.repeated, t.secrets, t.violations)
 	}
 	return nil
+}
+
+// tally adds up the chaos runs' figures.
+type tally struct {
+	failed, divergent, repeated, secrets, violations int
+	longest, slowest                                 time.Duration
+}
+
+// add prints one run's line and details, and counts them; base is the
+// undisturbed run of its scenario.
+func (t *tally) add(out *display, run, base *chaosRun) {
+	status := "ok"
+	switch {
+	case run.err != nil:
+		t.failed++
+		status = "FAILED: " + run.err.Error()
+	case len(run.diffs) > 0:
+		t.divergent++
+		status = fmt.Sprintf("DIVERGED in %d lines", len(run.diffs))
+	}
+	if run.n > 0 {
+		t.longest = max(t.longest, run.recovered)
+		if run.err == nil {
+			t.slowest = max(t.slowest, run.took-base.took)
+		}
+	}
+	out.say("    run %2d  %-8s %-58s took %-5s %s", run.n, run.sc.name, run.fault+recoveredText(run), run.took.Round(time.Second), status)
+	for _, d := range first(run.diffs, 10) {
+		out.say("            %s", d)
+	}
+	if run.state == nil {
+		return
+	}
+	t.repeated += len(run.state.repeated)
+	t.secrets += len(run.state.secrets)
+	t.violations += len(run.state.violations)
+	for _, d := range first(run.state.repeated, 10) {
+		out.say("            repeated: %s", d)
+	}
+	for _, d := range first(run.state.secrets, 10) {
+		out.say("            secret: %s", d)
+	}
+	for _, d := range first(run.state.violations, 10) {
+		out.say("            violation: %s", d)
+	}
 }
 
 func first(list []string, n int) []string { return list[:min(n, len(list))] }

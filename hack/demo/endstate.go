@@ -2,26 +2,19 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
-	"github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
@@ -45,6 +38,9 @@ type endState struct {
 	// how many values were looked for in how many bytes.
 	secrets         []string
 	values, scanned int
+	// violations are what a replace run's cutover must never do: break
+	// the budget, leave a node cordoned, miss a probe (captureDrain).
+	violations []string
 }
 
 // objectKinds are the CAPI and CAPO kinds whose objects are compared.
@@ -75,20 +71,26 @@ var secretNamespaces = []string{"default", "ferry-system"}
 // capture reads a world's end state.
 func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 	st := &endState{}
-	cloud, err := w.a.State(ctx, w.r)
+	cloud, err := w.fx.cloud.State(ctx, w.r)
 	if err != nil {
 		return nil, err
 	}
 	norm := cloud.Normalize
-	st.lines = append(st.lines, cloud.Lines...)
-	st.repeated = append(st.repeated, cloud.Repeated...)
 	normalize := func(s string) string {
 		s = norm.Replace(s)
 		s = endpointPort.ReplaceAllString(s, `<endpoint-ip>:<port>`)
-		return endpointJSON.ReplaceAllString(s, `${1}"<port>"`)
+		s = endpointJSON.ReplaceAllString(s, `${1}"<port>"`)
+		if w.fx.normalize != nil {
+			s = w.fx.normalize(s)
+		}
+		return s
 	}
+	for _, l := range cloud.Lines {
+		st.lines = append(st.lines, normalize(l))
+	}
+	st.repeated = append(st.repeated, cloud.Repeated...)
 
-	c := w.a.Mgmt.Client
+	c := w.fx.cloud.Mgmt.Client
 	for _, gvk := range objectKinds {
 		list := &unstructured.UnstructuredList{}
 		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -125,7 +127,7 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 		}
 	}
 
-	created, err := auditCreates(w.a.Mgmt.AuditLog)
+	created, err := auditCreates(w.fx.cloud.Mgmt.AuditLog)
 	if err != nil {
 		return nil, err
 	}
@@ -137,8 +139,8 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 
 	// Comments: one preview and one progress comment per pull request.
 	var texts []string
-	for n := 1; n <= len(phases); n++ {
-		for _, key := range []string{reconcilerPreviewKey, "progress/capi-quickstart"} {
+	for n := 1; n <= len(w.phases); n++ {
+		for _, key := range []string{reconcilerPreviewKey, w.sc.progressKey()} {
 			count := 0
 			for _, cm := range w.gh.Comments(n) {
 				texts = append(texts, cm.Body)
@@ -162,7 +164,7 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 		st.lines = append(st.lines, fmt.Sprintf("commit status %s: %s", context, state))
 	}
 
-	ps, err := w.reader.Read(ctx, "capi-quickstart")
+	ps, err := w.reader.Read(ctx, w.sc.cluster)
 	if err != nil {
 		return nil, err
 	}
@@ -172,10 +174,13 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 			st.lines = append(st.lines, normalize(fmt.Sprintf("status step %s %s %s: %s", ph.Name, s.Action, s.Target, s.State)))
 		}
 	}
+	if w.fx.drain != nil {
+		w.fx.drain.capture(ctx, st)
+	}
 	sort.Strings(st.lines)
 	sort.Strings(st.repeated)
 
-	sc := &scanner{values: secretValues(secrets, w.gh.Token, string(w.repo.WebhookSecret), w.a.Password)}
+	sc := &scanner{values: secretValues(secrets, w.gh.Token, string(w.repo.WebhookSecret), w.fx.cloud.Password)}
 	if err := sc.scanWorld(w, msgs.all(), texts); err != nil {
 		return nil, err
 	}
@@ -191,6 +196,9 @@ func (s *endState) problems() []string {
 	}
 	for _, f := range s.secrets {
 		out = append(out, "secret: "+f)
+	}
+	for _, v := range s.violations {
+		out = append(out, "violation: "+v)
 	}
 	return out
 }
@@ -259,135 +267,4 @@ func auditCreates(path string) (map[string]int, error) {
 var ephemeral = map[string]bool{
 	"events": true, "leases": true, "tokenreviews": true, "subjectaccessreviews": true,
 	"selfsubjectaccessreviews": true, "selfsubjectrulesreviews": true, "localsubjectaccessreviews": true,
-}
-
-// secretValues are the strings a run must never let out: every Secret
-// value but certificates, the private keys and tokens inside kubeconfigs,
-// and the extra values given (tokens, passwords).
-func secretValues(secrets []corev1.Secret, extra ...string) []string {
-	var out []string
-	add := func(v string) {
-		v = strings.TrimSpace(v)
-		if len(v) >= 8 {
-			out = append(out, v)
-		}
-	}
-	for _, v := range extra {
-		add(v)
-	}
-	for _, s := range secrets {
-		for key, data := range s.Data {
-			if strings.HasSuffix(key, ".crt") || strings.HasSuffix(key, ".pub") || key == "cacert" || key == "ca.crt" {
-				continue
-			}
-			if cfg, err := clientcmd.Load(data); err == nil && len(cfg.AuthInfos) > 0 {
-				for _, ai := range cfg.AuthInfos {
-					add(string(ai.ClientKeyData))
-					add(pemBody(ai.ClientKeyData))
-					add(ai.Token)
-					add(ai.Password)
-				}
-				continue
-			}
-			if block, _ := pem.Decode(data); block != nil {
-				if block.Type != "CERTIFICATE" {
-					add(pemBody(data))
-				}
-				continue
-			}
-			for _, line := range strings.Split(string(data), "\n") {
-				// clouds.yaml: the password and application credential
-				// secret.
-				if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok && (strings.Contains(k, "password") || strings.Contains(k, "secret")) {
-					add(strings.Trim(strings.TrimSpace(v), `"'`))
-				}
-			}
-			if !bytes.Contains(data, []byte("\n")) {
-				add(string(data))
-			}
-		}
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// pemBody is the first line of a PEM block's base64 body: unique to the
-// key, and what a log that printed the key would hold.
-func pemBody(data []byte) string {
-	lines := strings.Split(string(data), "\n")
-	if len(lines) > 1 {
-		return lines[1]
-	}
-	return ""
-}
-
-// scanner looks for secret values in texts.
-type scanner struct {
-	values  []string
-	found   []string
-	scanned int
-}
-
-// look records each value found in text, as it is or base64-encoded.
-func (sc *scanner) look(where, text string) {
-	sc.scanned += len(text)
-	for _, v := range sc.values {
-		if strings.Contains(text, v) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(v))) {
-			sc.found = append(sc.found, fmt.Sprintf("%s holds a secret value (%d bytes)", where, len(v)))
-		}
-	}
-}
-
-// scanWorld looks in ferry's logs, the NATS messages, every commit and
-// blob of the plans repository, and the comments and statuses.
-func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
-	look := sc.look
-	logs, err := filepath.Glob(filepath.Join(w.logDir, "*.log"))
-	if err != nil {
-		return err
-	}
-	for _, path := range logs {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		look(path, string(data))
-	}
-	for i, m := range msgs {
-		look(fmt.Sprintf("NATS message %d", i), m)
-	}
-	for i, t := range texts {
-		look(fmt.Sprintf("comment or status %d", i), t)
-	}
-	repo, err := git.PlainOpen(w.git.Dir)
-	if err != nil {
-		return err
-	}
-	commits, err := repo.CommitObjects()
-	if err != nil {
-		return err
-	}
-	if err := commits.ForEach(func(c *object.Commit) error {
-		look("commit "+c.Hash.String()[:10], c.Message)
-		return nil
-	}); err != nil {
-		return err
-	}
-	blobs, err := repo.BlobObjects()
-	if err != nil {
-		return err
-	}
-	return blobs.ForEach(func(b *object.Blob) error {
-		r, err := b.Reader()
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		var buf bytes.Buffer
-		if _, err := buf.ReadFrom(r); err != nil {
-			return err
-		}
-		look("blob "+b.Hash.String()[:10], buf.String())
-		return nil
-	})
 }

@@ -1,6 +1,8 @@
-// Command demo is `make demo`: it shows ferry migrate a seed 000 cluster onto
+// Command demo is `make demo`: it shows ferry migrate a cluster onto
 // OpenStack end to end, with everything on this machine, and acts as the
-// team would on GitHub.
+// team would on GitHub. --scenario chooses the cluster: adopt (seed 000,
+// the default and what follows describes), replace (seed 003 with a seed
+// 002 gateway: scenario.go, replace.go) or kamaji (seed 004).
 //
 // It starts a management and a workload API server (the test environment's
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
@@ -42,6 +44,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -51,7 +54,14 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
+	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway) or kamaji (seed 004); --chaos chooses its own")
 	flag.Parse()
+	sc, err := scenarioNamed(*name)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		flag.Usage()
+		os.Exit(2)
+	}
 
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -75,12 +85,18 @@ func main() {
 	ctx, cancel := context.WithTimeout(interrupted, *timeout)
 	defer cancel()
 	r := testenv.NewProgram(func(format string, args ...any) { out.say("    "+format, args...) })
-	err = r.Do(func() error { return demo(ctx, r, out, bin, *logDir) })
+	var took time.Duration
+	err = r.Do(func() error {
+		began := time.Now()
+		defer func() { took = time.Since(began) }()
+		return demo(ctx, r, out, bin, *logDir, sc)
+	})
 	out.say("==> cleaning up: stopping the reconciler, the controllers and the servers, deleting the OpenStack fixture")
 	r.Close()
 	switch {
 	case err == nil:
-		out.say("==> done in %s: the cluster was migrated", time.Since(out.start).Round(time.Second))
+		out.say("==> done: the %s scenario migrated its cluster in %s (%s with starting and cleaning up)",
+			sc.name, took.Round(time.Second), time.Since(out.start).Round(time.Second))
 	case interrupted.Err() != nil:
 		out.say("==> interrupted; everything the demo started is stopped")
 		os.Exit(130)
@@ -90,19 +106,19 @@ func main() {
 	}
 }
 
-// phases are the adopt strategy's phases, one pull request each.
-var phases = []string{"cluster", "control-plane", "workers"}
-
-func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string) error {
-	w, err := newWorld(ctx, r, out, bin, logDir, inProcess)
+func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, sc *scenario) error {
+	out.say("==> scenario %s: %s", sc.name, sc.seed)
+	w, err := newWorld(ctx, r, out, bin, logDir, inProcess, sc)
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	unpaused, err := w.migrate(ctx)
 	if err != nil {
 		return err
 	}
-	g, a, before, reader := w.git, w.a, w.before, w.reader
+	out.say("\n==> the %d phases took %s through pull requests", len(sc.phases), time.Since(began).Round(time.Second))
+	g, reader := w.git, w.reader
 
 	out.say("\n==> reconciler status --repo %s", g.URL)
 	cmd := exec.CommandContext(ctx, bin, "status", "--repo", g.URL)
@@ -115,7 +131,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 	if err := statusLog(ctx, out, g.URL); err != nil {
 		return err
 	}
-	st, err := reader.Read(ctx, "capi-quickstart")
+	st, err := reader.Read(ctx, sc.cluster)
 	if err != nil {
 		return err
 	}
@@ -124,31 +140,36 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 			return fmt.Errorf("phase %s ended %s", ph.Name, ph.State)
 		}
 	}
-	return verify(ctx, out, a, before, unpaused)
+	return verify(ctx, out, w.fx, unpaused)
 }
 
-// verify prints what the real controllers made of the adopted cluster,
-// checked no earlier than a minute after the last unpause (a rollout
-// would have begun by then), and fails when a check does not hold.
-func verify(ctx context.Context, out *display, a *ostest.Adoptable, before *ostest.Before, unpaused time.Time) error {
+// verify prints what the real controllers made of the migrated cluster,
+// checked no earlier than the fixture's settle time after the last phase
+// (a minute after an adoption's last unpause: a rollout would have begun
+// by then), and fails when a check does not hold.
+func verify(ctx context.Context, out *display, fx *fixture, unpaused time.Time) error {
 	out.say("\n==> checking what the real Cluster API and CAPO controllers made of the cluster")
 	// Conditions the controllers are still moving towards get two more
 	// minutes.
-	ctx, cancel := context.WithDeadline(ctx, unpaused.Add(3*time.Minute))
+	ctx, cancel := context.WithDeadline(ctx, unpaused.Add(fx.settle+2*time.Minute))
 	defer cancel()
 	var checks []ostest.Check
-	err := out.wait(ctx, "a minute after the last unpause, every check to hold", func() (bool, string) {
-		if time.Until(unpaused.Add(time.Minute)) > 0 {
+	what := "every check to hold"
+	if fx.settle > 0 {
+		what = fmt.Sprintf("%s after the last unpause, %s", fx.settle, what)
+	}
+	err := out.wait(ctx, what, func() (bool, string) {
+		if time.Until(unpaused.Add(fx.settle)) > 0 {
 			return false, "not checking before then: a rollout would have begun by then"
 		}
-		checks = a.Verify(ctx, before)
+		checks = fx.checks(ctx)
 		var failing []string
 		for _, c := range checks {
 			if !c.OK {
 				failing = append(failing, c.Name)
 			}
 		}
-		return len(failing) == 0 && time.Since(unpaused) > time.Minute, "not yet: " + strings.Join(failing, ", ")
+		return len(failing) == 0, "not yet: " + strings.Join(failing, ", ")
 	})
 	if checks == nil {
 		return err
@@ -185,11 +206,15 @@ func waitComment(ctx context.Context, out *display, gh *fakegithub.Server, n int
 	return body, err
 }
 
-// waitPhase waits until the status branch says phase succeeded, showing the
-// step that runs.
-func waitPhase(ctx context.Context, out *display, reader status.Store, phase string) error {
-	return out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
-		st, err := reader.Read(ctx, "capi-quickstart")
+// waitPhase waits until the status branch says phase succeeded, or that
+// it has done everything but wait for the next approval (the replace
+// strategy's cutover ends waiting for the DNS switch), showing the step
+// that runs. It returns what the progress comment shows then: the phase's
+// row, or the row of its last step.
+func waitPhase(ctx context.Context, out *display, reader status.Store, plan, phase string) (string, error) {
+	want := "| " + phase + " | Succeeded |"
+	err := out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
+		st, err := reader.Read(ctx, plan)
 		if err != nil {
 			return false, "no status yet"
 		}
@@ -198,14 +223,28 @@ func waitPhase(ctx context.Context, out *display, reader status.Store, phase str
 			return false, "phase not in the status yet"
 		}
 		detail := fmt.Sprintf("%s, %d done, %d left", ph.State, ph.Done, ph.Left)
+		last, awaiting, other := "", 0, 0
 		for _, s := range ph.Steps {
-			if s.State == status.StepRunning || s.State == status.StepRetrying {
-				detail += "; running " + s.Title()
-				break
+			switch {
+			case s.State == status.StepSucceeded:
+				last = s.Title()
+			case s.Action == step.AwaitApproval:
+				awaiting++
+			default:
+				other++
+				if s.State == status.StepRunning || s.State == status.StepRetrying {
+					detail += "; running " + s.Title()
+				}
 			}
+		}
+		if ph.State != status.PhaseSucceeded && other == 0 && awaiting > 0 && last != "" {
+			want = "| " + phase + " | " + last + " | Succeeded |"
+			out.say("    phase %s has done its steps and awaits the next approval", phase)
+			return true, detail
 		}
 		return ph.State == status.PhaseSucceeded, detail
 	})
+	return want, err
 }
 
 // statusLog prints the commits of the status branch, newest first.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -37,15 +37,17 @@ const (
 // layout runs.
 const executorReplicas = 2
 
-// world is everything one migration of a seed 000 cluster runs on: the
-// cluster to adopt with its cloud and API servers, the real CAPI and CAPO
-// managers, a Git server with the plans repository, the GitHub stand-in,
-// and ferry's processes.
+// world is everything one migration runs on: the scenario's cluster with
+// its cloud and API servers, the real CAPI and CAPO managers, a Git server
+// with the plans repository, the GitHub stand-in, and ferry's processes.
 type world struct {
-	r      *testenv.Program
-	out    *display
-	a      *ostest.Adoptable
-	before *ostest.Before
+	r   *testenv.Program
+	out *display
+	sc  *scenario
+	fx  *fixture
+	// phases are the phases the world's pull requests approve: the
+	// scenario's, or its first ones (a chaos replace run).
+	phases []string
 	git    *testenv.Git
 	gh     *fakegithub.Server
 	repo   *testenv.PlansRepo
@@ -75,16 +77,19 @@ type proc struct {
 
 // newWorld builds a world and starts ferry in it, waiting for the
 // reconciler's first cycle.
-func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout) (*world, error) {
-	w := &world{r: r, out: out, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
-	out.say("==> building the cluster to adopt: a project, networks and servers in the local OpenStack, and two API servers")
-	w.a = ostest.NewAdoptable(r, "capi-quickstart")
-	out.say("    servers (and nodes): %s", strings.Join(append(slices.Clone(w.a.ControlPlane), w.a.Workers...), ", "))
-	w.before = w.a.Record(r)
-	out.say("==> starting the real Cluster API and CAPO controller managers against the management API server")
-	testenv.StartManagers(r, w.a.Mgmt)
-
-	seed := testenv.SeedDir(r, map[string]string{"plans/capi-quickstart.yaml": w.plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
+func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout, sc *scenario) (*world, error) {
+	w := &world{r: r, out: out, sc: sc, phases: sc.phases, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
+	if lay == external && sc.chaosThrough != "" {
+		w.phases = sc.phases[:slices.Index(sc.phases, sc.chaosThrough)+1]
+	}
+	fx, err := sc.build(ctx, r, out)
+	if err != nil {
+		return nil, err
+	}
+	w.fx = fx
+	files := maps.Clone(fx.files)
+	files[sc.planPath()] = fx.plan(`""`)
+	seed := testenv.SeedDir(r, files)
 	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
 	w.git = testenv.StartGit(r, seed)
 	base, err := url.Parse(w.git.BaseURL)
@@ -99,8 +104,8 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	hook := testenv.FreeAddr(r)
 	w.metrics = testenv.FreeAddr(r)
 	w.dir = r.TempDir()
-	files := map[string]string{"kubeconfig": string(w.a.Mgmt.Kubeconfig(r)), "github-token": w.gh.Token, "webhook-secret": "demo-webhook-secret"}
-	for name, content := range files {
+	secrets := map[string]string{"kubeconfig": string(fx.cloud.Mgmt.Kubeconfig(r)), "github-token": w.gh.Token, "webhook-secret": "demo-webhook-secret"}
+	for name, content := range secrets {
 		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(content), 0o600); err != nil {
 			return nil, err
 		}
@@ -131,14 +136,13 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 		return nil, err
 	}
 	w.repo = testenv.NewPlansRepo(r, w.git, w.gh)
-	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(files["webhook-secret"])
+	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(secrets["webhook-secret"])
 	w.reader = status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}}
+	if fx.drain != nil {
+		fx.drain.reader, fx.drain.plan = w.reader, sc.cluster
+		fx.drain.cleanup = slices.Contains(w.phases, "cleanup")
+	}
 	return w, nil
-}
-
-// plan is the seed 000 plan approving phase approve.
-func (w *world) plan(approve string) string {
-	return w.a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 }
 
 // logFile is the log of the start-th run of process name.
@@ -205,14 +209,19 @@ func (w *world) waitReady(ctx context.Context) error {
 }
 
 // migrate approves each phase through a pull request, as the team would,
-// and waits for it; it returns when the last phase, which unpauses the
-// workers, succeeded.
+// and waits for it; it returns when the last phase succeeded, and when
+// that was.
 func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 	out := w.out
-	for i, phase := range phases {
+	for i, phase := range w.phases {
 		n := i + 1
+		if w.fx.beforePR != nil {
+			if err := w.fx.beforePR(ctx, phase); err != nil {
+				return time.Time{}, err
+			}
+		}
 		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
-		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{"plans/capi-quickstart.yaml": w.plan(phase)})
+		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{w.sc.planPath(): w.fx.plan(phase)})
 		preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
 		if err != nil {
 			return time.Time{}, err
@@ -220,11 +229,12 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
 		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
 		w.repo.MergePR(n, "bob")
-		if err := waitPhase(ctx, out, w.reader, phase); err != nil {
+		want, err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase)
+		if err != nil {
 			return time.Time{}, err
 		}
 		unpaused = time.Now()
-		progress, err := waitComment(ctx, out, w.gh, n, "progress/capi-quickstart", "the progress comment on #"+fmt.Sprint(n), "| "+phase+" | Succeeded |")
+		progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
 		if err != nil {
 			return time.Time{}, err
 		}

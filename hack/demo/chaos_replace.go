@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// replaceEvery is how often a chaos run migrates the replace scenario
+// instead of adopt: runs 3, 6, 9, … do.
+const replaceEvery = 3
+
+// drainFaults are the replace runs' faults, in the order those runs take
+// them: each strikes while a cutover drain runs, when an old node is
+// cordoned, still runs web pods, and an executor replica is running its
+// drain step.
+var drainFaults = []fault{
+	{name: "kill -9 the executor replica draining an old node", drain: true, inject: func(_ context.Context, w *world, _ int) error {
+		name := w.drainingExecutor(w.fx.drain.node)
+		if name == "" {
+			name = "executor-1"
+		}
+		w.out.say("==> %s runs the drain of %s", name, w.fx.drain.node)
+		return w.kill9(name, time.Second)
+	}},
+	{name: "kill -9 the reconciler during a cutover drain", drain: true, inject: func(_ context.Context, w *world, _ int) error {
+		return w.kill9("reconciler", time.Second)
+	}},
+}
+
+// chaosPlan is which scenario and fault each chaos run takes: every
+// replaceEvery-th run the replace scenario with the drain faults in turn,
+// the others the adopt scenario with the adopt faults in turn.
+func chaosPlan(runs int) (scs []*scenario, fs []fault) {
+	adopt, _ := scenarioNamed("adopt")
+	replace, _ := scenarioNamed("replace")
+	a, r := 0, 0
+	for i := 1; i <= runs; i++ {
+		if i%replaceEvery == 0 {
+			scs, fs = append(scs, replace), append(fs, drainFaults[r%len(drainFaults)])
+			r++
+			continue
+		}
+		scs, fs = append(scs, adopt), append(fs, faults[a%len(faults)])
+		a++
+	}
+	return scs, fs
+}
+
+// waitDrainStep waits until an old node is being drained: cordoned, not
+// empty, and an executor replica runs its drain step (the step after
+// the cordon). It records the node in the drain watch.
+func (w *world) waitDrainStep(ctx context.Context) error {
+	for {
+		node, err := w.fx.drain.waitDraining(ctx)
+		if err != nil {
+			return err
+		}
+		if w.drainingExecutor(node) != "" && w.fx.drain.draining(ctx) == node {
+			w.fx.drain.node = node
+			w.out.say("==> a cutover drain runs: Node %s is cordoned and still runs pods", node)
+			return nil
+		}
+		sleep(ctx, 20*time.Millisecond)
+	}
+}
+
+// drainingExecutor is the executor replica whose log says it is running
+// the drain step of node, or "" when none is.
+func (w *world) drainingExecutor(node string) string {
+	target := `action=drain target="Node ` + node + `"`
+	for i := 1; i <= executorReplicas; i++ {
+		name := fmt.Sprintf("executor-%d", i)
+		w.mu.Lock()
+		p := w.procs[name]
+		w.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		data, err := os.ReadFile(w.logFile(name, p.start))
+		if err != nil {
+			continue
+		}
+		id, running := "", false
+		for _, line := range strings.Split(string(data), "\n") {
+			switch {
+			case strings.Contains(line, `msg="running step"`) && strings.Contains(line, target):
+				id, running = logField(line, "step"), true
+			case id != "" && strings.Contains(line, `msg="step `) && logField(line, "step") == id:
+				running = false
+			}
+		}
+		if running {
+			return name
+		}
+	}
+	return ""
+}
+
+// logField is the value of key in a log line in slog's text format.
+func logField(line, key string) string {
+	i := strings.Index(line, " "+key+"=")
+	if i < 0 {
+		return ""
+	}
+	v := line[i+len(key)+2:]
+	if j := strings.IndexByte(v, ' '); j >= 0 {
+		v = v[:j]
+	}
+	return v
+}
