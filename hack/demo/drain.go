@@ -35,8 +35,6 @@ type drainWatch struct {
 	plan   string
 	// node is the old node a chaos run found being drained.
 	node string
-	// cleanup: the run approves cleanup, which deletes the old pool.
-	cleanup bool
 }
 
 // draining returns an old node that is cordoned and still runs a pod a
@@ -97,10 +95,8 @@ func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
 	add("no stray cordon", err == nil && len(stray) == 0, "cordoned nodes whose drain the plan did not finish: %v%s", stray, errText(err))
 	ok, all := d.probe.answered()
 	add("probe answered", ok == all && ok >= len(d.f.OldNodes), "the application's URL answered 200 %d times of %d (one probe after each old node)", ok, all)
-	if d.cleanup {
-		gone, err := d.oldPoolGone(ctx)
-		add("old pool gone", err == nil && gone == "", "old MachineDeployment %s, its Machines and Nodes deleted%s%s", d.f.OldMD, gone, errText(err))
-	}
+	gone, err := d.oldPoolGone(ctx)
+	add("old pool gone", err == nil && gone == "", "old MachineDeployment %s, its Machines and Nodes deleted%s%s", d.f.OldMD, gone, errText(err))
 	booted := d.f.Booted()
 	add("new nodes joined", len(booted) == replaceWorkers, "%d new nodes on servers the real CAPO built: %s", len(booted), strings.Join(booted, ", "))
 	return checks

@@ -139,7 +139,7 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 
 	// Comments: one preview and one progress comment per pull request.
 	var texts []string
-	for n := 1; n <= len(w.phases); n++ {
+	for n := 1; n <= len(w.sc.phases); n++ {
 		for _, key := range []string{reconcilerPreviewKey, w.sc.progressKey()} {
 			count := 0
 			for _, cm := range w.gh.Comments(n) {

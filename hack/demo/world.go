@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,16 +40,13 @@ const executorReplicas = 2
 // its cloud and API servers, the real CAPI and CAPO managers, a Git server
 // with the plans repository, the GitHub stand-in, and ferry's processes.
 type world struct {
-	r   *testenv.Program
-	out *display
-	sc  *scenario
-	fx  *fixture
-	// phases are the phases the world's pull requests approve: the
-	// scenario's, or its first ones (a chaos replace run).
-	phases []string
-	git    *testenv.Git
-	gh     *fakegithub.Server
-	repo   *testenv.PlansRepo
+	r    *testenv.Program
+	out  *display
+	sc   *scenario
+	fx   *fixture
+	git  *testenv.Git
+	gh   *fakegithub.Server
+	repo *testenv.PlansRepo
 	// reader reads the status branch as `reconciler status` does.
 	reader status.Store
 	// dir holds the files ferry's processes read (kubeconfig, tokens) and
@@ -78,10 +74,7 @@ type proc struct {
 // newWorld builds a world and starts ferry in it, waiting for the
 // reconciler's first cycle.
 func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout, sc *scenario) (*world, error) {
-	w := &world{r: r, out: out, sc: sc, phases: sc.phases, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
-	if lay == external && sc.chaosThrough != "" {
-		w.phases = sc.phases[:slices.Index(sc.phases, sc.chaosThrough)+1]
-	}
+	w := &world{r: r, out: out, sc: sc, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
 	fx, err := sc.build(ctx, r, out)
 	if err != nil {
 		return nil, err
@@ -140,7 +133,6 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	w.reader = status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}}
 	if fx.drain != nil {
 		fx.drain.reader, fx.drain.plan = w.reader, sc.cluster
-		fx.drain.cleanup = slices.Contains(w.phases, "cleanup")
 	}
 	return w, nil
 }
@@ -213,7 +205,7 @@ func (w *world) waitReady(ctx context.Context) error {
 // that was.
 func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 	out := w.out
-	for i, phase := range w.phases {
+	for i, phase := range w.sc.phases {
 		n := i + 1
 		if w.fx.beforePR != nil {
 			if err := w.fx.beforePR(ctx, phase); err != nil {
