@@ -32,9 +32,23 @@ func healthChecks(c *planCtx, b *phaseBuilder, phase string) {
 	case !adopt && phase == v1alpha1.PhaseWorkers:
 		c.checkOpenStackCluster(b)
 		c.checkControlPlane(b)
-	case phase == v1alpha1.PhaseCutover, phase == v1alpha1.PhaseCleanup:
+	case phase == v1alpha1.PhaseCutover:
 		c.checkControlPlane(b)
 		c.checkPools(b, c.newPools())
+		c.checkOverlay(b)
+	case phase == v1alpha1.PhaseCleanup:
+		c.checkControlPlane(b)
+		c.checkPools(b, c.newPools())
+	}
+}
+
+// checkOverlay: a VPN overlay manifest whose workloads are not available,
+// on old nodes or on new ones that joined since network-bridge waited.
+func (c *planCtx) checkOverlay(b *phaseBuilder) {
+	for _, p := range c.overlay() {
+		if !c.snap.Manifest(p).Healthy {
+			b.block("VPN overlay %s is not healthy (its DaemonSets or Deployments are short of available pods): no workload moves before every node is on the overlay", p)
+		}
 	}
 }
 

@@ -116,22 +116,37 @@ func publicKeyParam(key string) string {
 }
 
 // replaceNetworkBridge builds the gateway (seed 002), then applies the VPN
-// overlay and waits for it (seed 003).
+// overlay and waits for it (seed 003). The wait is done for good once the
+// infrastructure phase has switched the Cluster: the workers phase then
+// adds nodes, and the overlay's DaemonSets are short of pods until theirs
+// start. Cutover's health check guards the overlay from then on.
 func replaceNetworkBridge(c *planCtx, b *phaseBuilder) {
 	gatewayBridge(c, b)
-	var paths []string // none with a gateway alone
-	if m := c.plan.Spec.Manifests; m != nil {
-		paths = m.VPNOverlay
-	}
+	paths := c.overlay()
 	for _, p := range paths {
 		b.step(c.snap.Manifest(p).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: p}, nil,
 			"old and new nodes reach each other over the overlay while the workload moves")
 	}
 	b.group()
+	switched := c.switched()
 	for _, p := range paths {
-		b.step(c.snap.Manifest(p).Healthy, step.Workload, step.Wait, step.Target{Kind: step.Manifest, Name: p},
+		b.step(switched || c.snap.Manifest(p).Healthy, step.Workload, step.Wait, step.Target{Kind: step.Manifest, Name: p},
 			step.NewParams(step.ParamFor, step.ForWorkloads, step.ParamTimeout, c.waitTimeout()), "the overlay is up before any workload moves")
 	}
+}
+
+// overlay lists the VPN overlay's manifests (none with a gateway alone).
+func (c *planCtx) overlay() []string {
+	if m := c.plan.Spec.Manifests; m != nil {
+		return m.VPNOverlay
+	}
+	return nil
+}
+
+// switched reports whether the Cluster's infrastructure is OpenStack.
+func (c *planCtx) switched() bool {
+	cl := c.snap.Cluster
+	return cl != nil && cl.InfrastructureRef == observed.Ref{Kind: step.OpenStackCluster, Name: c.name}
 }
 
 // replaceInfrastructure switches the Cluster's infrastructure to OpenStack.
@@ -141,7 +156,7 @@ func replaceInfrastructure(c *planCtx, b *phaseBuilder) {
 	if cl == nil {
 		b.block("Cluster %s/%s not found: replace moves an existing cluster", c.ns, c.name)
 	}
-	wired := cl != nil && cl.InfrastructureRef == observed.Ref{Kind: step.OpenStackCluster, Name: c.name}
+	wired := c.switched()
 	b.step(wired || (cl != nil && cl.Paused), step.Kube, step.Pause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 		"no reconciliation while the infrastructure is switched")
 	b.group()
