@@ -130,6 +130,9 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	}
 	w.repo = testenv.NewPlansRepo(r, w.git, w.gh)
 	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(secrets["webhook-secret"])
+	w.repo.Undelivered = func(event string, err error) {
+		out.say("    GitHub's %s webhook was not delivered (%v): like GitHub, the demo does not retry it; the reconciler's poll finds the change", event, err)
+	}
 	w.reader = status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}}
 	if fx.drain != nil {
 		fx.drain.reader, fx.drain.plan = w.reader, sc.cluster
