@@ -22,7 +22,10 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -81,6 +84,32 @@ func drained(ctx context.Context, wl *testenv.Kube, nodes []string) bool {
 // ownedByDaemonSet reports whether a DaemonSet owns p: a drain leaves it.
 func ownedByDaemonSet(p *corev1.Pod) bool {
 	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
+}
+
+// checkBridgeKept checks that network-bridge stayed done once the
+// infrastructure moved: every status of it on the merge commits of
+// workers, cutover and cleanup is success, though the new nodes joined
+// with no VPN client pod yet.
+func checkBridgeKept(t *testing.T, gh *fakegithub.Server, st *status.PlanStatus) {
+	t.Helper()
+	later := map[string]string{}
+	for _, a := range st.ApprovedBy {
+		if a.Phase == "workers" || a.Phase == "cutover" || a.Phase == "cleanup" {
+			later[a.Commit] = a.Phase
+		}
+	}
+	seen := 0
+	for _, s := range gh.Statuses() {
+		if phase, ok := later[s.SHA]; ok && s.Context == "ferry/"+st.Plan+"/network-bridge" {
+			seen++
+			if s.State != forge.StateSuccess {
+				t.Errorf("network-bridge reopened after %s was approved: commit status %s (%s)", phase, s.State, s.Description)
+			}
+		}
+	}
+	if seen < len(later) || len(later) != 3 {
+		t.Errorf("network-bridge statuses on the later merge commits: %d on %d commits (%v); want at least one on each of 3", seen, len(later), later)
+	}
 }
 
 // checkCleanedUp checks the world after cleanup: the old pool and its

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -57,39 +56,35 @@ func TestRunKamajiOpenStack(t *testing.T) {
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
 	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
-	w := &prWatch{ctx: ctx, plan: h.Name, gh: gh, fatal: r.fatalf,
-		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
-	repo := testenv.NewPlansRepo(t, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
+	m := newMigration(t, ctx, r, g, gh, h.Name)
+	S, P := status.PhaseSucceeded, status.PhasePending
 
-	refuseBrokenRule(t, repo, w, h, plan("cluster"))
-	repo.PushPR(1, "Keep the kubelet address order of seed 004", "alice", map[string]string{planPath: plan("cluster")})
-	preview := w.comment(1, "preview", "Steps of phase cluster:")
+	refuseBrokenRule(t, m, h, plan("cluster"))
+	m.repo.PushPR(m.pr, "Keep the kubelet address order of seed 004", "alice", map[string]string{planPath: plan("cluster")})
+	preview := m.comment(m.pr, "preview", "Steps of phase cluster:")
 	for _, want := range []string{"patch Cluster default/kamaji-quickstart", "create OpenStackCluster default/kamaji-quickstart", "apiServerLoadBalancer=false", "disableAPIServerFloatingIP=true"} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("preview of #1 lacks %q:\n%s", want, preview)
 		}
 	}
-	approvePhase(t, repo, w, 1, "cluster", "bob", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhasePending})
+	m.merge("cluster", "bob", map[string]status.PhaseState{"cluster": S, "control-plane": P})
 	var cl clusterv1.Cluster
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.Paused || cl.Spec.InfrastructureRef.Kind != "OpenStackCluster" {
 		t.Fatalf("Cluster after phase cluster: paused=%t, infrastructureRef %v, %v", cl.Spec.Paused, cl.Spec.InfrastructureRef, err)
 	}
 
-	repo.OpenPR(2, "Approve control-plane", "alice", map[string]string{planPath: plan("control-plane")})
-	preview = w.comment(2, "preview", "Steps of phase control-plane:")
+	preview = m.open("Approve control-plane", "control-plane", plan("control-plane"))
 	for _, want := range []string{"patch KamajiControlPlane default/" + h.ControlPlaneName, "nodeSelector=none"} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("preview of #2 lacks %q:\n%s", want, preview)
 		}
 	}
-	approvePhase(t, repo, w, 2, "control-plane", "carol", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhasePending})
+	m.merge("control-plane", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
 
-	repo.OpenPR(3, "Approve workers", "alice", map[string]string{planPath: plan("workers")})
-	w.comment(3, "preview", "Steps of phase workers:")
-	merge3 := approvePhase(t, repo, w, 3, "workers", "carol", map[string]status.PhaseState{"cluster": status.PhaseSucceeded, "control-plane": status.PhaseSucceeded, "workers": status.PhaseSucceeded})
+	m.open("Approve workers", "workers", plan("workers"))
+	_, merge3 := m.merge("workers", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
 	unpaused := time.Now() // the workers' unpause was before this
-	w.successStatuses(merge3, 3)
+	m.successStatuses(merge3, 3)
 
 	// What the real controllers made of it.
 	for _, c := range h.VerifyUntil(ctx, before, unpaused, 2*time.Minute) {
@@ -104,14 +99,15 @@ func TestRunKamajiOpenStack(t *testing.T) {
 // rule (Hostname first in the kubelet address order) and checks that the
 // preview refuses it, naming the field, and that nothing ran: the Cluster
 // is still on its Docker infrastructure.
-func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, h *ostest.Hosted, plan string) {
+func refuseBrokenRule(t *testing.T, m *migration, h *ostest.Hosted, plan string) {
 	t.Helper()
 	broken := strings.Replace(plan, "preferredAddressTypes: [InternalIP, ExternalIP, Hostname]", "preferredAddressTypes: [Hostname, InternalIP, ExternalIP]", 1)
 	if broken == plan {
 		t.Fatal("the plan has no preferredAddressTypes to break")
 	}
-	repo.OpenPR(1, "Approve cluster", "alice", map[string]string{"plans/kamaji-quickstart.yaml": broken})
-	preview := w.comment(1, "preview", "spec.target.controlPlane.kubelet.preferredAddressTypes")
+	m.pr++
+	m.repo.OpenPR(m.pr, "Approve cluster", "alice", map[string]string{m.path(): broken})
+	preview := m.comment(m.pr, "preview", "spec.target.controlPlane.kubelet.preferredAddressTypes")
 	for _, want := range []string{"`plans/kamaji-quickstart.yaml`: invalid", "must be [InternalIP, ExternalIP, Hostname] with KamajiControlPlane"} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("preview of the broken plan lacks %q:\n%s", want, preview)
@@ -121,25 +117,7 @@ func refuseBrokenRule(t *testing.T, repo *testenv.PlansRepo, w *prWatch, h *oste
 		t.Errorf("preview of the broken plan lists steps:\n%s", preview)
 	}
 	var cl clusterv1.Cluster
-	if err := h.Mgmt.Client.Get(w.ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.InfrastructureRef.Kind != "DockerCluster" || cl.Spec.Paused {
+	if err := h.Mgmt.Client.Get(m.ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.InfrastructureRef.Kind != "DockerCluster" || cl.Spec.Paused {
 		t.Errorf("Cluster after the refused plan: infrastructureRef %v, paused %t, %v; want it untouched", cl.Spec.InfrastructureRef, cl.Spec.Paused, err)
 	}
-}
-
-// approvePhase merges pull request pr as merger, waits for the phases to
-// reach want and for the progress comment to report phase Succeeded, and
-// checks that the status credits the merger; it returns the merge commit.
-func approvePhase(t *testing.T, repo *testenv.PlansRepo, w *prWatch, pr int, phase, merger string, want map[string]status.PhaseState) string {
-	t.Helper()
-	merge := repo.MergePR(pr, merger)
-	st := w.phases(want)
-	found := false
-	for _, a := range st.ApprovedBy {
-		found = found || a == (status.Approval{Phase: phase, By: merger, PR: pr, Commit: merge})
-	}
-	if !found {
-		t.Errorf("approvedBy = %+v; want %s approved by %s in #%d", st.ApprovedBy, phase, merger, pr)
-	}
-	w.comment(pr, "progress/"+w.plan, "| "+phase+" | Succeeded |")
-	return merge
 }

@@ -4,9 +4,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,9 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -40,87 +36,6 @@ spec:
         - name: openvpn
           image: registry.example.com/openvpn-client:2.6
 `
-
-// migration drives one plan through pull requests: each approves a phase,
-// is previewed, merged, and its phase waited for in the status branch and
-// in the progress comment.
-type migration struct {
-	t      *testing.T
-	ctx    context.Context
-	r      *running
-	gh     *fakegithub.Server
-	repo   *testenv.PlansRepo
-	reader status.Store
-	name   string
-	pr     int
-}
-
-// approve opens a pull request that approves phase with content, waits
-// for its preview, merges it and waits for the phases of want.
-func (m *migration) approve(phase, content string, want map[string]status.PhaseState) *status.PlanStatus {
-	m.t.Helper()
-	m.pr++
-	path := "plans/" + m.name + ".yaml"
-	m.repo.OpenPR(m.pr, "Approve "+phase, "alice", map[string]string{path: content})
-	m.comment(m.pr, "preview", "Steps of phase "+phase+":")
-	m.repo.MergePR(m.pr, "bob")
-	return m.phases(want)
-}
-
-// phases waits until the plan's phases on the status branch are in the
-// states of want, and returns that status.
-func (m *migration) phases(want map[string]status.PhaseState) *status.PlanStatus {
-	m.t.Helper()
-	var st *status.PlanStatus
-	for m.ctx.Err() == nil {
-		var err error
-		if st, err = m.reader.Read(m.ctx, m.name); err == nil && phasesAre(st, want) {
-			return st
-		}
-		select {
-		case <-m.r.exited:
-			m.r.fatalf("reconciler run exited %d while waiting for phases %v", m.r.code, want)
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-	var got []string
-	if st != nil {
-		for _, p := range st.Phases {
-			got = append(got, fmt.Sprintf("%s %s (%s)", p.Name, p.State, p.Reason))
-		}
-	}
-	m.r.fatalf("phases never reached %v; last: %s", want, strings.Join(got, "; "))
-	return nil
-}
-
-// comment waits for a comment on pull request pr with the marker of key
-// that contains want, and returns it; it fails with the last such comment.
-func (m *migration) comment(pr int, key, want string) string {
-	m.t.Helper()
-	var body string
-	found := func() bool {
-		for _, c := range m.gh.Comments(pr) {
-			if strings.HasPrefix(c.Body, forge.Marker(key)) {
-				body = c.Body
-				if strings.Contains(c.Body, want) {
-					return true
-				}
-			}
-		}
-		return false
-	}
-	for m.ctx.Err() == nil && !found() {
-		select {
-		case <-m.r.exited:
-			m.r.fatalf("reconciler run exited %d while waiting for a %s comment on #%d", m.r.code, key, pr)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	if m.ctx.Err() != nil {
-		m.r.fatalf("no %s comment on #%d with %q; the last one:\n%s", key, pr, want, body)
-	}
-	return body
-}
 
 // TestRunReplaceOpenStack is seed 003 driven through pull requests on the
 // real controllers: a cluster whose workers are CAPD machines (the real
@@ -153,10 +68,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
 	r := startRun(t, ctx, g, gh, f.Mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
-	repo := testenv.NewPlansRepo(t, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
-	x.m = &migration{t: t, ctx: ctx, r: r, gh: gh, repo: repo, name: "tenant-a",
-		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
+	x.m = newMigration(t, ctx, r, g, gh, "tenant-a")
 	m, S, P := x.m, status.PhaseSucceeded, status.PhasePending
 
 	m.approve("prepare", x.plan("prepare"), map[string]status.PhaseState{"prepare": S, "network-bridge": P})
@@ -174,6 +86,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	st := m.approve("cleanup", x.plan("cleanup"), map[string]status.PhaseState{"cutover": S, "cleanup": S})
 	checkCleanedUp(ctx, t, f)
 	x.gw.waitNone(t)
+	checkBridgeKept(t, gh, st)
 	t.Logf("the old cloud's inventory in the status: %+v", st.Inventory)
 	if len(st.Inventory) == 0 {
 		t.Errorf("the status after cleanup has no inventory of the old cloud")
@@ -212,14 +125,11 @@ func (x *replaceRun) resizeGateway() {
 	first := x.gw.waitOne(t, x.f.FlavorID)
 	flavor2, flavor2ID := x.f.ExtraFlavor(t, "ferry.gateway", 640)
 	x.gatewayFlavor = flavor2
-	m.pr++
-	m.repo.OpenPR(m.pr, "Resize the VPN gateway", "alice", map[string]string{"plans/tenant-a.yaml": x.plan("network-bridge")})
-	m.comment(m.pr, "preview", "Steps of phase network-bridge:")
-	m.repo.MergePR(m.pr, "bob")
+	m.open("Resize the VPN gateway", "network-bridge", x.plan("network-bridge"))
+	m.merge("network-bridge", "bob", map[string]status.PhaseState{"network-bridge": status.PhaseSucceeded, "infrastructure": status.PhasePending})
 	if second := x.gw.waitOne(t, flavor2ID); second == first {
 		t.Errorf("the gateway kept server %s after its flavor changed", first)
 	}
-	m.phases(map[string]status.PhaseState{"network-bridge": status.PhaseSucceeded, "infrastructure": status.PhasePending})
 }
 
 // cutover approves the cutover with a budget of no disruption holding the
@@ -236,9 +146,7 @@ func (x *replaceRun) cutover() {
 		t.Fatalf("web pods on the old nodes before cutover: %d, %v", len(moving), err)
 	}
 	least := wl.WatchLeastHealthy(ctx, "default", x.web)
-	m.pr++
-	m.repo.OpenPR(m.pr, "Approve cutover", "alice", map[string]string{"plans/tenant-a.yaml": x.plan("cutover")})
-	m.comment(m.pr, "preview", "Steps of phase cutover:")
+	m.open("Approve cutover", "cutover", x.plan("cutover"))
 	m.repo.MergePR(m.pr, "bob")
 	t.Logf("progress comment while the budget holds:\n%s", m.comment(m.pr, "progress/tenant-a", "PodDisruptionBudget default/db"))
 	checkHeld(t, wl, f.OldNodes)

@@ -1,0 +1,159 @@
+//go:build openstack
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// migration drives one plan through pull requests, as a team does on
+// GitHub, against a running `reconciler run`: each pull request approves
+// a phase, is previewed, merged, and its phase waited for on the status
+// branch and in the progress comment. Every wait ends at once when the
+// reconciler exits, and fails with the last thing it saw and the end of
+// the reconciler's log.
+type migration struct {
+	t      *testing.T
+	ctx    context.Context
+	r      *running
+	gh     *fakegithub.Server
+	repo   *testenv.PlansRepo
+	reader status.Store
+	plan   string // the plan's name: plans/<plan>.yaml
+	pr     int    // the last pull request opened
+}
+
+// newMigration acts on g's plans repository for plan, delivering webhooks
+// to r and reading the status branch.
+func newMigration(t *testing.T, ctx context.Context, r *running, g *testenv.Git, gh *fakegithub.Server, plan string) *migration {
+	repo := testenv.NewPlansRepo(t, g, gh)
+	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
+	return &migration{t: t, ctx: ctx, r: r, gh: gh, repo: repo, plan: plan,
+		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
+}
+
+func (m *migration) path() string { return "plans/" + m.plan + ".yaml" }
+
+// open opens the next pull request, by alice, with the plan's content,
+// and returns its preview once it lists the steps of phase.
+func (m *migration) open(title, phase, content string) string {
+	m.t.Helper()
+	m.pr++
+	m.repo.OpenPR(m.pr, title, "alice", map[string]string{m.path(): content})
+	return m.comment(m.pr, "preview", "Steps of phase "+phase+":")
+}
+
+// merge merges the last pull request as merger, which approves phase:
+// it waits until the status credits the merger with the merge and the
+// phases are in the states of want, and for the progress comment to show
+// phase Succeeded; it returns the status and the merge commit.
+func (m *migration) merge(phase, merger string, want map[string]status.PhaseState) (*status.PlanStatus, string) {
+	m.t.Helper()
+	sha := m.repo.MergePR(m.pr, merger)
+	approval := status.Approval{Phase: phase, By: merger, PR: m.pr, Commit: sha}
+	st := m.until(fmt.Sprintf("%+v and phases %v", approval, want), func(st *status.PlanStatus) bool {
+		return slices.Contains(st.ApprovedBy, approval) && phasesAre(st, want)
+	})
+	m.comment(m.pr, "progress/"+m.plan, "| "+phase+" | Succeeded |")
+	return st, sha
+}
+
+// approve opens a pull request that approves phase with content and
+// merges it as bob, with merge's waits.
+func (m *migration) approve(phase, content string, want map[string]status.PhaseState) *status.PlanStatus {
+	m.t.Helper()
+	m.open("Approve "+phase, phase, content)
+	st, _ := m.merge(phase, "bob", want)
+	return st
+}
+
+// phases waits until the plan's phases on the status branch are in the
+// states of want, and returns that status.
+func (m *migration) phases(want map[string]status.PhaseState) *status.PlanStatus {
+	m.t.Helper()
+	return m.until(fmt.Sprintf("phases %v", want), func(st *status.PlanStatus) bool { return phasesAre(st, want) })
+}
+
+// until waits until the plan's status on the status branch satisfies
+// cond, and returns it.
+func (m *migration) until(what string, cond func(*status.PlanStatus) bool) *status.PlanStatus {
+	m.t.Helper()
+	var st *status.PlanStatus
+	m.wait(what, func() bool {
+		var err error
+		st, err = m.reader.Read(m.ctx, m.plan)
+		return err == nil && cond(st)
+	}, func() string {
+		if st == nil {
+			return "no status read"
+		}
+		got := []string{fmt.Sprintf("approved by %+v", st.ApprovedBy)}
+		for _, p := range st.Phases {
+			got = append(got, fmt.Sprintf("%s %s (%s)", p.Name, p.State, p.Reason))
+		}
+		return "last: " + strings.Join(got, "; ")
+	})
+	return st
+}
+
+// comment waits for a comment on pull request pr with the marker of key
+// that contains want, and returns it.
+func (m *migration) comment(pr int, key, want string) string {
+	m.t.Helper()
+	var body string
+	m.wait(fmt.Sprintf("a %s comment on #%d with %q", key, pr, want), func() bool {
+		for _, c := range m.gh.Comments(pr) {
+			if strings.HasPrefix(c.Body, forge.Marker(key)) {
+				body = c.Body
+				if strings.Contains(c.Body, want) {
+					return true
+				}
+			}
+		}
+		return false
+	}, func() string { return "the last one:\n" + body })
+	return body
+}
+
+// successStatuses waits for n success commit statuses of the plan's
+// phases on commit sha.
+func (m *migration) successStatuses(sha string, n int) {
+	m.t.Helper()
+	m.wait(fmt.Sprintf("%d success statuses for the phases on %s", n, sha), func() bool {
+		success := 0
+		for _, s := range m.gh.Statuses() {
+			if s.SHA == sha && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/"+m.plan+"/") {
+				success++
+			}
+		}
+		return success >= n
+	}, func() string { return fmt.Sprintf("statuses: %+v", m.gh.Statuses()) })
+}
+
+// wait polls done until it holds; when the reconciler exits or ctx ends
+// first, it fails the test with what and last's account of the state.
+func (m *migration) wait(what string, done func() bool, last func() string) {
+	m.t.Helper()
+	for m.ctx.Err() == nil {
+		if done() {
+			return
+		}
+		select {
+		case <-m.r.exited:
+			m.r.fatalf("reconciler run exited %d while waiting for %s; %s", m.r.code, what, last())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	m.r.fatalf("timed out waiting for %s; %s", what, last())
+}
