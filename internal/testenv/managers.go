@@ -142,15 +142,27 @@ func (ms *Managers) startManager(ctx context.Context, t T, m Manager, bin, modul
 		// missed event cost seconds, not ten minutes.
 		"--sync-period=1m",
 	}
-	p, err := ms.start(m.Name, path, args)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
+	// A manager that exits while it starts (its informers' first sync
+	// timed out on a loaded machine) is started again, as its Deployment
+	// would be, up to three times.
+	for attempt := 1; ; attempt++ {
+		p, err := ms.start(m.Name, path, args)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		err = waitReady(ctx, p, health)
+		if err == nil {
+			return opts
+		}
+		if !errors.Is(err, errExited) || attempt == 3 || ctx.Err() != nil {
+			t.Fatalf("testenv: %s did not become ready (start %d): %v\n%s", m.Name, attempt, err, tail(p.log, 30))
+		}
+		t.Logf("testenv: %s exited while starting (%v; last errors: %s); starting it again", m.Name, err, lastErrors(p.log, 3))
 	}
-	if err := waitReady(ctx, p, health); err != nil {
-		t.Fatalf("testenv: %s did not become ready: %v\n%s", m.Name, err, tail(p.log, 30))
-	}
-	return opts
 }
+
+// errExited: a manager exited before it was ready.
+var errExited = errors.New("exited")
 
 // webhookOptions reads a manager's webhook configurations and prepares
 // them for a local port and generated certificates. The projects name
@@ -203,7 +215,8 @@ func webhookOptions(m Manager, manifest string) (*envtest.WebhookInstallOptions,
 
 func (ms *Managers) start(name, path string, args []string) (*managerProc, error) {
 	logFile := ms.LogFile(name)
-	f, err := os.Create(logFile)
+	// Appended to: a program started again keeps its earlier runs' log.
+	f, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -286,7 +299,7 @@ func waitReady(ctx context.Context, p *managerProc, addr string) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("exited: %v", p.cmd.ProcessState)
+			return fmt.Errorf("%w: %v", errExited, p.cmd.ProcessState)
 		case <-ctx.Done():
 			return fmt.Errorf("%w (last: %s)", ctx.Err(), last)
 		case <-time.After(250 * time.Millisecond):
