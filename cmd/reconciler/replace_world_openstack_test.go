@@ -4,8 +4,6 @@ package main
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -161,70 +159,6 @@ func checkCleanedUp(ctx context.Context, t *testing.T, f *ostest.Replaceable) {
 			t.Errorf("server %s (%s), which ferry did not create, is gone or not ACTIVE", name, id)
 		}
 	}
-}
-
-// createWorkload runs the application the migration must keep serving: a
-// web Deployment of three replicas under a budget of one disruption.
-func createWorkload(ctx context.Context, t *testing.T, wl *testenv.Kube, labels map[string]string) {
-	t.Helper()
-	objs := []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/shop:1.0"}}}}}},
-		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}},
-	}
-	for _, o := range objs {
-		if err := wl.Client.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for ctx.Err() == nil {
-		if pods, err := wl.Pods(ctx, "default", labels, testenv.Serving); err == nil && len(pods) == 3 {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	t.Fatalf("three web replicas never served: %v", ctx.Err())
-}
-
-// probe stands for the application's public URL: it answers 200 while a
-// web pod serves and 503 when none does, as a load balancer in front of
-// the pods would, and records every answer.
-type probe struct {
-	*httptest.Server
-	mu      sync.Mutex
-	answers []int
-}
-
-// newProbe serves the probe until the test ends.
-func newProbe(t *testing.T, wl *testenv.Kube, labels map[string]string) *probe {
-	p := &probe{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code := http.StatusServiceUnavailable
-		if pods, err := wl.Pods(r.Context(), "default", labels, testenv.Serving); err == nil && len(pods) > 0 {
-			code = http.StatusOK
-		}
-		p.mu.Lock()
-		p.answers = append(p.answers, code)
-		p.mu.Unlock()
-		w.WriteHeader(code)
-	}))
-	t.Cleanup(p.Close)
-	return p
-}
-
-// answered is how many answers were 200, of how many.
-func (p *probe) answered() (ok, all int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.answers {
-		if c == http.StatusOK {
-			ok++
-		}
-	}
-	return ok, len(p.answers)
 }
 
 // checkDaemonSet waits until DaemonSet name in kube-system has a Running,

@@ -18,25 +18,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// vpnClient is the VPN overlay's client DaemonSet (seed 003,
-// worker/vpn-overlay), on every node old and new.
-const vpnClient = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: vpn-client
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: {app: vpn-client}
-  template:
-    metadata:
-      labels: {app: vpn-client}
-    spec:
-      containers:
-        - name: openvpn
-          image: registry.example.com/openvpn-client:2.6
-`
-
 // TestRunReplaceOpenStack is seed 003 driven through pull requests on the
 // real controllers: a cluster whose workers are CAPD machines (the real
 // Cluster API controllers built them; CAPD's own controller is a labelled
@@ -60,10 +41,13 @@ func TestRunReplaceOpenStack(t *testing.T) {
 			t.Logf("the cluster at the end:\n%s", f.Describe(context.Background()))
 		}
 	})
-	x := &replaceRun{t: t, ctx: ctx, f: f, web: map[string]string{"app": "web"}, gatewayFlavor: f.Flavor}
-	createWorkload(ctx, t, f.Workload, x.web)
-	x.probe = newProbe(t, f.Workload, x.web)
-	seed := testenv.SeedDir(t, map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": vpnClient})
+	x := &replaceRun{t: t, ctx: ctx, f: f, gatewayFlavor: f.Flavor}
+	if err := f.Workload.RunWeb(ctx); err != nil {
+		t.Fatal(err)
+	}
+	x.probe = f.Workload.NewProbe()
+	t.Cleanup(x.probe.Close)
+	seed := testenv.SeedDir(t, map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": testenv.VPNClientManifest})
 	g := testenv.StartGit(t, seed)
 	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
 	t.Cleanup(gh.Close)
@@ -100,8 +84,7 @@ type replaceRun struct {
 	ctx           context.Context
 	f             *ostest.Replaceable
 	m             *migration
-	web           map[string]string
-	probe         *probe
+	probe         *testenv.Probe
 	gw            *gatewayWatch
 	gatewayFlavor string
 }
@@ -141,11 +124,11 @@ func (x *replaceRun) cutover() {
 	t, ctx, f, m, wl := x.t, x.ctx, x.f, x.m, x.f.Workload
 	firstNode := f.OldNodes[0]
 	createHeld(ctx, t, wl, firstNode)
-	moving, err := wl.Pods(ctx, "default", x.web, func(p *corev1.Pod) bool { return slices.Contains(f.OldNodes, p.Spec.NodeName) })
+	moving, err := wl.Pods(ctx, "default", testenv.WebLabels, func(p *corev1.Pod) bool { return slices.Contains(f.OldNodes, p.Spec.NodeName) })
 	if err != nil || len(moving) == 0 {
 		t.Fatalf("web pods on the old nodes before cutover: %d, %v", len(moving), err)
 	}
-	least := wl.WatchLeastHealthy(ctx, "default", x.web)
+	least := wl.WatchLeastHealthy(ctx, "default", testenv.WebLabels)
 	m.open("Approve cutover", "cutover", x.plan("cutover"))
 	m.repo.MergePR(m.pr, "bob")
 	t.Logf("progress comment while the budget holds:\n%s", m.comment(m.pr, "progress/tenant-a", "PodDisruptionBudget default/db"))
@@ -163,7 +146,7 @@ func (x *replaceRun) cutover() {
 			t.Errorf("web pod %s left %s without an eviction through the eviction API", p.Name, p.Spec.NodeName)
 		}
 	}
-	if ok, answers := x.probe.answered(); ok < len(f.OldNodes) || ok != answers {
+	if ok, answers := x.probe.Answered(); ok < len(f.OldNodes) || ok != answers {
 		t.Errorf("the probe answered 200 %d times of %d; want one success per old node (%d) and no failure", ok, answers, len(f.OldNodes))
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // drainWatch follows the replace scenario's cutover on the workload
@@ -26,7 +27,7 @@ import (
 // replicas, the evictions, the cordoned nodes and the probe's answers.
 type drainWatch struct {
 	f     *ostest.Replaceable
-	probe *probe
+	probe *testenv.Probe
 	// least stops the count of healthy web replicas and returns the
 	// fewest seen.
 	least func() int
@@ -93,7 +94,7 @@ func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
 	add("no pod evicted twice", err == nil && len(twice) == 0, "%d evictions of %d pods through the eviction API; evicted more than once: %v%s", sum(counts), len(counts), twice, errText(err))
 	stray, err := d.strayCordons(ctx)
 	add("no stray cordon", err == nil && len(stray) == 0, "cordoned nodes whose drain the plan did not finish: %v%s", stray, errText(err))
-	ok, all := d.probe.answered()
+	ok, all := d.probe.Answered()
 	add("probe answered", ok == all && ok >= len(d.f.OldNodes), "the application's URL answered 200 %d times of %d (one probe after each old node)", ok, all)
 	gone, err := d.oldPoolGone(ctx)
 	add("old pool gone", err == nil && gone == "", "old MachineDeployment %s, its Machines and Nodes deleted%s%s", d.f.OldMD, gone, errText(err))

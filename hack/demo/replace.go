@@ -2,50 +2,18 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
-	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // vpnClientPath is the VPN overlay's client DaemonSet in the plans
-// repository (seed 003, worker/vpn-overlay): the network-bridge phase
-// runs it on every node, old and new.
+// repository: the network-bridge phase runs it on every node, old and new.
 const vpnClientPath = "manifests/vpn-client.yaml"
-
-const vpnClient = `apiVersion: apps/v1
-kind: DaemonSet
-metadata:
-  name: vpn-client
-  namespace: kube-system
-spec:
-  selector:
-    matchLabels: {app: vpn-client}
-  template:
-    metadata:
-      labels: {app: vpn-client}
-    spec:
-      containers:
-        - name: openvpn
-          image: registry.example.com/openvpn-client:2.6
-`
-
-// webLabels select the application the cutover must keep serving.
-var webLabels = map[string]string{"app": "web"}
 
 // replaceWorkers is how many nodes the old pool has, and the new one.
 const replaceWorkers = 3
@@ -60,10 +28,10 @@ func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixtu
 	f := ostest.NewReplaceable(r, "tenant-a", replaceWorkers)
 	out.say("    old nodes: %s", strings.Join(f.OldNodes, ", "))
 	out.say("==> running the application: Deployment web (3 replicas) under PodDisruptionBudget web (maxUnavailable 1), and a probe of its public URL")
-	if err := createWeb(ctx, f.Workload); err != nil {
+	if err := f.Workload.RunWeb(ctx); err != nil {
 		return nil, err
 	}
-	p := newProbe(f.Workload)
+	p := f.Workload.NewProbe()
 	r.Cleanup(p.Close)
 	out.say("    probe: %s/healthz (200 while a web pod serves)", p.URL)
 	extra := "  manifests:\n    vpnOverlay: [" + vpnClientPath + "]\n" +
@@ -72,79 +40,15 @@ func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixtu
 	// The least healthy count runs from now until the checks read it.
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	r.Cleanup(stopWatch)
-	d := &drainWatch{f: f, probe: p, least: onceInt(f.Workload.WatchLeastHealthy(watchCtx, "default", webLabels))}
+	d := &drainWatch{f: f, probe: p, least: onceInt(f.Workload.WatchLeastHealthy(watchCtx, "default", testenv.WebLabels))}
 	return &fixture{
 		cloud:     &ostest.Adoptable{Fixture: f.Fixture, Name: f.Name, Mgmt: f.Mgmt, Workload: f.Workload, PKI: f.PKI},
 		plan:      func(approve string) string { return f.Plan(approve, replaceWorkers, gateway, extra) },
-		files:     map[string]string{vpnClientPath: vpnClient},
+		files:     map[string]string{vpnClientPath: testenv.VPNClientManifest},
 		checks:    func(ctx context.Context) []ostest.Check { return d.checks(ctx) },
 		normalize: normalizeGenerated,
 		drain:     d,
 	}, nil
-}
-
-// createWeb runs the web Deployment of three replicas under a budget of
-// one disruption, and waits until the three serve.
-func createWeb(ctx context.Context, wl *testenv.Kube) error {
-	objs := []client.Object{
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: webLabels},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: webLabels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "registry.example.com/shop:1.0"}}}}}},
-		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}, Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: webLabels}}},
-	}
-	for _, o := range objs {
-		if err := wl.Client.Create(ctx, o); err != nil {
-			return fmt.Errorf("create the web application: %w", err)
-		}
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	for {
-		if pods, err := wl.Pods(ctx, "default", webLabels, testenv.Serving); err == nil && len(pods) == 3 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("three web replicas never served (see the workload cluster's managers' logs): %w", ctx.Err())
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// probe stands for the application's public URL: it answers 200 while a
-// web pod serves and 503 when none does, as a load balancer in front of
-// the pods would, and counts its answers.
-type probe struct {
-	*httptest.Server
-	mu      sync.Mutex
-	ok, all int
-}
-
-func newProbe(wl *testenv.Kube) *probe {
-	p := &probe{}
-	p.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		code := http.StatusServiceUnavailable
-		if pods, err := wl.Pods(r.Context(), "default", webLabels, testenv.Serving); err == nil && len(pods) > 0 {
-			code = http.StatusOK
-		}
-		p.mu.Lock()
-		p.all++
-		if code == http.StatusOK {
-			p.ok++
-		}
-		p.mu.Unlock()
-		w.WriteHeader(code)
-	}))
-	return p
-}
-
-// answered is how many answers were 200, of how many.
-func (p *probe) answered() (ok, all int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ok, p.all
 }
 
 // onceInt calls f once, the first time the returned function is called,
