@@ -77,7 +77,7 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 	}
 	norm := cloud.Normalize
 	normalize := func(s string) string {
-		s = norm.Replace(s)
+		s = norm(s)
 		s = endpointPort.ReplaceAllString(s, `<endpoint-ip>:<port>`)
 		s = endpointJSON.ReplaceAllString(s, `${1}"<port>"`)
 		if w.fx.normalize != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 
-
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )

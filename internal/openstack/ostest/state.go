@@ -3,6 +3,7 @@ package ostest
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -36,7 +37,7 @@ type CloudState struct {
 	// routers, servers, ports, security groups, floating IPs, image,
 	// flavor), addresses, key fingerprint and random suffix as names, for
 	// other texts (objects' specs) to compare across fixtures.
-	Normalize *strings.Replacer
+	Normalize func(string) string
 }
 
 // project is what the fixture's project holds, each listed once.
@@ -99,9 +100,9 @@ func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, error)
 	named := map[string]int{} // kind and name -> resources
 	add := func(kind, name, line string) {
 		if name != "" {
-			named[kind+" "+norm.Replace(name)]++
+			named[kind+" "+norm(name)]++
 		}
-		st.Lines = append(st.Lines, norm.Replace(kind+" "+line))
+		st.Lines = append(st.Lines, norm(kind+" "+line))
 	}
 	for _, s := range p.servers {
 		add("server", s.Name, fmt.Sprintf("%s: %s, security groups %v", s.Name, s.Status, securityGroups(s.SecurityGroups)))
@@ -135,17 +136,19 @@ func (a *Adoptable) State(ctx context.Context, t testenv.T) (*CloudState, error)
 }
 
 // normalizer replaces the fixture's IDs, addresses, key fingerprint and
-// random suffix with stable names.
-func (a *Adoptable) normalizer(p *project) *strings.Replacer {
+// random suffix with stable names. An address is replaced only whole: the
+// fixture's 10.0.0.1 is not the start of a new port's 10.0.0.17.
+func (a *Adoptable) normalizer(p *project) func(string) string {
 	pairs := map[string]string{
 		a.ProjectID: "<project>", a.NetworkID: "<network>", a.ExternalNetworkID: "<external-network>",
-		a.ImageID: "<image>", a.FlavorID: "<flavor>", a.Endpoint: "<endpoint-ip>", a.EndpointFIP: "<endpoint-fip>",
+		a.ImageID: "<image>", a.FlavorID: "<flavor>",
 	}
+	addrs := map[string]string{a.Endpoint: "<endpoint-ip>", a.EndpointFIP: "<endpoint-fip>"}
 	for node, id := range a.Servers {
 		pairs[id] = "<server " + node + ">"
 	}
 	for node, ip := range a.Addresses {
-		pairs[ip] = "<ip " + node + ">"
+		addrs[ip] = "<ip " + node + ">"
 	}
 	for _, r := range p.routers {
 		pairs[r.ID] = "<router " + r.Name + ">"
@@ -156,7 +159,7 @@ func (a *Adoptable) normalizer(p *project) *strings.Replacer {
 	for _, s := range p.subnets {
 		if s.NetworkID == a.NetworkID || s.NetworkID == a.ExternalNetworkID {
 			pairs[s.ID] = "<subnet " + s.Name + ">"
-			pairs[s.CIDR] = "<cidr " + s.Name + ">"
+			addrs[s.CIDR] = "<cidr " + s.Name + ">"
 		}
 	}
 	for _, port := range p.ports {
@@ -173,8 +176,8 @@ func (a *Adoptable) normalizer(p *project) *strings.Replacer {
 	if key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err == nil {
 		pairs[ssh.FingerprintLegacyMD5(key)] = "<fingerprint of the fixture's public key>"
 	}
-	// Longest first, so that an address is not replaced inside a longer
-	// one; names inside the replacements lose the suffix too.
+	// Longest first, so that an ID is not replaced inside a longer one;
+	// names inside the replacements lose the suffix too.
 	olds := make([]string, 0, len(pairs))
 	for old := range pairs {
 		if old != "" {
@@ -187,5 +190,17 @@ func (a *Adoptable) normalizer(p *project) *strings.Replacer {
 		args = append(args, old, strings.ReplaceAll(pairs[old], a.Suffix, "<suffix>"))
 	}
 	args = append(args, a.Suffix, "<suffix>")
-	return strings.NewReplacer(args...)
+	ids := strings.NewReplacer(args...)
+	return func(s string) string {
+		s = ipv4.ReplaceAllStringFunc(s, func(ip string) string {
+			if name, ok := addrs[ip]; ok {
+				return strings.ReplaceAll(name, a.Suffix, "<suffix>")
+			}
+			return ip
+		})
+		return ids.Replace(s)
+	}
 }
+
+// ipv4 matches a whole IPv4 address or CIDR.
+var ipv4 = regexp.MustCompile(`\b\d{1,3}(?:\.\d{1,3}){3}(?:/\d{1,2})?\b`)
