@@ -176,21 +176,7 @@ func (a *Adoptable) normalizer(p *project) func(string) string {
 	if key, _, _, _, err := ssh.ParseAuthorizedKey([]byte(a.PublicKey)); err == nil {
 		pairs[ssh.FingerprintLegacyMD5(key)] = "<fingerprint of the fixture's public key>"
 	}
-	// Longest first, so that an ID is not replaced inside a longer one;
-	// names inside the replacements lose the suffix too.
-	olds := make([]string, 0, len(pairs))
-	for old := range pairs {
-		if old != "" {
-			olds = append(olds, old)
-		}
-	}
-	slices.SortFunc(olds, func(x, y string) int { return len(y) - len(x) })
-	var args []string
-	for _, old := range olds {
-		args = append(args, old, strings.ReplaceAll(pairs[old], a.Suffix, "<suffix>"))
-	}
-	args = append(args, a.Suffix, "<suffix>")
-	ids := strings.NewReplacer(args...)
+	ids := idReplacer(pairs, a.Suffix)
 	return func(s string) string {
 		s = ipv4.ReplaceAllStringFunc(s, func(ip string) string {
 			if name, ok := addrs[ip]; ok {
@@ -200,6 +186,24 @@ func (a *Adoptable) normalizer(p *project) func(string) string {
 		})
 		return ids.Replace(s)
 	}
+}
+
+// idReplacer replaces each ID of pairs with its name, and suffix with
+// "<suffix>", in names too. Longest first, so that an ID is not replaced
+// inside a longer one.
+func idReplacer(pairs map[string]string, suffix string) *strings.Replacer {
+	olds := make([]string, 0, len(pairs))
+	for old := range pairs {
+		if old != "" {
+			olds = append(olds, old)
+		}
+	}
+	slices.SortFunc(olds, func(x, y string) int { return len(y) - len(x) })
+	var args []string
+	for _, old := range olds {
+		args = append(args, old, strings.ReplaceAll(pairs[old], suffix, "<suffix>"))
+	}
+	return strings.NewReplacer(append(args, suffix, "<suffix>")...)
 }
 
 // ipv4 matches a whole IPv4 address or CIDR.
