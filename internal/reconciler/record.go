@@ -43,12 +43,6 @@ type StatusRecorder struct {
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
 	dirty    map[string]bool
-	// unmirrored are the plans restored from the store whose comment and
-	// commit statuses this process has not written yet: the process
-	// before it may have ended (a kill, a crash) between committing a
-	// status and mirroring it. The first Flush mirrors them, changed or
-	// not; the forge skips a comment that is already so.
-	unmirrored map[string]bool
 	// phases are the states of each plan's phases at its last planning,
 	// for the metrics (the planner's whole result is not kept).
 	phases map[string][]planner.PhaseState
@@ -59,7 +53,6 @@ var _ Recorder = (*StatusRecorder)(nil)
 func (r *StatusRecorder) init() {
 	if r.statuses == nil {
 		r.statuses, r.dirty, r.phases = map[string]*status.PlanStatus{}, map[string]bool{}, map[string][]planner.PhaseState{}
-		r.unmirrored = map[string]bool{}
 	}
 }
 
@@ -75,7 +68,12 @@ func (r *StatusRecorder) Restore(ctx context.Context, l *Loop) error {
 	r.init()
 	for _, st := range all {
 		r.statuses[st.Plan] = st
-		r.unmirrored[st.Plan] = true
+		// Dirty: the process before this one may have ended (a kill, a
+		// crash) between committing the status and mirroring it. The
+		// first Flush writes it again, which commits nothing when it is
+		// unchanged, and mirrors it; the forge skips a comment that is
+		// already so.
+		r.dirty[st.Plan] = true
 		l.Restore(st.Plan, status.Record(st))
 	}
 	return nil
@@ -202,41 +200,34 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	r.init()
 	// Copies: results keep changing the live statuses while these are
 	// written and mirrored outside the lock.
-	var changed, mirror []*status.PlanStatus
+	var changed []*status.PlanStatus
 	for plan := range r.dirty {
 		changed = append(changed, r.statuses[plan].Clone())
 	}
-	for plan := range r.unmirrored {
-		if !r.dirty[plan] {
-			mirror = append(mirror, r.statuses[plan].Clone())
-		}
-	}
 	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
-	r.dirty, r.unmirrored = map[string]bool{}, map[string]bool{}
+	r.dirty = map[string]bool{}
 	if r.Metrics != nil {
 		r.Metrics.ObservePhases(r.phases)
 	}
 	r.mu.Unlock()
-	if len(changed) > 0 {
-		began := time.Now()
-		commit, err := r.Store.Write(ctx, changed)
-		if err != nil {
-			r.mu.Lock()
-			for _, st := range changed {
-				r.dirty[st.Plan] = true // try again next cycle
-			}
-			for _, st := range mirror {
-				r.unmirrored[st.Plan] = true
-			}
-			r.mu.Unlock()
-			return err
+	if len(changed) == 0 {
+		return nil
+	}
+	began := time.Now()
+	commit, err := r.Store.Write(ctx, changed)
+	if err != nil {
+		r.mu.Lock()
+		for _, st := range changed {
+			r.dirty[st.Plan] = true // try again next cycle
 		}
-		if commit != "" {
-			logging.From(ctx).Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
-		}
+		r.mu.Unlock()
+		return err
+	}
+	if commit != "" {
+		logging.From(ctx).Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
 	}
 	if r.Forge != nil {
-		for _, st := range append(changed, mirror...) {
+		for _, st := range changed {
 			r.mirror(ctx, st)
 		}
 	}

@@ -33,6 +33,7 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
 		t.Fatal(err)
 	}
+	head := g.Run(t, "rev-parse", status.DefaultBranch)
 
 	gh := fakegithub.New("ferry-dev", "plans", "token")
 	t.Cleanup(gh.Close)
@@ -47,6 +48,9 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	}
 	if err := r.Flush(ctx, Cycle{}); err != nil {
 		t.Fatal(err)
+	}
+	if now := g.Run(t, "rev-parse", status.DefaultBranch); now != head {
+		t.Errorf("the restart's first flush committed %s on an unchanged status", now)
 	}
 	comments := gh.Comments(1)
 	if len(comments) != 1 || !strings.HasPrefix(comments[0].Body, forge.Marker("progress/capi-quickstart")) || !strings.Contains(comments[0].Body, "| cluster | Succeeded |") {
