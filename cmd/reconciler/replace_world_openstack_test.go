@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -62,26 +61,11 @@ func createHeld(ctx context.Context, t *testing.T, wl *testenv.Kube, node string
 // DaemonSet pods.
 func drained(ctx context.Context, wl *testenv.Kube, nodes []string) bool {
 	for _, name := range nodes {
-		var n corev1.Node
-		if wl.Client.Get(ctx, client.ObjectKey{Name: name}, &n) != nil || !n.Spec.Unschedulable {
+		if cordoned, toEvict, err := wl.DrainState(ctx, name); err != nil || !cordoned || toEvict > 0 {
 			return false
-		}
-		var pods corev1.PodList
-		if wl.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": name}) != nil {
-			return false
-		}
-		for _, p := range pods.Items {
-			if !ownedByDaemonSet(&p) {
-				return false
-			}
 		}
 	}
 	return true
-}
-
-// ownedByDaemonSet reports whether a DaemonSet owns p: a drain leaves it.
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
 }
 
 // checkBridgeKept checks that network-bridge stayed done once the

@@ -145,7 +145,7 @@ func (x *replaceRun) cutover() {
 		t.Errorf("%d web replicas healthy at the worst of the cutover; the budget allows one disruption of three", n)
 	}
 	for _, p := range moving {
-		if !wl.Evicted(t, p.Name) {
+		if !wl.Evicted(t, &p) {
 			t.Errorf("web pod %s left %s without an eviction through the eviction API", p.Name, p.Spec.NodeName)
 		}
 	}

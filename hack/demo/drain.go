@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,17 +38,8 @@ type drainWatch struct {
 // drain evicts (one not of a DaemonSet), or "" when there is none: the
 // moment a cutover drain runs.
 func (d *drainWatch) draining(ctx context.Context) string {
-	wl := d.f.Workload
 	for _, name := range d.f.OldNodes {
-		var n corev1.Node
-		if wl.Client.Get(ctx, client.ObjectKey{Name: name}, &n) != nil || !n.Spec.Unschedulable {
-			continue
-		}
-		var pods corev1.PodList
-		if wl.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": name}) != nil {
-			continue
-		}
-		if slices.ContainsFunc(pods.Items, func(p corev1.Pod) bool { return !ownedByDaemonSet(&p) }) {
+		if cordoned, toEvict, err := d.f.Workload.DrainState(ctx, name); err == nil && cordoned && toEvict > 0 {
 			return name
 		}
 	}
@@ -74,10 +61,6 @@ func (d *drainWatch) waitDraining(ctx context.Context) (string, error) {
 	}
 }
 
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" })
-}
-
 // checks are what the cutover must have kept and left: the budget never
 // violated, no pod evicted twice, no node left cordoned that the plan did
 // not finish draining, the probe answered, the old pool gone and the new
@@ -89,7 +72,7 @@ func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
 	}
 	least := d.least()
 	add("budget kept", least >= 2, "at least %d of 3 web replicas healthy at every moment of the run (PodDisruptionBudget web allows one disruption)", least)
-	counts, err := evictions(d.f.Workload.AuditLog)
+	counts, err := d.f.Workload.Evictions()
 	twice := evictedTwice(counts)
 	add("no pod evicted twice", err == nil && len(twice) == 0, "%d evictions of %d pods through the eviction API; evicted more than once: %v%s", sum(counts), len(counts), twice, errText(err))
 	stray, err := d.strayCordons(ctx)
@@ -101,29 +84,6 @@ func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
 	booted := d.f.Booted()
 	add("new nodes joined", len(booted) == replaceWorkers, "%d new nodes on servers the real CAPO built: %s", len(booted), strings.Join(booted, ", "))
 	return checks
-}
-
-// evictions counts the successful evictions of each pod in an API
-// server's audit log.
-func evictions(path string) (map[string]int, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read the workload API server's audit log: %w", err)
-	}
-	defer f.Close()
-	counts := map[string]int{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var e struct {
-			ObjectRef      struct{ Resource, Subresource, Namespace, Name string }
-			ResponseStatus struct{ Code int }
-		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "eviction" && e.ResponseStatus.Code/100 == 2 {
-			counts[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name]++
-		}
-	}
-	return counts, sc.Err()
 }
 
 // evictedTwice lists the pods evicted more than once, with how often.
@@ -212,7 +172,7 @@ func (d *drainWatch) oldPoolGone(ctx context.Context) (string, error) {
 // evicted twice is a repeated effect; a broken budget, a stray cordon, a
 // probe that failed or an old pool left are violations.
 func (d *drainWatch) capture(ctx context.Context, st *endState) {
-	counts, err := evictions(d.f.Workload.AuditLog)
+	counts, err := d.f.Workload.Evictions()
 	if err != nil {
 		st.violations = append(st.violations, err.Error())
 	}

@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -70,26 +72,56 @@ func (k *Kube) WatchLeastHealthy(ctx context.Context, namespace string, labels m
 	}
 }
 
-// Evicted reports whether the API server's audit log holds a successful
-// eviction of pod, through the eviction API.
-func (k *Kube) Evicted(t T, pod string) bool {
-	t.Helper()
+// Evictions counts the successful evictions of each pod
+// ("namespace/name") through the eviction API, from the API server's
+// audit log.
+func (k *Kube) Evictions() (map[string]int, error) {
 	f, err := os.Open(k.AuditLog)
+	if err != nil {
+		return nil, fmt.Errorf("read the API server's audit log: %w", err)
+	}
+	defer f.Close()
+	counts := map[string]int{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var e struct {
+			ObjectRef      struct{ Resource, Subresource, Namespace, Name string }
+			ResponseStatus struct{ Code int }
+		}
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "eviction" && e.ResponseStatus.Code/100 == 2 {
+			counts[e.ObjectRef.Namespace+"/"+e.ObjectRef.Name]++
+		}
+	}
+	return counts, sc.Err()
+}
+
+// Evicted reports whether the API server's audit log holds a successful
+// eviction of pod p, through the eviction API.
+func (k *Kube) Evicted(t T, p *corev1.Pod) bool {
+	t.Helper()
+	counts, err := k.Evictions()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var e struct {
-			ObjectRef      struct{ Resource, Subresource, Name string }
-			ResponseStatus struct{ Code int }
-		}
-		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ObjectRef.Resource == "pods" && e.ObjectRef.Subresource == "eviction" &&
-			e.ObjectRef.Name == pod && e.ResponseStatus.Code/100 == 2 {
-			return true
+	return counts[p.Namespace+"/"+p.Name] > 0
+}
+
+// DrainState says whether node is cordoned and how many of its pods a
+// drain evicts: those no DaemonSet owns.
+func (k *Kube) DrainState(ctx context.Context, node string) (cordoned bool, toEvict int, err error) {
+	var n corev1.Node
+	if err := k.Client.Get(ctx, client.ObjectKey{Name: node}, &n); err != nil {
+		return false, 0, err
+	}
+	var pods corev1.PodList
+	if err := k.Client.List(ctx, &pods, client.MatchingFields{"spec.nodeName": node}); err != nil {
+		return false, 0, err
+	}
+	for _, p := range pods.Items {
+		if !slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == "DaemonSet" }) {
+			toEvict++
 		}
 	}
-	return false
+	return n.Spec.Unschedulable, toEvict, nil
 }

@@ -79,7 +79,7 @@ func TestDrainRunningNodes(t *testing.T) {
 		}
 	}
 	for _, p := range before {
-		if !wl.Evicted(t, p.Name) {
+		if !wl.Evicted(t, &p) {
 			t.Errorf("pod %s left run-0 without an eviction through the eviction API", p.Name)
 		}
 	}
