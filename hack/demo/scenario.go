@@ -34,8 +34,6 @@ type fixture struct {
 	plan func(approve string) string
 	// files are the plans repository's other files (manifests).
 	files map[string]string
-	// beforePR runs before the pull request of a phase opens, when set.
-	beforePR func(ctx context.Context, phase string) error
 	// checks are what the real controllers made of the migrated cluster.
 	checks func(ctx context.Context) []ostest.Check
 	// settle is how long after the last phase the checks begin.

@@ -210,11 +210,6 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 	out := w.out
 	for i, phase := range w.sc.phases {
 		n := i + 1
-		if w.fx.beforePR != nil {
-			if err := w.fx.beforePR(ctx, phase); err != nil {
-				return time.Time{}, err
-			}
-		}
 		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
 		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{w.sc.planPath(): w.fx.plan(phase)})
 		preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
