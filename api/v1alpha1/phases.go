@@ -52,3 +52,31 @@ func (p *MigrationPlan) HasNetworkBridge() bool {
 	vpn := p.Spec.Manifests != nil && len(p.Spec.Manifests.VPNOverlay) > 0
 	return vpn || (p.Spec.Replace != nil && p.Spec.Replace.Gateway != nil)
 }
+
+// PointOfNoReturn is the phase of the plan's strategy that cannot be
+// rolled back, nor can any phase before it once it has begun: cleanup
+// deletes the old machines (replace), rollout replaces the adopted
+// servers (adopt). Empty when the plan's phases have none.
+func (p *MigrationPlan) PointOfNoReturn() string {
+	switch p.Spec.Strategy {
+	case StrategyAdopt:
+		if p.Spec.Adopt != nil && p.Spec.Adopt.Rollout {
+			return PhaseRollout
+		}
+	case StrategyReplace:
+		return PhaseCleanup
+	}
+	return ""
+}
+
+// RollbackTo is the index in Phases of the last phase a rollback keeps:
+// -1 for none; ok is false without a rollback.
+func (p *MigrationPlan) RollbackTo() (index int, ok bool) {
+	if p.Spec.Rollback == nil {
+		return 0, false
+	}
+	if p.Spec.Rollback.To == RollbackNone {
+		return -1, true
+	}
+	return p.PhaseIndex(p.Spec.Rollback.To), true
+}

@@ -62,6 +62,13 @@ type Spec struct {
 	// workers, cutover and cleanup. Approve is raised by merging a pull
 	// request; lowering it stops the migration before its next step.
 	Approve string `json:"approve,omitempty" ferry:"enum=|cluster|control-plane|workers|rollout|prepare|network-bridge|infrastructure|cutover|cleanup"`
+	// Rollback asks ferry to undo every phase after Rollback.To, the last
+	// first, and is approved like a phase: by merging the pull request
+	// that sets it. Approve must not be after Rollback.To. Remove it and
+	// raise Approve again to migrate forward from where the rollback left
+	// the cluster. Not possible once the point of no return (cleanup, or
+	// rollout) has begun.
+	Rollback *Rollback `json:"rollback,omitempty"`
 	// Adopt holds the options of the adopt strategy.
 	Adopt *AdoptOptions `json:"adopt,omitempty"`
 	// Replace holds the options of the replace strategy.
@@ -74,6 +81,18 @@ type Spec struct {
 	Cutover *Cutover `json:"cutover,omitempty"`
 	// Timeouts bound the steps that wait for the cluster.
 	Timeouts *Timeouts `json:"timeouts,omitempty"`
+}
+
+// RollbackNone is Rollback.To for undoing every phase: the cluster is
+// again as it was before ferry started.
+const RollbackNone = "none"
+
+// Rollback is a request to undo phases.
+type Rollback struct {
+	// To is the last phase that stays done, or none to undo every phase.
+	// It must be a phase of the strategy before its point of no return
+	// (cleanup for replace, rollout for adopt).
+	To string `json:"to" ferry:"required,enum=none|cluster|control-plane|workers|prepare|network-bridge|infrastructure|cutover"`
 }
 
 // ClusterRef names a CAPI Cluster.

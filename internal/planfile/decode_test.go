@@ -160,7 +160,7 @@ func TestDecodeErrors(t *testing.T) {
 		{
 			name: "unknown field",
 			data: edit(t, replacePlan, "  approve: prepare\n", "  approve: prepare\n  aprove: workers\n"),
-			want: []string{`plans/shop.yaml:36: spec.aprove: unknown field; expected one of adopt, approve, cluster, cutover, manifests, replace, strategy, target, timeouts`},
+			want: []string{`plans/shop.yaml:36: spec.aprove: unknown field; expected one of adopt, approve, cluster, cutover, manifests, replace, rollback, strategy, target, timeouts`},
 		},
 		{
 			name: "unknown field in the second worker pool",
@@ -368,6 +368,31 @@ func TestDecodeErrors(t *testing.T) {
 			name: "approve rollout without adopt.rollout",
 			data: edit(t, kamajiPlan, "approve: cluster", "approve: rollout"),
 			want: []string{`plans/shop.yaml:48: spec.approve: "rollout" is not a phase of strategy adopt (set spec.adopt.rollout: true to add it); expected one of cluster, control-plane, workers`},
+		},
+		{
+			name: "rollback with a forward approval in the same commit",
+			data: edit(t, kamajiPlan, "approve: cluster", "approve: workers\n  rollback: {to: cluster}"),
+			want: []string{`plans/shop.yaml:48: spec.approve: workers is after spec.rollback.to cluster: a rollback and a forward approval cannot be in one commit; set spec.approve to cluster with the rollback, and raise it in a later commit that removes spec.rollback`},
+		},
+		{
+			name: "rollback to none keeps approve empty",
+			data: edit(t, kamajiPlan, "approve: cluster", "approve: cluster\n  rollback: {to: none}"),
+			want: []string{`plans/shop.yaml:48: spec.approve: cluster is after spec.rollback.to none: a rollback and a forward approval cannot be in one commit; set spec.approve to "" (nothing) with the rollback, and raise it in a later commit that removes spec.rollback`},
+		},
+		{
+			name: "rollback to a phase of the other strategy",
+			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: control-plane}"),
+			want: []string{`plans/shop.yaml:36: spec.rollback.to: "control-plane" is not a phase of strategy replace; expected none or one of prepare, infrastructure, workers, cutover`},
+		},
+		{
+			name: "rollback to the point of no return",
+			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: cleanup}"),
+			want: []string{`plans/shop.yaml:36: spec.rollback.to: must be one of none, cluster, control-plane, workers, prepare, network-bridge, infrastructure, cutover, got "cleanup"`},
+		},
+		{
+			name: "rollback without to",
+			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {}"),
+			want: []string{`plans/shop.yaml:36: spec.rollback.to: required field is missing`},
 		},
 		{
 			name: "replace without workers",

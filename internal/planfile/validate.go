@@ -57,6 +57,51 @@ func validate(p *v1alpha1.MigrationPlan) []fieldError {
 
 type validator struct{ errs []fieldError }
 
+// rollback checks spec.rollback against the strategy's phases: what it
+// keeps must be a phase before the point of no return, and spec.approve
+// may not ask to go further in the same commit.
+func (v *validator) rollback(p *v1alpha1.MigrationPlan) {
+	r := p.Spec.Rollback
+	if r == nil || r.To == "" {
+		return
+	}
+	to := p.PhaseIndex(r.To)
+	last := p.PointOfNoReturn()
+	switch {
+	case r.To == v1alpha1.RollbackNone:
+		to = -1
+	case to < 0:
+		v.add("spec.rollback.to", "%q is not a phase of strategy %s; expected none or one of %s",
+			r.To, p.Spec.Strategy, strings.Join(rollbackTargets(p), ", "))
+		return
+	case last != "" && to >= p.PhaseIndex(last):
+		v.add("spec.rollback.to", "%q is the point of no return of strategy %s or after it: nothing after it can be rolled back; expected none or one of %s",
+			r.To, p.Spec.Strategy, strings.Join(rollbackTargets(p), ", "))
+		return
+	}
+	if a := p.PhaseIndex(p.Spec.Approve); a > to {
+		keep := r.To
+		if to < 0 {
+			keep = `"" (nothing)`
+		}
+		v.add("spec.approve", "%s is after spec.rollback.to %s: a rollback and a forward approval cannot be in one commit; set spec.approve to %s with the rollback, and raise it in a later commit that removes spec.rollback",
+			p.Spec.Approve, r.To, keep)
+	}
+}
+
+// rollbackTargets are the phases a rollback may keep: those before the
+// point of no return.
+func rollbackTargets(p *v1alpha1.MigrationPlan) []string {
+	var out []string
+	for _, ph := range p.Phases() {
+		if ph == p.PointOfNoReturn() {
+			break
+		}
+		out = append(out, ph)
+	}
+	return out
+}
+
 func (v *validator) add(field, format string, args ...any) {
 	v.errs = append(v.errs, fieldError{field, fmt.Sprintf(format, args...)})
 }
@@ -80,6 +125,7 @@ func (v *validator) phases(p *v1alpha1.MigrationPlan) {
 		v.add("spec.approve", "%q is not a phase of strategy %s%s; expected one of %s",
 			s.Approve, s.Strategy, why, strings.Join(p.Phases(), ", "))
 	}
+	v.rollback(p)
 	if s.Strategy != v1alpha1.StrategyAdopt && s.Adopt != nil {
 		v.add("spec.adopt", "applies to strategy adopt only; this plan's strategy is %s", s.Strategy)
 	}
