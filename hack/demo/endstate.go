@@ -5,17 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 )
@@ -24,10 +20,11 @@ import (
 // fixtures compare line by line (IDs, addresses and random names replaced
 // by names), and what the run did twice or let out.
 type endState struct {
-	// lines are the compared state: the CAPI and CAPO objects' specs,
-	// labels and owners, the Secrets' names, types, keys and labels, the
-	// cloud's resources, ferry's comments and commit statuses, and the
-	// status file's phases and steps.
+	// lines are the compared state: the world lines (readWorld: the
+	// cloud's resources, the CAPI and CAPO objects' specs, labels and
+	// owners, the Secrets' names, types, keys and labels, the workload
+	// cluster's Nodes and kube-system objects), ferry's comments and
+	// commit statuses, and the status file's phases and steps.
 	lines []string
 	// repeated are effects that happened twice: an object created twice
 	// (the management API server's audit log), a cloud resource name
@@ -70,87 +67,82 @@ var secretNamespaces = []string{"default", "ferry-system"}
 
 // capture reads a world's end state.
 func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
-	st := &endState{}
-	cloud, err := w.fx.cloud.State(ctx, w.r)
+	wl, err := readWorld(ctx, w, false)
 	if err != nil {
 		return nil, err
 	}
-	norm := cloud.Normalize
-	normalize := func(s string) string {
-		s = norm(s)
-		s = endpointPort.ReplaceAllString(s, `<endpoint-ip>:<port>`)
-		s = endpointJSON.ReplaceAllString(s, `${1}"<port>"`)
-		if w.fx.normalize != nil {
-			s = w.fx.normalize(s)
-		}
-		return s
-	}
-	for _, l := range cloud.Lines {
-		st.lines = append(st.lines, normalize(l))
-	}
-	st.repeated = append(st.repeated, cloud.Repeated...)
-
-	c := w.fx.cloud.Mgmt.Client
-	for _, gvk := range objectKinds {
-		list := &unstructured.UnstructuredList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-		if err := c.List(ctx, list, client.InNamespace("default")); err != nil {
-			return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
-		}
-		for _, o := range list.Items {
-			var owners []string
-			for _, ref := range o.GetOwnerReferences() {
-				owners = append(owners, fmt.Sprintf("%s/%s controller=%t", ref.Kind, ref.Name, ref.Controller != nil && *ref.Controller))
-			}
-			sort.Strings(owners)
-			view, err := json.Marshal(map[string]any{"spec": o.Object["spec"], "labels": o.GetLabels(), "owners": owners})
-			if err != nil {
-				return nil, err
-			}
-			st.lines = append(st.lines, normalize(fmt.Sprintf("%s %s: %s", gvk.Kind, o.GetName(), view)))
-		}
-	}
-	var secrets []corev1.Secret
-	for _, ns := range secretNamespaces {
-		list := &corev1.SecretList{}
-		if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-			return nil, fmt.Errorf("list Secrets in %s: %w", ns, err)
-		}
-		for _, s := range list.Items {
-			secrets = append(secrets, s)
-			var owners []string
-			for _, ref := range s.OwnerReferences {
-				owners = append(owners, ref.Kind+"/"+ref.Name)
-			}
-			st.lines = append(st.lines, normalize(fmt.Sprintf("Secret %s/%s: %s, keys %v, labels %v, owners %v",
-				ns, s.Name, s.Type, slices.Sorted(maps.Keys(s.Data)), s.Labels, owners)))
-		}
-	}
-
-	created, err := auditCreates(w.fx.cloud.Mgmt.AuditLog)
+	st := &endState{lines: wl.lines, repeated: wl.repeated}
+	created, err := repeatedCreates(w.fx.cloud.Mgmt.AuditLog)
 	if err != nil {
 		return nil, err
 	}
+	st.repeated = append(st.repeated, created...)
+	lines, repeated, texts := w.forgeLines(len(w.sc.phases))
+	st.lines = append(st.lines, lines...)
+	st.repeated = append(st.repeated, repeated...)
+
+	ps, err := w.reader.Read(ctx, w.sc.cluster)
+	if err != nil {
+		return nil, err
+	}
+	for _, ph := range ps.Phases {
+		st.lines = append(st.lines, fmt.Sprintf("status phase %s: %s", ph.Name, ph.State))
+		for _, s := range ph.Steps {
+			st.lines = append(st.lines, wl.normalize(fmt.Sprintf("status step %s %s %s: %s", ph.Name, s.Action, s.Target, s.State)))
+		}
+	}
+	if w.fx.drain != nil {
+		w.fx.drain.capture(ctx, st)
+	}
+	sort.Strings(st.lines)
+	sort.Strings(st.repeated)
+
+	sc, err := w.scanSecrets(wl.secrets, msgs.all(), texts)
+	if err != nil {
+		return nil, err
+	}
+	st.secrets, st.values, st.scanned = sc.found, len(sc.values), sc.scanned
+	return st, nil
+}
+
+// repeatedCreates are the objects an API server's audit log shows created
+// more than once.
+func repeatedCreates(auditLog string) ([]string, error) {
+	created, err := auditCreates(auditLog)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
 	for key, n := range created {
 		if n > 1 {
-			st.repeated = append(st.repeated, fmt.Sprintf("%s created %d times", key, n))
+			out = append(out, fmt.Sprintf("%s created %d times", key, n))
 		}
 	}
+	sort.Strings(out)
+	return out, nil
+}
 
-	// Comments: one preview and one progress comment per pull request.
-	var texts []string
-	for n := 1; n <= len(w.sc.phases); n++ {
+// forgeLines reads ferry's comments on pull requests 1 to prs and its
+// commit statuses: a line per comment key and pull request and per status
+// context's final state, the comments not there exactly once (one preview
+// and one progress comment per pull request), and every comment's and
+// status's text, for the secret scan.
+func (w *world) forgeLines(prs int) (lines, repeated, texts []string) {
+	for n := 1; n <= prs; n++ {
+		comments := w.gh.Comments(n)
+		for _, cm := range comments {
+			texts = append(texts, cm.Body)
+		}
 		for _, key := range []string{reconcilerPreviewKey, w.sc.progressKey()} {
 			count := 0
-			for _, cm := range w.gh.Comments(n) {
-				texts = append(texts, cm.Body)
+			for _, cm := range comments {
 				if strings.HasPrefix(cm.Body, forge.Marker(key)) {
 					count++
 				}
 			}
-			st.lines = append(st.lines, fmt.Sprintf("comment %s on #%d", key, n))
+			lines = append(lines, fmt.Sprintf("comment %s on #%d", key, n))
 			if count != 1 {
-				st.repeated = append(st.repeated, fmt.Sprintf("%d comments %s on #%d", count, key, n))
+				repeated = append(repeated, fmt.Sprintf("%d comments %s on #%d", count, key, n))
 			}
 		}
 	}
@@ -161,31 +153,17 @@ func capture(ctx context.Context, w *world, msgs *recorder) (*endState, error) {
 	}
 	for key, state := range final {
 		context, _, _ := strings.Cut(key, " ")
-		st.lines = append(st.lines, fmt.Sprintf("commit status %s: %s", context, state))
+		lines = append(lines, fmt.Sprintf("commit status %s: %s", context, state))
 	}
+	return lines, repeated, texts
+}
 
-	ps, err := w.reader.Read(ctx, w.sc.cluster)
-	if err != nil {
-		return nil, err
-	}
-	for _, ph := range ps.Phases {
-		st.lines = append(st.lines, fmt.Sprintf("status phase %s: %s", ph.Name, ph.State))
-		for _, s := range ph.Steps {
-			st.lines = append(st.lines, normalize(fmt.Sprintf("status step %s %s %s: %s", ph.Name, s.Action, s.Target, s.State)))
-		}
-	}
-	if w.fx.drain != nil {
-		w.fx.drain.capture(ctx, st)
-	}
-	sort.Strings(st.lines)
-	sort.Strings(st.repeated)
-
+// scanSecrets looks for the values of secrets, GitHub's token, the webhook
+// secret and the cloud's password in ferry's logs, the NATS messages
+// msgs, the plans repository and texts (scanWorld).
+func (w *world) scanSecrets(secrets []corev1.Secret, msgs, texts []string) (*scanner, error) {
 	sc := &scanner{values: secretValues(secrets, w.gh.Token, string(w.repo.WebhookSecret), w.fx.cloud.Password)}
-	if err := sc.scanWorld(w, msgs.all(), texts); err != nil {
-		return nil, err
-	}
-	st.secrets, st.values, st.scanned = sc.found, len(sc.values), sc.scanned
-	return st, nil
+	return sc, sc.scanWorld(w, msgs, texts)
 }
 
 // problems lists what a run must never do.
@@ -205,7 +183,11 @@ func (s *endState) problems() []string {
 
 // diff lists the lines in which other differs from s: "-" only in s, "+"
 // only in other.
-func (s *endState) diff(other *endState) []string {
+func (s *endState) diff(other *endState) []string { return diffLines(s.lines, other.lines) }
+
+// diffLines lists the lines in which b differs from a, as multisets: "-"
+// only in a, "+" only in b, in the order of the lines.
+func diffLines(a, b []string) []string {
 	count := func(lines []string) map[string]int {
 		m := map[string]int{}
 		for _, l := range lines {
@@ -213,7 +195,7 @@ func (s *endState) diff(other *endState) []string {
 		}
 		return m
 	}
-	mine, theirs := count(s.lines), count(other.lines)
+	mine, theirs := count(a), count(b)
 	var out []string
 	for l, n := range mine {
 		for range n - theirs[l] {
