@@ -2,7 +2,9 @@
 // OpenStack end to end, with everything on this machine, and acts as the
 // team would on GitHub. --scenario chooses the cluster: adopt (seed 000,
 // the default and what follows describes), replace (seed 003 with a seed
-// 002 gateway: scenario.go, replace.go) or kamaji (seed 004).
+// 002 gateway: scenario.go, replace.go), kamaji (seed 004) or rollback
+// (seed 000 adopted, then every phase rolled back and the world compared
+// with how it was before the first pull request: rollback.go).
 //
 // It starts a management and a workload API server (the test environment's
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
@@ -54,7 +56,7 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
-	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway) or kamaji (seed 004); --chaos chooses its own")
+	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004) or rollback (seed 000 adopted, then rolled back); --chaos chooses its own")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
 	if err != nil {
@@ -95,8 +97,12 @@ func main() {
 	r.Close()
 	switch {
 	case err == nil:
-		out.say("==> done: the %s scenario migrated its cluster in %s (%s with starting and cleaning up)",
-			sc.name, took.Round(time.Second), time.Since(out.start).Round(time.Second))
+		what := "migrated its cluster"
+		if sc.rollback {
+			what = "migrated its cluster and rolled it back"
+		}
+		out.say("==> done: the %s scenario %s in %s (%s with starting and cleaning up)",
+			sc.name, what, took.Round(time.Second), time.Since(out.start).Round(time.Second))
 	case interrupted.Err() != nil:
 		out.say("==> interrupted; everything the demo started is stopped")
 		os.Exit(130)
@@ -112,12 +118,27 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 	if err != nil {
 		return err
 	}
+	var before *worldLines
+	if sc.rollback {
+		if before, err = w.recordWorld(ctx); err != nil {
+			return err
+		}
+	}
 	began := time.Now()
 	unpaused, err := w.migrate(ctx)
 	if err != nil {
 		return err
 	}
 	out.say("\n==> the %d phases took %s through pull requests", len(sc.phases), time.Since(began).Round(time.Second))
+	want := status.PhaseSucceeded
+	if sc.rollback {
+		began = time.Now()
+		if err := w.rollback(ctx); err != nil {
+			return err
+		}
+		out.say("\n==> the rollback of the %d phases took %s", len(sc.phases), time.Since(began).Round(time.Second))
+		want = phaseRolledBack
+	}
 	g, reader := w.git, w.reader
 
 	out.say("\n==> reconciler status --repo %s", g.URL)
@@ -136,9 +157,12 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 		return err
 	}
 	for _, ph := range st.Phases {
-		if ph.State != status.PhaseSucceeded {
+		if ph.State != want {
 			return fmt.Errorf("phase %s ended %s", ph.Name, ph.State)
 		}
+	}
+	if sc.rollback {
+		return w.compareWorld(ctx, before)
 	}
 	return verify(ctx, out, w.fx, unpaused)
 }

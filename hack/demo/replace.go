@@ -42,7 +42,7 @@ func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixtu
 	d := &drainWatch{f: f, probe: p, least: onceInt(f.Workload.WatchLeastHealthy(watchCtx, "default", testenv.WebLabels))}
 	return &fixture{
 		cloud:     &ostest.Adoptable{Fixture: f.Fixture, Name: f.Name, Mgmt: f.Mgmt, Workload: f.Workload, PKI: f.PKI},
-		plan:      func(approve string) string { return f.Plan(approve, replaceWorkers, gateway, extra) },
+		plan:      func(approve, more string) string { return f.Plan(approve, replaceWorkers, gateway, extra+more) },
 		files:     map[string]string{vpnClientPath: testenv.VPNClientManifest},
 		checks:    func(ctx context.Context) []ostest.Check { return d.checks(ctx) },
 		normalize: normalizeGenerated,

@@ -23,6 +23,10 @@ type scenario struct {
 	// build makes the cluster to migrate, its cloud and API servers, and
 	// starts the controllers that act on it.
 	build func(ctx context.Context, r *testenv.Program, out *display) (*fixture, error)
+	// rollback: after the last phase a pull request rolls every phase
+	// back (spec.rollback.to: none), and the world is compared with how
+	// it was before the first pull request (rollback.go).
+	rollback bool
 }
 
 // fixture is what a scenario built, as the world uses it.
@@ -30,12 +34,16 @@ type fixture struct {
 	// cloud is the project and the API servers: the end state reads the
 	// project from it (State), ferry runs against its Mgmt.
 	cloud *ostest.Adoptable
-	// plan is the plan approving phase approve (`""` for none).
-	plan func(approve string) string
+	// plan is the plan approving phase approve (`""` for none), with
+	// extra (lines of spec, such as rollbackSpec) inside its spec.
+	plan func(approve, extra string) string
 	// files are the plans repository's other files (manifests).
 	files map[string]string
 	// checks are what the real controllers made of the migrated cluster.
 	checks func(ctx context.Context) []ostest.Check
+	// endpoint checks that the cluster's endpoint answers (nil when the
+	// fixture has none to check).
+	endpoint func(ctx context.Context) ostest.Check
 	// settle is how long after the last phase the checks begin.
 	settle time.Duration
 	// normalize, when set, writes what differs between two undisturbed
@@ -54,6 +62,8 @@ var scenarios = []*scenario{
 		phases: []string{"prepare", "network-bridge", "infrastructure", "workers", "cutover", "cleanup"}, build: buildReplace},
 	{name: "kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts", cluster: "kamaji-quickstart",
 		phases: []string{"cluster", "control-plane", "workers"}, build: buildKamaji},
+	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, then roll every phase back", cluster: "capi-quickstart",
+		phases: []string{"cluster", "control-plane", "workers"}, build: buildAdopt, rollback: true},
 }
 
 // scenarioNamed returns the scenario called name, or an error naming the
@@ -87,12 +97,13 @@ func buildAdopt(_ context.Context, r *testenv.Program, out *display) (*fixture, 
 	testenv.StartManagers(r, a.Mgmt)
 	return &fixture{
 		cloud: a,
-		plan: func(approve string) string {
-			return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: "+ccmPath+"}\n")
+		plan: func(approve, extra string) string {
+			return a.Plan(approve, "  manifests:\n    cloudControllerManager: {path: "+ccmPath+"}\n"+extra)
 		},
-		files:  map[string]string{ccmPath: testenv.CCMManifest},
-		checks: func(ctx context.Context) []ostest.Check { return a.Verify(ctx, before) },
-		settle: time.Minute,
+		files:    map[string]string{ccmPath: testenv.CCMManifest},
+		checks:   func(ctx context.Context) []ostest.Check { return a.Verify(ctx, before) },
+		endpoint: a.CheckEndpoint,
+		settle:   time.Minute,
 	}, nil
 }
 
@@ -106,9 +117,15 @@ func buildKamaji(_ context.Context, r *testenv.Program, out *display) (*fixture,
 	testenv.StartKamajiStandIn(r, h.Mgmt)
 	return &fixture{
 		cloud:  h.Adoptable,
-		plan:   func(approve string) string { return h.Plan(approve, ccmPath) },
+		plan:   func(approve, extra string) string { return specWith(h.Plan(approve, ccmPath), extra) },
 		files:  map[string]string{ccmPath: testenv.CCMManifest},
 		checks: func(ctx context.Context) []ostest.Check { return h.Verify(ctx, before) },
 		settle: time.Minute,
 	}, nil
+}
+
+// specWith is plan with extra, lines of spec, inserted before its
+// spec.approve: for the plans of ostest whose builder takes no extra.
+func specWith(plan, extra string) string {
+	return strings.Replace(plan, "\n  approve: ", "\n"+extra+"  approve: ", 1)
 }

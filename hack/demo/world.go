@@ -81,7 +81,7 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	}
 	w.fx = fx
 	files := maps.Clone(fx.files)
-	files[sc.planPath()] = fx.plan(`""`)
+	files[sc.planPath()] = fx.plan(`""`, "")
 	seed := testenv.SeedDir(r, files)
 	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
 	w.git = testenv.StartGit(r, seed)
@@ -211,7 +211,7 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 	for i, phase := range w.sc.phases {
 		n := i + 1
 		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
-		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{w.sc.planPath(): w.fx.plan(phase)})
+		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{w.sc.planPath(): w.fx.plan(phase, "")})
 		preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
 		if err != nil {
 			return time.Time{}, err
