@@ -28,7 +28,8 @@ BENCH_MEMORY ?= 300Mi
 # ones): runs 3, 6, 9, … migrate the replace scenario with a kill -9 during a
 # cutover drain, the others the adopt scenario.
 CHAOS_RUNS ?= 20
-# Which migration `make demo` shows: adopt, replace or kamaji.
+# Which migration `make demo` shows: adopt, replace, kamaji or rollback (adopt,
+# then every phase rolled back and the world compared with how it was).
 SCENARIO ?= adopt
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
@@ -51,7 +52,7 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 	go run ./hack/image --binary bin/linux/reconciler --tag $(IMAGE) --version $(VERSION) --out bin/reconciler-image.tar
 
 .PHONY: demo
-demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway) or kamaji (seed 004); starts local OpenStack when needed.
+demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004) or rollback (seed 000 adopted, then rolled back and compared with how it was); starts local OpenStack when needed.
 	hack/demo.sh --scenario $(SCENARIO)
 
 .PHONY: chaos
