@@ -100,6 +100,10 @@ type Resource struct {
 	Name string `json:"name"`
 }
 
+// ResourceKeypair is the Kind of a Resource that is an OpenStack keypair
+// (the openstack package's name for it too).
+const ResourceKeypair = "keypair"
+
 // Report is what an executor says of a step it carried out.
 type Report struct {
 	// Message says what was done, for people: "created Cluster default/c1".

@@ -112,3 +112,20 @@ func (s *Snapshot) Gateway(name string) *OpenStackServer {
 	}
 	return nil
 }
+
+// CreatedIn returns the objects ferry created in phase, in the order of
+// Created.
+func (s *Snapshot) CreatedIn(phase string) []Created {
+	var out []Created
+	for _, c := range s.Created {
+		if c.Phase == phase {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// IsCreated reports whether ferry created the object kind/name.
+func (s *Snapshot) IsCreated(kind, name string) bool {
+	return slices.ContainsFunc(s.Created, func(c Created) bool { return c.Kind == kind && c.Name == name })
+}

@@ -20,6 +20,18 @@ const (
 	// LabelGateway names the gateway (spec.replace.gateway.name) an
 	// OpenStackServer is a generation of.
 	LabelGateway = "ferry.dev/gateway"
+	// LabelCreatedBy marks an object of the management cluster that ferry
+	// created, with the plan's name; a rollback removes only such objects.
+	// On an object of the workload cluster it is an annotation, set only
+	// when ferry's apply created the object.
+	LabelCreatedBy = "ferry.dev/created-by"
+	// LabelPhase is the phase whose step created an object marked with
+	// LabelCreatedBy: the phase whose rollback removes it.
+	LabelPhase = "ferry.dev/phase"
+	// AnnotationLabelledBy marks a Secret that existed before ferry and
+	// that ferry gave CAPI's cluster-name label, with the plan's name; a
+	// rollback takes the label off again.
+	AnnotationLabelledBy = "ferry.dev/labelled-by"
 )
 
 // Snapshot is everything the planner may look at for one plan.
@@ -54,6 +66,11 @@ type Snapshot struct {
 	// ferry labelled for this plan (LabelPlan), and the one named as the
 	// plan's gateway should be named, whoever made it; sorted by name.
 	Gateways []OpenStackServer `json:"gateways,omitempty"`
+
+	// Created are the objects of the cluster's namespace that ferry
+	// created for this plan (LabelCreatedBy), sorted by kind and name:
+	// what a rollback removes.
+	Created []Created `json:"created,omitempty"`
 
 	// Workload is the workload cluster; nil when it could not be reached,
 	// and WorkloadError then says why.
@@ -95,6 +112,16 @@ type Cluster struct {
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 }
 
+// Created is an object ferry created for the plan.
+type Created struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Phase is the phase whose step created it (LabelPhase).
+	Phase string `json:"phase"`
+	// Deleting: it has a deletion timestamp.
+	Deleting bool `json:"deleting,omitempty"`
+}
+
 // Secret is a Secret's identity and the names of its keys.
 type Secret struct {
 	Namespace string   `json:"namespace"`
@@ -102,6 +129,11 @@ type Secret struct {
 	Keys      []string `json:"keys,omitempty"`
 	// Cluster is the value of its CAPI cluster-name label.
 	Cluster string `json:"cluster,omitempty"`
+	// Owners are its owner references, by kind and name.
+	Owners []Ref `json:"owners,omitempty"`
+	// LabelledByFerry: ferry gave it the cluster-name label
+	// (AnnotationLabelledBy), which a rollback takes off.
+	LabelledByFerry bool `json:"labelledByFerry,omitempty"`
 }
 
 // OpenStackCluster is the part of a CAPO OpenStackCluster the planner reads.
@@ -244,6 +276,9 @@ type Manifest struct {
 	Applied bool `json:"applied,omitempty"`
 	// Healthy: its workloads (DaemonSets, Deployments) are available.
 	Healthy bool `json:"healthy,omitempty"`
+	// Created: an object of it exists that ferry's apply created (the
+	// LabelCreatedBy annotation), which a rollback deletes.
+	Created bool `json:"created,omitempty"`
 }
 
 // Cloud is what OpenStack answered.
@@ -280,4 +315,7 @@ type Record struct {
 	// Checks are one-shot checks that passed (an HTTP probe after a drain),
 	// by step key: they leave nothing in the cluster to observe.
 	Checks []string `json:"checks,omitempty"`
+	// Keypairs are the OpenStack keypairs ferry created for the plan:
+	// nothing in the cloud tells them from the user's.
+	Keypairs []string `json:"keypairs,omitempty"`
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -102,8 +103,16 @@ func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *ob
 			names = append(names, k)
 		}
 		sort.Strings(names)
-		s.Secrets = append(s.Secrets, observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names,
-			Cluster: sec.Labels[clusterv1.ClusterNameLabel]})
+		os := observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names,
+			Cluster:         sec.Labels[clusterv1.ClusterNameLabel],
+			LabelledByFerry: sec.Annotations[observed.AnnotationLabelledBy] == p.Metadata.Name}
+		for _, r := range sec.OwnerReferences {
+			os.Owners = append(os.Owners, refOf(r.Kind, r.Name))
+		}
+		s.Secrets = append(s.Secrets, os)
+		if sec.Namespace == ns && sec.Labels[observed.LabelCreatedBy] == p.Metadata.Name {
+			s.Created = append(s.Created, createdOf("Secret", &sec))
+		}
 	}
 	return nil
 }
@@ -309,4 +318,55 @@ func (o *Observer) boundServers(ctx context.Context, ns, name string, s *observe
 	}
 	slices.Sort(s.BoundServers)
 	return nil
+}
+
+// createdKinds are the kinds of the management cluster ferry creates, read
+// for the objects it created (observed.LabelCreatedBy).
+var createdKinds = []struct {
+	kind string
+	list func() client.ObjectList
+}{
+	{"Cluster", func() client.ObjectList { return &clusterv1.ClusterList{} }},
+	{"OpenStackCluster", func() client.ObjectList { return &infrav1.OpenStackClusterList{} }},
+	{"KubeadmControlPlane", func() client.ObjectList { return &controlplanev1.KubeadmControlPlaneList{} }},
+	{"KubeadmConfig", func() client.ObjectList { return &bootstrapv1.KubeadmConfigList{} }},
+	{"KubeadmConfigTemplate", func() client.ObjectList { return &bootstrapv1.KubeadmConfigTemplateList{} }},
+	{"OpenStackMachineTemplate", func() client.ObjectList { return &infrav1.OpenStackMachineTemplateList{} }},
+	{"OpenStackMachine", func() client.ObjectList { return &infrav1.OpenStackMachineList{} }},
+	{"OpenStackServer", func() client.ObjectList { return &infrav1alpha1.OpenStackServerList{} }},
+	{"Machine", func() client.ObjectList { return &clusterv1.MachineList{} }},
+	{"MachineSet", func() client.ObjectList { return &clusterv1.MachineSetList{} }},
+	{"MachineDeployment", func() client.ObjectList { return &clusterv1.MachineDeploymentList{} }},
+}
+
+// created records the objects of the cluster ferry created for the plan,
+// which a rollback removes (the Secrets come with secrets).
+func (o *Observer) created(ctx context.Context, ns, name, plan string, s *observed.Snapshot) error {
+	for _, k := range createdKinds {
+		list := k.list()
+		if err := o.listCluster(ctx, list, ns, name); err != nil {
+			return err
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return fmt.Errorf("read %T: %w", list, err)
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if ok && obj.GetLabels()[observed.LabelCreatedBy] == plan && ClusterOf(obj) == name {
+				s.Created = append(s.Created, createdOf(k.kind, obj))
+			}
+		}
+	}
+	slices.SortFunc(s.Created, func(a, b observed.Created) int {
+		if a.Kind != b.Kind {
+			return strings.Compare(a.Kind, b.Kind)
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return nil
+}
+
+func createdOf(kind string, obj client.Object) observed.Created {
+	return observed.Created{Kind: kind, Name: obj.GetName(), Phase: obj.GetLabels()[observed.LabelPhase], Deleting: obj.GetDeletionTimestamp() != nil}
 }

@@ -96,6 +96,7 @@ func (o *Observer) Observe(ctx context.Context, p *v1alpha1.MigrationPlan, recor
 	errs = append(errs, o.names(ctx, ns, name, s))
 	errs = append(errs, o.boundServers(ctx, ns, name, s))
 	errs = append(errs, o.gateways(ctx, p, s))
+	errs = append(errs, o.created(ctx, ns, name, p.Metadata.Name, s))
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("observe cluster %s/%s: %w", ns, name, err)
 	}

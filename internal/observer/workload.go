@@ -82,7 +82,7 @@ func readWorkload(ctx context.Context, c client.Client, p *v1alpha1.MigrationPla
 	if repo != nil {
 		w.Manifests = map[string]observed.Manifest{}
 		for _, path := range manifestPaths(p) {
-			m, err := manifestState(ctx, c, repo, path)
+			m, err := manifestState(ctx, c, repo, p.Metadata.Name, path)
 			if err != nil {
 				return nil, err
 			}
@@ -199,7 +199,7 @@ func manifestPaths(p *v1alpha1.MigrationPlan) []string {
 
 // manifestState reports a manifest applied when every object in it exists,
 // and healthy when its DaemonSets and Deployments are available.
-func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string) (observed.Manifest, error) {
+func manifestState(ctx context.Context, c client.Client, repo fs.FS, plan, path string) (observed.Manifest, error) {
 	data, err := fs.ReadFile(repo, path)
 	if err != nil {
 		return observed.Manifest{}, fmt.Errorf("read manifest %s: %w", path, err)
@@ -223,13 +223,19 @@ func manifestState(ctx context.Context, c client.Client, repo fs.FS, path string
 		}
 		err := c.Get(ctx, key, got)
 		if apierrors.IsNotFound(err) {
-			return observed.Manifest{}, nil
+			// Not applied; read on: a rollback asks whether any object
+			// ferry created is left.
+			state.Applied, state.Healthy = false, false
+			continue
 		}
 		if err != nil {
 			return observed.Manifest{}, fmt.Errorf("manifest %s: get %s %s: %w", path, want.GetKind(), want.GetName(), err)
 		}
 		if !available(got) {
 			state.Healthy = false
+		}
+		if got.GetAnnotations()[observed.LabelCreatedBy] == plan {
+			state.Created = true
 		}
 	}
 	return state, nil

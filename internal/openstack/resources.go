@@ -241,6 +241,19 @@ func (c *Client) EnsureKeypair(ctx context.Context, name, publicKey string) (cre
 	return true, nil
 }
 
+// DeleteKeypair deletes keypair name; deleted is false when it was gone
+// already.
+func (c *Client) DeleteKeypair(ctx context.Context, name string) (deleted bool, err error) {
+	err = retryServerErrors(ctx, func() error { return keypairs.Delete(ctx, c.compute, name, nil).ExtractErr() })
+	switch {
+	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("delete keypair %q in cloud %q: %w", name, c.cloud, err)
+	}
+	return true, nil
+}
+
 // firstTwo returns a public key's type and base64 body, without the comment.
 func firstTwo(key string) []string {
 	f := strings.Fields(key)

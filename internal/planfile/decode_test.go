@@ -381,8 +381,13 @@ func TestDecodeErrors(t *testing.T) {
 		},
 		{
 			name: "rollback to a phase of the other strategy",
-			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: control-plane}"),
-			want: []string{`plans/shop.yaml:36: spec.rollback.to: "control-plane" is not a phase of strategy replace; expected none or one of prepare, infrastructure, workers, cutover`},
+			data: edit(t, kamajiPlan, "approve: cluster", "approve: cluster\n  rollback: {to: cutover}"),
+			want: []string{`plans/shop.yaml:49: spec.rollback.to: "cutover" is not a phase of strategy adopt; expected none or one of cluster, control-plane, workers`},
+		},
+		{
+			name: "rollback of a replace plan",
+			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: prepare}"),
+			want: []string{`plans/shop.yaml:36: spec.rollback: strategy replace cannot be rolled back yet: only adopt plans can; lower spec.approve to stop before the next step`},
 		},
 		{
 			name: "rollback to the point of no return",

@@ -37,6 +37,10 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		Provider: p.Spec.Target.ControlPlane.Provider,
 		Approve:  p.Spec.Approve,
 	}
+	if p.Spec.Rollback != nil {
+		rollback(c, res, build)
+		return res, nil
+	}
 	approved := p.PhaseIndex(p.Spec.Approve)
 	if rec := s.Record.Approved; rec != "" && p.PhaseIndex(rec) > approved {
 		now := p.Spec.Approve

@@ -22,7 +22,9 @@ import (
 // planCase is one observed state of an example plan, from testdata/cases.
 type planCase struct {
 	// Approve overrides the example plan's spec.approve.
-	Approve  string            `json:"approve"`
+	Approve string `json:"approve"`
+	// Rollback, when set, is the plan's spec.rollback.to.
+	Rollback string            `json:"rollback,omitempty"`
 	Snapshot observed.Snapshot `json:"snapshot"`
 }
 
@@ -68,6 +70,9 @@ func TestGolden(t *testing.T) {
 			p := loadExample(t, plan)
 			c := loadCase(t, path)
 			p.Spec.Approve = c.Approve
+			if c.Rollback != "" {
+				p.Spec.Rollback = &v1alpha1.Rollback{To: c.Rollback}
+			}
 			res, err := Plan(p, &c.Snapshot)
 			if err != nil {
 				t.Fatal(err)

@@ -21,7 +21,11 @@ func Render(w io.Writer, p *v1alpha1.MigrationPlan, r *Result) error {
 	if approve == "" {
 		approve = "(nothing)"
 	}
-	fmt.Fprintf(&b, "Approved up to: %s\n\nSettings (defaults applied):\n", approve)
+	fmt.Fprintf(&b, "Approved up to: %s\n", approve)
+	if r.Rollback != "" {
+		fmt.Fprintf(&b, "Rolling back to: %s (every phase after it is undone, the last first)\n", r.Rollback)
+	}
+	b.WriteString("\nSettings (defaults applied):\n")
 	for _, line := range Settings(p) {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
@@ -35,7 +39,15 @@ func Render(w io.Writer, p *v1alpha1.MigrationPlan, r *Result) error {
 		if ph.State == Succeeded || ph.State == Pending || len(ph.Groups) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "\nSteps of phase %s:\n", ph.Name)
+		switch {
+		case ph.Undo:
+			fmt.Fprintf(&b, "\nSteps that undo phase %s:\n", ph.Name)
+		default:
+			fmt.Fprintf(&b, "\nSteps of phase %s:\n", ph.Name)
+		}
+		if ph.Name == p.PointOfNoReturn() && !ph.Undo {
+			fmt.Fprintf(&b, "  Phase %s is the point of no return: once it has begun, no phase of this plan can be rolled back.\n", ph.Name)
+		}
 		for i, g := range ph.Groups {
 			for j, s := range g.Steps {
 				num := fmt.Sprintf("%d.", i+1)
@@ -47,6 +59,12 @@ func Render(w io.Writer, p *v1alpha1.MigrationPlan, r *Result) error {
 		}
 	}
 	renderInventory(&b, r.Inventory)
+	if len(r.NotUndone) > 0 {
+		b.WriteString("\nWhat the rollback leaves as it is:\n")
+		for _, line := range r.NotUndone {
+			fmt.Fprintf(&b, "  - %s\n", line)
+		}
+	}
 	b.WriteString("\n")
 	switch next := r.Next(); {
 	case r.Stopped != "":
@@ -66,6 +84,9 @@ func phaseSummary(r *Result, ph Phase) string {
 		left += len(g.Steps)
 	}
 	counts := fmt.Sprintf("%d done, %d left", ph.Done, left)
+	if ph.Undo {
+		counts = fmt.Sprintf("undo: %d done, %d left", ph.Done, left)
+	}
 	parts := []string{counts}
 	if ph.Name == r.Runnable {
 		parts = append(parts, "runs next")
@@ -78,9 +99,12 @@ func phaseSummary(r *Result, ph Phase) string {
 
 // idleReason says why nothing runs, from the first phase that is not done.
 func idleReason(r *Result) string {
+	if r.RolledBack {
+		return "The rollback is done: every phase after " + r.Rollback + " is rolled back; remove spec.rollback and raise spec.approve to migrate forward again."
+	}
 	for _, ph := range r.Phases {
 		switch ph.State {
-		case Succeeded:
+		case Succeeded, RolledBack:
 			continue
 		case Pending:
 			return fmt.Sprintf("Phase %s waits for approval: set spec.approve: %s in a pull request.", ph.Name, ph.Name)

@@ -17,6 +17,9 @@ const (
 	// Blocked: a health check failed or the input is incomplete; Reason
 	// says which. Nothing of it runs until the cause goes away.
 	Blocked PhaseState = "Blocked"
+	// RolledBack: spec.rollback undoes the phase, and nothing of it is
+	// left.
+	RolledBack PhaseState = "RolledBack"
 )
 
 // Phase is one phase of a plan and the steps it has left.
@@ -30,6 +33,9 @@ type Phase struct {
 	Groups []step.Group `json:"groups,omitempty"`
 	// Done counts the steps whose effect is already present.
 	Done int `json:"done"`
+	// Undo: spec.rollback undoes the phase, and Groups are the steps
+	// that remove what it made.
+	Undo bool `json:"undo,omitempty"`
 }
 
 // Result is the plan's phases against the observed state.
@@ -44,6 +50,13 @@ type Result struct {
 	Stopped string `json:"stopped,omitempty"`
 	// Runnable is the phase whose first group runs next; empty when none.
 	Runnable string `json:"runnable,omitempty"`
+	// Rollback is spec.rollback.to when the plan asks for a rollback.
+	Rollback string `json:"rollback,omitempty"`
+	// RolledBack: the rollback asked for is done, every undone phase is
+	// RolledBack.
+	RolledBack bool `json:"rolledBack,omitempty"`
+	// NotUndone lists what the rollback leaves as it is, and why.
+	NotUndone []string `json:"notUndone,omitempty"`
 	// Inventory is, once cleanup is approved (replace), what the cleanup
 	// phase removes and what it leaves, and why, sorted by resource.
 	Inventory []InventoryItem `json:"inventory,omitempty"`

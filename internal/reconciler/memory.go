@@ -12,6 +12,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -86,6 +87,12 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 		if isCheck(ev.StepKey) && !slices.Contains(st.record.Checks, ev.StepKey) {
 			st.record.Checks = append(st.record.Checks, ev.StepKey)
 			sort.Strings(st.record.Checks)
+		}
+		for _, k := range status.Keypairs(ev.Created) {
+			if !slices.Contains(st.record.Keypairs, k) {
+				st.record.Keypairs = append(st.record.Keypairs, k)
+				sort.Strings(st.record.Keypairs)
+			}
 		}
 	case events.Failed:
 		delete(st.inFlight, ev.StepID)
@@ -172,5 +179,6 @@ func (l *Loop) record(plan string) observed.Record {
 func (st *planState) recordCopy() observed.Record {
 	r := st.record
 	r.Checks = slices.Clone(st.record.Checks)
+	r.Keypairs = slices.Clone(st.record.Keypairs)
 	return r
 }

@@ -87,6 +87,15 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	}
 	l.mu.Lock()
 	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res)
+	if res.RolledBack {
+		// Nothing after the phase the rollback kept is acted on any
+		// more: approving it again migrates forward (status.FromResult
+		// says the same in the status).
+		st.record.Approved = ""
+		if p.Spec.Rollback.To != v1alpha1.RollbackNone {
+			st.record.Approved = p.Spec.Rollback.To
+		}
+	}
 	l.mu.Unlock()
 	if l.Recorder != nil {
 		l.Recorder.Planned(ctx, cycle, file, p.Metadata.Name, res, published)
@@ -140,7 +149,7 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 			l.mu.Unlock()
 			continue
 		}
-		if p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
+		if p.Spec.Rollback == nil && p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
 			st.record.Approved = phase
 		}
 		l.mu.Unlock()

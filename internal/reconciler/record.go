@@ -267,11 +267,11 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 // are not approved get none.
 func commitState(s status.PhaseState) (string, bool) {
 	switch s {
-	case status.PhaseSucceeded:
+	case status.PhaseSucceeded, status.PhaseRolledBack:
 		return forge.StateSuccess, true
 	case status.PhaseFailed, status.PhaseBlocked:
 		return forge.StateFailure, true
-	case status.PhaseApproved, status.PhaseRunning:
+	case status.PhaseApproved, status.PhaseRunning, status.PhaseRollingBack:
 		return forge.StatePending, true
 	}
 	return "", false

@@ -78,6 +78,7 @@ func planNode(st *PlanStatus) *yaml.Node {
 		im.strOmit("reason", it.Reason)
 	})
 	m.strOmit("stopped", st.Stopped)
+	m.strOmit("rollback", st.Rollback)
 	m.strs("invalid", st.Invalid)
 	m.strOmit("unobserved", st.Unobserved)
 	m.time("updatedAt", st.UpdatedAt)
@@ -90,6 +91,9 @@ func phaseFields(m mapping, ph *PhaseStatus) {
 	m.strOmit("reason", ph.Reason)
 	m.int("done", ph.Done)
 	m.int("left", ph.Left)
+	if ph.Undo {
+		m.add("undo", m.nb.scalar("!!bool", "true"))
+	}
 	m.time("started", ph.Started)
 	m.time("finished", ph.Finished)
 	mappings(m, "steps", ph.Steps, stepFields)
@@ -300,7 +304,7 @@ func plainKey(k *yaml.Node) bool {
 // write it plain, or a timestamp it would put in double quotes.
 func writeScalar(b *bytes.Buffer, n *yaml.Node, column int) bool {
 	switch {
-	case n.Tag == "!!int" || n.Tag == "!!null":
+	case n.Tag == "!!int" || n.Tag == "!!null" || n.Tag == "!!bool":
 		b.WriteString(n.Value)
 		return true
 	case n.Tag != "!!str" || n.Style != 0 || n.Value == "":

@@ -88,6 +88,8 @@ func fill(r *rand.Rand, v reflect.Value, str func(*rand.Rand) string) {
 		v.SetString(str(r))
 	case reflect.Int, reflect.Int64:
 		v.SetInt([]int64{0, 0, 1, 42, -3, int64(1500 * time.Millisecond)}[r.IntN(6)])
+	case reflect.Bool:
+		v.SetBool(r.IntN(2) == 0)
 	default:
 		panic("fill: no values for " + v.Type().String())
 	}
@@ -100,7 +102,7 @@ func tricky(r *rand.Rand) string { return trickyStrings[r.IntN(len(trickyStrings
 // where yaml.v3 folds, and now and then one it must leave to yaml.v3.
 func plain(r *rand.Rand) string {
 	const hex, word = "0123456789abcdef", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._/-()"
-	switch r.IntN(64) {
+	switch r.IntN(96) {
 	case 0, 1, 2, 3, 4, 5, 6, 7:
 		b := make([]byte, 40)
 		for i := range b {

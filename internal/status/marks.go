@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
 )
 
@@ -32,7 +33,19 @@ func Record(st *PlanStatus) observed.Record {
 	if st == nil {
 		return observed.Record{}
 	}
-	return observed.Record{Approved: st.Approved, Checks: slices.Clone(st.Checks)}
+	return observed.Record{Approved: st.Approved, Checks: slices.Clone(st.Checks), Keypairs: Keypairs(st.Created)}
+}
+
+// Keypairs are the names of the keypairs among created resources, sorted.
+func Keypairs(created []events.Resource) []string {
+	var out []string
+	for _, r := range created {
+		if r.Kind == events.ResourceKeypair && !slices.Contains(out, r.Name) {
+			out = append(out, r.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // MarkInvalid records that the plan's file failed validation at revision:

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/planner"
 )
 
@@ -30,6 +31,7 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 		Revision: revision,
 		Approve:  res.Approve,
 		Stopped:  res.Stopped,
+		Rollback: res.Rollback,
 	}
 	if prev != nil {
 		st.Approved = prev.Approved
@@ -43,6 +45,14 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 		before = prev.Inventory
 	}
 	st.Inventory = mergeInventory(before, res.Inventory)
+	if res.RolledBack {
+		// Nothing after the phase the rollback kept has been acted on
+		// any more: approving it again migrates forward.
+		st.Approved = ""
+		if res.Rollback != v1alpha1.RollbackNone {
+			st.Approved = res.Rollback
+		}
+	}
 	for _, rp := range res.Phases {
 		var old *PhaseStatus
 		if prev != nil {
@@ -58,7 +68,11 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 
 // mergePhase merges the planner's view of one phase into its history.
 func mergePhase(old *PhaseStatus, rp planner.Phase, runnable bool, now time.Time) PhaseStatus {
-	ph := PhaseStatus{Name: rp.Name, Done: rp.Done}
+	ph := PhaseStatus{Name: rp.Name, Done: rp.Done, Undo: rp.Undo}
+	if old != nil && old.Undo != rp.Undo && (rp.Undo || old.State == PhaseRolledBack) {
+		// Rolled back, or going forward after a rollback: a new history.
+		old = nil
+	}
 	if old != nil {
 		ph.Started, ph.Finished = old.Started, old.Finished
 	}
@@ -130,17 +144,21 @@ func settlePhase(ph, old *PhaseStatus, rp planner.Phase, runnable bool, now time
 	switch {
 	case rp.State == planner.Succeeded:
 		ph.State = PhaseSucceeded
+	case rp.State == planner.RolledBack:
+		ph.State = PhaseRolledBack
 	case failed != nil:
 		ph.State, ph.Reason = PhaseFailed, failedReason(failed)
 	case rp.State == planner.Blocked:
 		ph.State, ph.Reason = PhaseBlocked, rp.Reason
+	case (anyInFlight(ph) || (runnable && !ph.Started.IsZero())) && rp.Undo:
+		ph.State, ph.Reason = PhaseRollingBack, rp.Reason
 	case anyInFlight(ph) || (runnable && !ph.Started.IsZero()):
 		ph.State, ph.Reason = PhaseRunning, rp.Reason
 	default:
 		ph.State, ph.Reason = PhaseState(rp.State), rp.Reason
 	}
 	switch {
-	case ph.State == PhaseSucceeded || ph.State == PhaseFailed:
+	case ph.State == PhaseSucceeded || ph.State == PhaseFailed || ph.State == PhaseRolledBack:
 		if prevState != ph.State || ph.Finished.IsZero() {
 			ph.Finished = now
 		}

@@ -29,7 +29,9 @@ func Published(st *PlanStatus, steps []step.Step, now time.Time) {
 			ph.Left++
 			ss = &ph.Steps[len(ph.Steps)-1]
 		}
-		advanceApproved(st, s.Phase)
+		if st.Rollback == "" {
+			advanceApproved(st, s.Phase)
+		}
 		if ss.State.inFlight() {
 			continue
 		}

@@ -107,20 +107,24 @@ func refreshPhase(ph *PhaseStatus, stopped PhaseState, now time.Time) {
 		ph.State, ph.Reason = PhaseFailed, failedReason(f)
 		return
 	}
+	running, done := PhaseRunning, PhaseSucceeded
+	if ph.Undo {
+		running, done = PhaseRollingBack, PhaseRolledBack
+	}
 	switch {
 	case ph.State == PhaseBlocked:
 	case ph.Left == 0 && !anyInFlight(ph):
-		if ph.State != PhaseSucceeded {
+		if ph.State != done {
 			ph.Finished = now
 		}
-		ph.State, ph.Reason = PhaseSucceeded, ""
-	case anyInFlight(ph) || ph.State == PhaseFailed || ph.State == PhaseSucceeded:
+		ph.State, ph.Reason = done, ""
+	case anyInFlight(ph) || ph.State == PhaseFailed || ph.State == done:
 		// Work is in flight, or a failure was cleared or an effect undone
 		// by a step published again.
-		if ph.State != PhaseRunning {
+		if ph.State != running {
 			ph.Reason = ""
 		}
-		ph.State, ph.Finished = PhaseRunning, time.Time{}
+		ph.State, ph.Finished = running, time.Time{}
 	case ph.State == PhaseRunning && stopped != "":
 		// The last step in flight of a stopped plan finished: nothing
 		// more runs until the approval comes back.

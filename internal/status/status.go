@@ -34,6 +34,12 @@ const (
 	// PhaseBlocked: a health check failed or the input is incomplete;
 	// Reason says which.
 	PhaseBlocked PhaseState = "Blocked"
+	// PhaseRollingBack: spec.rollback undoes the phase, and a step of
+	// its undo is published and not finished.
+	PhaseRollingBack PhaseState = "RollingBack"
+	// PhaseRolledBack: spec.rollback undid the phase: nothing of it is
+	// left.
+	PhaseRolledBack PhaseState = "RolledBack"
 )
 
 // StepState is where a step stands.
@@ -87,6 +93,9 @@ type PlanStatus struct {
 	Inventory []InventoryItem `json:"inventory,omitempty"`
 	// Stopped says why no step may run (approval moved backwards).
 	Stopped string `json:"stopped,omitempty"`
+	// Rollback is spec.rollback.to at Revision: the phases after it are
+	// undone.
+	Rollback string `json:"rollback,omitempty"`
 	// Invalid lists the problems of the plan's file at Revision, one
 	// "file:line: field: message" each, when it failed validation. Nothing
 	// of the plan runs until a commit fixes the file; the next valid
@@ -133,6 +142,9 @@ type PhaseStatus struct {
 	// to run.
 	Done int `json:"done"`
 	Left int `json:"left"`
+	// Undo: the steps are a rollback's, which undo the phase. A phase
+	// that changes direction starts a new history (Git keeps the old).
+	Undo bool `json:"undo,omitempty"`
 	// Started is when the first step was published; Finished when the phase
 	// succeeded or failed.
 	Started  time.Time `json:"started,omitzero"`

@@ -19,14 +19,23 @@ const (
 	CopySecret Action = "copy-secret"
 	// Label sets labels on an existing Secret.
 	Label Action = "label"
+	// Remove deletes an object ferry created, so that no controller acts
+	// on its deletion: it is paused and its finalizers are taken off, and
+	// it is deleted only if nothing changed it in between (a rollback).
+	Remove Action = "remove"
+	// Release undoes what ferry did to a Secret it did not create: the
+	// owner references to objects ferry created (which would take the
+	// Secret with them) and the cluster-name label ferry gave it.
+	Release Action = "release"
 )
 
 // Actions of more than one executor kind.
 const (
 	// Wait watches the target until the ParamFor clauses hold.
 	Wait Action = "wait"
-	// Delete removes the target (a MachineDeployment, a Node, or the
-	// OpenStack resources tagged with the plan).
+	// Delete removes the target (a MachineDeployment, a Node, the
+	// OpenStack resources tagged with the plan, a keypair ferry created,
+	// or the objects of a manifest that ferry's apply created).
 	Delete Action = "delete"
 )
 

@@ -148,6 +148,14 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 		if waitable[kind] {
 			return e.wait
 		}
+	case step.Remove:
+		if _, ok := gvkOf(kind); ok {
+			return e.remove
+		}
+	case step.Release:
+		if kind == step.Secret {
+			return e.release
+		}
 	case step.Delete:
 		if kind == step.MachineDeployment {
 			return e.deleteMachineDeployment

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -101,6 +102,9 @@ func meta(obj client.Object, s *job, paused bool) {
 		labels = map[string]string{}
 	}
 	labels[clusterv1.ClusterNameLabel] = s.cluster()
+	// What a rollback of the phase removes (and only that).
+	labels[observed.LabelCreatedBy] = s.ev.Plan
+	labels[observed.LabelPhase] = s.ev.Step.Phase
 	obj.SetLabels(labels)
 	if paused {
 		setPause(obj, s.ev.Plan)

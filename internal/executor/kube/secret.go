@@ -14,6 +14,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -160,6 +161,11 @@ func (e *Executor) labelSecret(ctx context.Context, s *job) (events.Report, erro
 		sec.Labels = map[string]string{}
 	}
 	sec.Labels[clusterv1.ClusterNameLabel] = want
+	if sec.Annotations == nil {
+		sec.Annotations = map[string]string{}
+	}
+	// A rollback takes the label off again.
+	sec.Annotations[observed.AnnotationLabelledBy] = s.ev.Plan
 	s.log.Info("labelling Secret", "object", s.target(), "label", clusterv1.ClusterNameLabel+"="+want)
 	if err := e.Client.Patch(ctx, &sec, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}), client.FieldOwner(executor.FieldManager)); err != nil {
 		return events.Report{}, executor.WriteError("label "+s.target(), err)

@@ -19,6 +19,7 @@ import (
 type CloudOps interface {
 	Resolve(ctx context.Context, kind osclient.Kind, name string) (string, error)
 	EnsureKeypair(ctx context.Context, name, publicKey string) (created bool, err error)
+	DeleteKeypair(ctx context.Context, name string) (deleted bool, err error)
 	FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error)
 	Shortfall(ctx context.Context, need osclient.Need) (string, error)
 	Cleanup(ctx context.Context, plan string, recorded []osclient.Resource) ([]osclient.Resource, error)
@@ -89,6 +90,17 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		}
 		return events.Report{Message: "created keypair " + key.Name,
 			Created: []events.Resource{{Kind: osclient.ResourceKeypair, Name: key.Name}}}, nil
+	case s.Action == step.Delete && s.Target.Kind == step.Keypair:
+		// The planner asks only for a keypair the status records as
+		// ferry's: a rollback of the phase that created it.
+		deleted, err := cloud.DeleteKeypair(ctx, s.Target.Name)
+		switch {
+		case err != nil:
+			return events.Report{}, err
+		case !deleted:
+			return events.Report{Message: "keypair " + s.Target.Name + " is gone already"}, nil
+		}
+		return events.Report{Message: "deleted keypair " + s.Target.Name + ", which ferry created"}, nil
 	case s.Action == step.Bind && s.Target.Kind == step.OpenStackServer:
 		return e.bindServer(ctx, cloud, ev)
 	case s.Action == step.Delete && s.Target.Kind == step.TaggedResources:

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/kube"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -114,6 +116,9 @@ func (e *Executor) apply(ctx context.Context, s *job, c client.Client) (events.R
 		// One object at a time: a kind that a CustomResourceDefinition
 		// earlier in the manifest defines is known only once that is applied.
 		if err := prepareForApply(c, u); err != nil {
+			return events.Report{}, fmt.Errorf("apply manifest %s: %s: %w", path, manifestObjectName(u), err)
+		}
+		if err := markCreated(ctx, c, u, s.ev.Plan); err != nil {
 			return events.Report{}, fmt.Errorf("apply manifest %s: %s: %w", path, manifestObjectName(u), err)
 		}
 		s.log.InfoContext(ctx, "applying to the workload cluster", "manifest", path, "object", manifestObjectName(u))
@@ -288,4 +293,66 @@ func shortCommit(rev string) string {
 		return rev[:12]
 	}
 	return rev
+}
+
+// markCreated annotates u with observed.LabelCreatedBy when ferry's apply
+// creates it (or created it before): a rollback deletes only such
+// objects, and leaves those that were there before.
+func markCreated(ctx context.Context, c client.Client, u *unstructured.Unstructured, plan string) error {
+	have := &unstructured.Unstructured{}
+	have.SetGroupVersionKind(u.GroupVersionKind())
+	err := c.Get(ctx, client.ObjectKeyFromObject(u), have)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return fmt.Errorf("check whether it exists: %w", err)
+	case have.GetAnnotations()[observed.LabelCreatedBy] != plan:
+		return nil
+	}
+	u.SetAnnotations(mergeAnnotations(u.GetAnnotations(), map[string]string{observed.LabelCreatedBy: plan}))
+	return nil
+}
+
+// deleteManifest deletes the objects of a manifest that ferry's apply
+// created for the plan, in the reverse of the order they are applied in;
+// objects that were there before ferry applied the manifest stay (with
+// what the apply changed in them).
+func (e *Executor) deleteManifest(ctx context.Context, s *job, c client.Client) (events.Report, error) {
+	path := s.ev.Step.Target.Name
+	objs, err := e.readManifest(ctx, s)
+	if err != nil {
+		return events.Report{}, err
+	}
+	applyOrder(objs)
+	deleted, left := 0, 0
+	for i := len(objs) - 1; i >= 0; i-- {
+		u := objs[i]
+		if err := prepareForApply(c, u); err != nil {
+			return events.Report{}, fmt.Errorf("delete manifest %s: %s: %w", path, manifestObjectName(u), err)
+		}
+		have := &unstructured.Unstructured{}
+		have.SetGroupVersionKind(u.GroupVersionKind())
+		err := c.Get(ctx, client.ObjectKeyFromObject(u), have)
+		switch {
+		case apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return events.Report{}, fmt.Errorf("delete manifest %s: %s: %w", path, manifestObjectName(u), err)
+		case have.GetAnnotations()[observed.LabelCreatedBy] != s.ev.Plan:
+			left++
+			continue
+		}
+		s.log.InfoContext(ctx, "deleting from the workload cluster", "manifest", path, "object", manifestObjectName(u))
+		uid := have.GetUID()
+		err = c.Delete(ctx, have, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return events.Report{}, fmt.Errorf("delete manifest %s: %s: %w", path, manifestObjectName(u), err)
+		}
+		deleted++
+	}
+	msg := fmt.Sprintf("deleted %d objects of %s that ferry created", deleted, path)
+	if left > 0 {
+		msg += fmt.Sprintf("; %d that were there before left", left)
+	}
+	return events.Report{Message: msg}, nil
 }

@@ -95,10 +95,13 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		// A probe talks to the application, not to the cluster: no
 		// kubeconfig needed.
 		return e.probe(ctx, s)
-	case a == step.Apply && kind == step.Manifest:
+	case (a == step.Apply || a == step.Delete) && kind == step.Manifest:
 		c, err := e.connect(ctx, ev.Spec)
 		if err != nil {
 			return events.Report{}, err
+		}
+		if a == step.Delete {
+			return e.deleteManifest(ctx, s, c)
 		}
 		return e.apply(ctx, s, c)
 	}

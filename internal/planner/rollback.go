@@ -1,0 +1,238 @@
+package planner
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/ferry-dev/ferry/api/v1alpha1"
+	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/step"
+)
+
+// A rollback (spec.rollback) undoes the phases after spec.rollback.to, the
+// last first. Each undone phase lists the steps that remove what its
+// forward steps made, read from the observed state like every other step:
+// the objects ferry created in the phase (observed.Created, marked at
+// creation), the Secrets it changed without creating them, the manifests
+// it applied and the keypair it created. Nothing else is removed, so that
+// nothing that existed before ferry started goes.
+
+// removalTiers are the kinds ferry creates, in the order a rollback
+// removes them, one group each: dependents before what they depend on,
+// as clusterctl move deletes a moved cluster's source objects in the
+// reverse order of their creation.
+var removalTiers = [][]string{
+	{step.OpenStackServer},
+	{step.OpenStackMachine},
+	{step.Machine},
+	{step.KubeadmConfig, step.MachineSet},
+	{step.MachineDeployment, step.KubeadmControlPlane},
+	{step.OpenStackMachineTemplate, step.KubeadmConfigTemplate},
+	{step.OpenStackCluster},
+	{step.Cluster},
+	{step.Secret},
+}
+
+// notUndone is what undoing an adopt phase leaves as it was, and why; the
+// README's table says the same.
+var notUndone = map[string][]string{
+	v1alpha1.PhaseControlPlane: {
+		"the provider IDs ferry gave the control-plane Nodes: a Node's spec.providerID cannot be cleared once set",
+		"what ferry's apply changed in manifest objects that were there before it (they are not deleted)",
+	},
+	v1alpha1.PhaseWorkers: {
+		"the provider IDs ferry gave the worker Nodes: a Node's spec.providerID cannot be cleared once set",
+	},
+}
+
+// rollback plans a plan with spec.rollback: the phases it keeps as they
+// are (none of them runs while the rollback is asked for), the phases
+// after them undone, and the point of no return and what follows it
+// pending. Only the last phase with something left to undo is runnable.
+func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBuilder)) {
+	p, s := c.plan, c.snap
+	to, _ := p.RollbackTo()
+	res.Rollback = p.Spec.Rollback.To
+	approved := p.PhaseIndex(p.Spec.Approve)
+	last := len(p.Phases())
+	if nr := p.PointOfNoReturn(); nr != "" {
+		last = p.PhaseIndex(nr)
+		if s.Record.Approved != "" && p.PhaseIndex(s.Record.Approved) >= last {
+			res.Stopped = fmt.Sprintf("spec.rollback refused: phase %s has begun, and it is the point of no return; nothing is rolled back. Remove spec.rollback", nr)
+		}
+	}
+	blocked := map[string][]string{}
+	for i, name := range p.Phases() {
+		b := &phaseBuilder{ctx: c, phase: Phase{Name: name}}
+		if i <= to || i >= last {
+			build[name](c, b)
+			ph := b.finish()
+			ph.State, ph.Reason = phaseState(ph, nil, i > approved, false, p.Spec.Approve)
+			if ph.State == Approved {
+				ph.Reason = "waits while spec.rollback is set"
+			}
+			res.Phases = append(res.Phases, ph)
+			continue
+		}
+		undoAdopt(c, b)
+		ph := b.finish()
+		ph.Undo = true
+		ph.State = Approved
+		if len(ph.Groups) == 0 && len(b.blocked) == 0 {
+			ph.State = RolledBack
+		}
+		blocked[name] = b.blocked
+		res.Phases = append(res.Phases, ph)
+	}
+	for i, name := range p.Phases() {
+		if i > to && i < last {
+			res.NotUndone = append(res.NotUndone, notUndone[name]...)
+		}
+	}
+	// The last phase first: the phases before it wait for it.
+	next := ""
+	for i := len(res.Phases) - 1; i >= 0; i-- {
+		ph := &res.Phases[i]
+		if !ph.Undo || ph.State == RolledBack {
+			continue
+		}
+		switch {
+		case next != "":
+			ph.Reason = "rolled back after phase " + next
+		case len(blocked[ph.Name]) > 0:
+			ph.State, ph.Reason = Blocked, strings.Join(blocked[ph.Name], "; ")
+			next = ph.Name
+		case res.Stopped != "":
+			ph.Reason = "stopped: the rollback is refused"
+			next = ph.Name
+		default:
+			res.Runnable, next = ph.Name, ph.Name
+		}
+	}
+	res.RolledBack = next == ""
+}
+
+// undoAdopt lists the steps that undo an adopt phase: the Cluster paused
+// while anything of it goes (no controller acts on a removal then), the
+// Secrets ferry changed released, the objects ferry created removed tier
+// by tier, the cloud controller manager and the keypair ferry created
+// deleted, and the pause lifted when the Cluster stays.
+func undoAdopt(c *planCtx, b *phaseBuilder) {
+	s, phase := c.snap, b.phase.Name
+	created := s.CreatedIn(phase)
+	release := c.secretsToRelease(phase, created)
+	cl := s.Cluster
+	removesCluster := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == step.Cluster && o.Name == c.name })
+	if cl != nil && phase == v1alpha1.PhaseCluster && !removesCluster && cl.InfrastructureRef.Kind == step.OpenStackCluster {
+		b.block("Cluster %s/%s existed before ferry: ferry cannot restore its earlier infrastructureRef, so the cluster phase is not rolled back; remove spec.rollback, or roll back to cluster", c.ns, c.name)
+		return
+	}
+	others := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind != step.Cluster && o.Kind != step.Secret })
+	if cl != nil && (others || len(release) > 0) {
+		b.step(cl.Paused, step.Kube, step.Pause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
+			"no Cluster API or CAPO controller acts on what the rollback removes while the Cluster is paused")
+		b.group()
+	}
+	for _, name := range release {
+		b.step(false, step.Kube, step.Release, step.Target{Kind: step.Secret, Name: name}, nil,
+			"it was there before ferry: it keeps its data, and loses only the owners and the label ferry's phase gave it")
+	}
+	b.group()
+	// Before the tiers: undoing phase cluster removes the Secrets that
+	// reach the workload cluster and the cloud.
+	if phase == v1alpha1.PhaseControlPlane {
+		c.undoManifest(b)
+	}
+	if phase == v1alpha1.PhaseCluster {
+		c.undoKeypair(b)
+	}
+	for _, tier := range removalTiers {
+		for _, o := range created {
+			if slices.Contains(tier, o.Kind) {
+				b.step(false, step.Kube, step.Remove, step.Target{Kind: o.Kind, Name: o.Name}, nil, removeReason(o))
+			}
+		}
+		b.group()
+	}
+	if cl != nil && !removesCluster {
+		b.step(!cl.Paused || !cl.ByFerry, step.Kube, step.Unpause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
+			"the rollback paused it; the phases it keeps go on under Cluster API")
+		b.group()
+	}
+}
+
+// removeReason says why removing o touches nothing outside the
+// management cluster.
+func removeReason(o observed.Created) string {
+	switch o.Kind {
+	case step.OpenStackServer, step.OpenStackMachine:
+		return "bound to a server ferry did not build: removed without its finalizer, so that CAPO does not delete the server"
+	case step.OpenStackCluster:
+		return "removed without its finalizer, so that CAPO deletes nothing of the network, router or endpoint it adopted"
+	case step.Secret:
+		return "a copy ferry made in phase " + o.Phase + "; the original stays"
+	}
+	return "created by ferry in phase " + o.Phase + "; removed without its finalizers, so that no controller acts on its removal"
+}
+
+// secretsToRelease are the cluster's Secrets ferry did not create that
+// an object created in phase owns, or (phase cluster) that ferry gave the
+// cluster-name label. An owner that goes would take the Secret with it:
+// KubeadmControlPlane makes itself the owner of the cluster's CA Secrets.
+func (c *planCtx) secretsToRelease(phase string, created []observed.Created) []string {
+	var out []string
+	for _, sec := range c.snap.Secrets {
+		if sec.Namespace != c.ns || c.snap.IsCreated(step.Secret, sec.Name) {
+			continue
+		}
+		owned := slices.ContainsFunc(sec.Owners, func(r observed.Ref) bool {
+			return slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == r.Kind && o.Name == r.Name })
+		})
+		if owned || (phase == v1alpha1.PhaseCluster && sec.LabelledByFerry) {
+			out = append(out, sec.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// undoManifest deletes what ferry's apply of the cloud controller
+// manager created; objects that were there before stay.
+func (c *planCtx) undoManifest(b *phaseBuilder) {
+	m := c.plan.Spec.Manifests
+	if m == nil || m.CloudControllerManager == nil {
+		return
+	}
+	if c.snap.Workload == nil {
+		if c.snap.Secret(c.ns, c.name+"-kubeconfig") == nil {
+			// Nothing reaches the workload cluster any more (undoing
+			// phase cluster removed the copy ferry made): nothing to do.
+			return
+		}
+		b.block("workload cluster %s unreachable (%s): the cloud controller manager ferry applied cannot be removed", c.name, c.snap.WorkloadError)
+		return
+	}
+	path := m.CloudControllerManager.Path
+	b.step(!c.snap.Manifest(path).Created, step.Workload, step.Delete, step.Target{Kind: step.Manifest, Name: path}, nil,
+		"the objects ferry's apply created go; those that were there before stay")
+	b.group()
+}
+
+// undoKeypair deletes the plan's keypair when ferry created it.
+func (c *planCtx) undoKeypair(b *phaseBuilder) {
+	name := c.plan.Spec.Target.SSHKey.Name
+	if !slices.Contains(c.snap.Record.Keypairs, name) {
+		return
+	}
+	if c.snap.Cloud == nil {
+		if c.snap.Secret(c.ns, c.plan.Spec.Target.Identity.SecretName) == nil {
+			return // nothing reaches the cloud any more: the keypair went before the identity Secret
+		}
+		b.block("OpenStack not observed (%s): the keypair %s ferry created cannot be looked up", c.snap.CloudError, name)
+		return
+	}
+	b.step(!slices.Contains(c.snap.Cloud.Keypairs, name), step.OpenStack, step.Delete, step.Target{Kind: step.Keypair, Name: name}, nil,
+		"ferry created it in phase cluster")
+	b.group()
+}
