@@ -23,6 +23,9 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 		{step.Unpause, []string{step.Cluster, step.Machine, step.KubeadmControlPlane, step.MachineDeployment, step.MachineSet}},
 		{step.Wait, []string{step.OpenStackCluster, step.KubeadmControlPlane, step.KamajiControlPlane, step.MachineDeployment}},
 		{step.Delete, []string{step.MachineDeployment}},
+		{step.Remove, []string{step.Cluster, step.OpenStackCluster, step.KubeadmConfig, step.KubeadmControlPlane, step.Machine, step.OpenStackServer,
+			step.OpenStackMachineTemplate, step.OpenStackMachine, step.KubeadmConfigTemplate, step.MachineDeployment, step.MachineSet, step.Secret}},
+		{step.Release, []string{step.Secret}},
 	} {
 		for _, kind := range tc.kinds {
 			if e.handlerFor(tc.action, kind) == nil {
