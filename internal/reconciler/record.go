@@ -255,7 +255,7 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 			if !ok {
 				continue
 			}
-			desc := fmt.Sprintf("%s: %s (%d done, %d left)", ph.Name, ph.State, ph.Done, ph.Left)
+			desc := fmt.Sprintf("%s: %s (%d done, %d left)", ph.Name, ph.State.Text(), ph.Done, ph.Left)
 			if err := r.Forge.SetStatus(ctx, a.Commit, "ferry/"+st.Plan+"/"+ph.Name, state, desc, r.StatusURL); err != nil {
 				logging.From(ctx).Warn("commit status not set", "plan", st.Plan, "phase", ph.Name, "error", err)
 			}

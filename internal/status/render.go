@@ -130,7 +130,7 @@ func mdPhases(head *strings.Builder, st *PlanStatus) {
 			}
 			lastErr = mdText(s.LastError, mdCellMax)
 		}
-		state := string(ph.State)
+		state := ph.State.Text()
 		if ph.State == PhaseFailed || ph.State == PhaseBlocked {
 			state = "**" + state + "**"
 		}
@@ -141,7 +141,7 @@ func mdPhases(head *strings.Builder, st *PlanStatus) {
 	reasons := false
 	for _, ph := range st.Phases {
 		if explained(ph) {
-			fmt.Fprintf(head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State, mdText(ph.Reason, mdReasonMax))
+			fmt.Fprintf(head, "- **%s** (%s): %s\n", mdText(ph.Name, mdCellMax), ph.State.Text(), mdText(ph.Reason, mdReasonMax))
 			reasons = true
 		}
 	}
@@ -244,6 +244,9 @@ func header(st *PlanStatus) string {
 	b.WriteString(": approve " + approve)
 	if st.Approved != "" {
 		b.WriteString(", acted on up to " + st.Approved)
+	}
+	if st.Rollback != "" {
+		b.WriteString(", rolling back to " + st.Rollback)
 	}
 	if !st.UpdatedAt.IsZero() {
 		b.WriteString(", updated " + st.UpdatedAt.UTC().Format(time.RFC3339))

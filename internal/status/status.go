@@ -42,6 +42,19 @@ const (
 	PhaseRolledBack PhaseState = "RolledBack"
 )
 
+// Text is the state as people read it in comments and commit statuses:
+// "Rolling back" and "Rolled back" for a rollback's states, the state's
+// name otherwise (tables and files keep the names, for scripts).
+func (s PhaseState) Text() string {
+	switch s {
+	case PhaseRollingBack:
+		return "Rolling back"
+	case PhaseRolledBack:
+		return "Rolled back"
+	}
+	return string(s)
+}
+
 // StepState is where a step stands.
 type StepState string
 

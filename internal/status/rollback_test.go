@@ -1,0 +1,64 @@
+package status
+
+import (
+	"testing"
+
+	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/step"
+)
+
+// TestStatusRollback follows a rollback of workers to control-plane and
+// the migration forward again: the undone phase reads RollingBack while
+// its undo runs and RolledBack after, with a history of its own; the
+// furthest phase acted on does not move while it rolls back and comes
+// back to control-plane when it is done; going forward again starts
+// workers' history afresh.
+func TestStatusRollback(t *testing.T) {
+	removeMD := mkStep("workers", step.Kube, step.Remove, step.MachineDeployment, "default", "capi-quickstart-md-0")
+	undo := func(state planner.PhaseState, gs ...[]step.Step) *planner.Result {
+		ph := phase("workers", state, "", 1, gs...)
+		ph.Undo = true
+		runnable := "workers"
+		if state == planner.RolledBack {
+			runnable = ""
+		}
+		r := result("control-plane", runnable, "", phase("cluster", planner.Succeeded, "", 6), phase("control-plane", planner.Succeeded, "", 2), ph)
+		r.Rollback, r.RolledBack = "control-plane", state == planner.RolledBack
+		return r
+	}
+	forward := result("workers", "workers", "", phase("cluster", planner.Succeeded, "", 6), phase("control-plane", planner.Succeeded, "", 2),
+		phase("workers", planner.Approved, "", 0, []step.Step{drain}))
+
+	st := run(
+		plan(forward, rev1, 1), publish(2, drain), apply(ok(drain, 1, 3)),
+		plan(result("workers", "", "", phase("cluster", planner.Succeeded, "", 6), phase("control-plane", planner.Succeeded, "", 2),
+			phase("workers", planner.Succeeded, "", 1)), rev1, 4),
+	)
+	if st.Approved != "workers" || st.Phase("workers").State != PhaseSucceeded {
+		t.Fatalf("before the rollback:\n%s", summary(st))
+	}
+
+	st = run(func(*PlanStatus) *PlanStatus { return st }, plan(undo(planner.Approved, []step.Step{removeMD}), rev2, 5), publish(6, removeMD))
+	ws := st.Phase("workers")
+	if ws.State != PhaseRollingBack || !ws.Undo || len(ws.Steps) != 1 || ws.Steps[0].Key != removeMD.Key || st.Approved != "workers" || st.Rollback != "control-plane" {
+		t.Fatalf("while rolling back (want workers RollingBack with only its undo step, approved still workers):\n%s", summary(st))
+	}
+	if got := ws.State.Text(); got != "Rolling back" {
+		t.Errorf("RollingBack reads %q", got)
+	}
+
+	ApplyResult(st, ok(removeMD, 1, 7))
+	if st.Phase("workers").State != PhaseRolledBack {
+		t.Fatalf("after the undo's last step:\n%s", summary(st))
+	}
+	st = FromResult(st, undo(planner.RolledBack), rev2, at(8))
+	if st.Phase("workers").State != PhaseRolledBack || st.Approved != "control-plane" {
+		t.Fatalf("rolled back (want approved control-plane again):\n%s", summary(st))
+	}
+
+	st = FromResult(st, forward, rev2, at(9))
+	ws = st.Phase("workers")
+	if ws.Undo || ws.State != PhaseApproved || len(ws.Steps) != 1 || ws.Steps[0].Key != drain.Key || ws.Steps[0].State != StepPending {
+		t.Fatalf("forward again (want workers Approved with a fresh history):\n%s", summary(st))
+	}
+}
