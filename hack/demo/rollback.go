@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -149,8 +151,19 @@ func (w *world) recordWorld(ctx context.Context) (*worldLines, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.out.say("    %s", lineCounts(before.lines))
+	path, err := w.saveLines("world-before.txt", before.lines)
+	if err != nil {
+		return nil, err
+	}
+	w.out.say("    %s (in %s)", lineCounts(before.lines), path)
 	return before, nil
+}
+
+// saveLines writes world lines to a file in the log directory, for a look
+// at all that the comparison saw, and returns its path.
+func (w *world) saveLines(name string, lines []string) (string, error) {
+	path := filepath.Join(w.logDir, name)
+	return path, os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
 }
 
 // rollback opens the pull request that rolls every phase back, prints
@@ -351,6 +364,11 @@ func (w *world) compareWorld(ctx context.Context, before *worldLines) error {
 	if err != nil {
 		return err
 	}
+	path, err := w.saveLines("world-after.txt", after.lines)
+	if err != nil {
+		return err
+	}
+	out.say("    %s (in %s)", lineCounts(after.lines), path)
 	diffs := judge(diffLines(before.lines, after.lines), rollbackAllowed)
 	for _, d := range diffs {
 		out.say("    %s", d)
