@@ -75,7 +75,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 			res.Phases = append(res.Phases, ph)
 			continue
 		}
-		undoAdopt(c, b)
+		undoAdopt(c, b, i == to+1)
 		ph := b.finish()
 		ph.Undo = true
 		ph.State = Approved
@@ -117,8 +117,9 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 // while anything of it goes (no controller acts on a removal then), the
 // Secrets ferry changed released, the objects ferry created removed tier
 // by tier, the cloud controller manager and the keypair ferry created
-// deleted, and the pause lifted when the Cluster stays.
-func undoAdopt(c *planCtx, b *phaseBuilder) {
+// deleted, and, by the first phase undone, the pause lifted when the
+// Cluster stays.
+func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	s, phase := c.snap, b.phase.Name
 	created := s.CreatedIn(phase)
 	release := c.secretsToRelease(phase, created)
@@ -155,7 +156,10 @@ func undoAdopt(c *planCtx, b *phaseBuilder) {
 		}
 		b.group()
 	}
-	if cl != nil && !removesCluster {
+	// Only the first phase undone lifts the pause: the phases before it
+	// stay, those after it were undone before it (and lifting it there
+	// would only have the next phase's undo pause it again).
+	if cl != nil && !removesCluster && first {
 		b.step(!cl.Paused || !cl.ByFerry, step.Kube, step.Unpause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 			"the rollback paused it; the phases it keeps go on under Cluster API")
 		b.group()
