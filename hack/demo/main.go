@@ -137,7 +137,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 			return err
 		}
 		out.say("\n==> the rollback of the %d phases took %s", len(sc.phases), time.Since(began).Round(time.Second))
-		want = phaseRolledBack
+		want = status.PhaseRolledBack
 	}
 	g, reader := w.git, w.reader
 

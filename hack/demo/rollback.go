@@ -15,13 +15,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
-// The phase states of a rollback: a phase is RollingBack while its undo
-// runs and RolledBack when it is done (an undo that failed shows Failed).
-const (
-	phaseRollingBack status.PhaseState = "RollingBack"
-	phaseRolledBack  status.PhaseState = "RolledBack"
-)
-
 // rollbackSpec is the plan's spec line that undoes every phase; the pull
 // request that adds it sets spec.approve to "" as well.
 const rollbackSpec = "  rollback: {to: none}\n"
@@ -199,7 +192,7 @@ func (w *world) rollback(ctx context.Context) error {
 		return fmt.Errorf("the endpoint did not answer for %s, more than %s: %s", seen.longest.Round(100*time.Millisecond), outageMax, seen.last)
 	}
 	// Undone last first: the first phase's row is the last to change.
-	want := "| " + phases[0] + " | " + string(phaseRolledBack) + " |"
+	want := "| " + phases[0] + " | " + status.PhaseRolledBack.Text() + " |"
 	progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
 	if err != nil {
 		return err
@@ -247,7 +240,7 @@ func rollbackProgress(st *status.PlanStatus, phases []string) (bool, string, err
 			parts = append(parts, name+" not in the status")
 			continue
 		}
-		done = done && ph.State == phaseRolledBack
+		done = done && ph.State == status.PhaseRolledBack
 		part := name + " " + string(ph.State)
 		reason := ph.Reason
 		for _, s := range ph.Steps {
@@ -258,7 +251,7 @@ func rollbackProgress(st *status.PlanStatus, phases []string) (bool, string, err
 				reason = s.Title() + ": " + s.LastError
 			}
 		}
-		if reason != "" && ph.State != phaseRolledBack {
+		if reason != "" && ph.State != status.PhaseRolledBack {
 			part += " (" + reason + ")"
 		}
 		if ph.State == status.PhaseFailed && failed == nil {

@@ -96,15 +96,15 @@ func TestRollbackProgress(t *testing.T) {
 	phases := []string{"cluster", "control-plane", "workers"}
 	st := &status.PlanStatus{Revision: "0123456789abcdef", Phases: []status.PhaseStatus{
 		{Name: "cluster", State: status.PhaseSucceeded},
-		{Name: "control-plane", State: phaseRollingBack, Steps: []status.StepStatus{{Action: "delete", Target: "Machine/m", State: status.StepRunning}}},
-		{Name: "workers", State: phaseRolledBack},
+		{Name: "control-plane", State: status.PhaseRollingBack, Steps: []status.StepStatus{{Action: "delete", Target: "Machine/m", State: status.StepRunning}}},
+		{Name: "workers", State: status.PhaseRolledBack},
 	}}
 	done, detail, err := rollbackProgress(st, phases)
 	if done || err != nil || !strings.Contains(detail, "control-plane RollingBack, running ") || !strings.Contains(detail, "workers RolledBack") {
 		t.Errorf("rolling back: done %t, %q, %v", done, detail, err)
 	}
 	for i := range st.Phases {
-		st.Phases[i].State, st.Phases[i].Steps = phaseRolledBack, nil
+		st.Phases[i].State, st.Phases[i].Steps = status.PhaseRolledBack, nil
 	}
 	if done, _, err := rollbackProgress(st, phases); !done || err != nil {
 		t.Errorf("all rolled back: done %t, %v", done, err)
