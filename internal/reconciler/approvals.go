@@ -20,11 +20,19 @@ type GitApprovals struct {
 
 var _ Approvals = GitApprovals{}
 
-// Find returns the approval of phase in the plan file at revision.
+// Find returns the approval of phase in the plan file at revision: the
+// commit that raised spec.approve to it, or for a rollback's approval
+// (status.RollbackApproval) the one that set spec.rollback.to.
 func (g GitApprovals) Find(ctx context.Context, revision, file, phase string) (status.Approval, error) {
 	c, err := g.Source.Introduced(ctx, gitsource.Revision(revision), file, func(data []byte) bool {
 		f, err := planfile.Decode(file, data)
-		return err == nil && f.Plan.Spec.Approve == phase
+		if err != nil {
+			return false
+		}
+		if r := f.Plan.Spec.Rollback; r != nil {
+			return status.RollbackApproval(r.To) == phase
+		}
+		return f.Plan.Spec.Approve == phase
 	})
 	if err != nil {
 		return status.Approval{}, fmt.Errorf("find the commit that approved %s in %s: %w", phase, file, err)

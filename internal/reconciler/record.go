@@ -115,15 +115,16 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 
 // missingApprovals lists the approved phases that have no approver yet.
 func missingApprovals(st *status.PlanStatus, res *planner.Result) []string {
-	if res.Approve == "" {
+	want := st.Approving()
+	if want == "" {
 		return nil
 	}
 	for _, a := range st.ApprovedBy {
-		if a.Phase == res.Approve {
+		if a.Phase == want {
 			return nil
 		}
 	}
-	return []string{res.Approve}
+	return []string{want}
 }
 
 // Invalid records the problems of a plan file that failed validation on
@@ -238,7 +239,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 // current phase, and as commit statuses on that approval's commit.
 func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 	for _, a := range st.ApprovedBy {
-		if a.Phase != st.Approve {
+		if a.Phase != st.Approving() {
 			continue
 		}
 		if a.PR > 0 {

@@ -27,6 +27,20 @@ func SetApproval(st *PlanStatus, a Approval) {
 	slices.SortStableFunc(st.ApprovedBy, func(x, y Approval) int { return order(x.Phase) - order(y.Phase) })
 }
 
+// RollbackApproval is the Approval.Phase of a rollback's approval: the
+// merge that set spec.rollback.to.
+func RollbackApproval(to string) string { return "rollback to " + to }
+
+// Approving is the Approval.Phase whose pull request and commit show the
+// plan's progress: the rollback's while one is asked for, else the
+// approved phase's.
+func (st *PlanStatus) Approving() string {
+	if st.Rollback != "" {
+		return RollbackApproval(st.Rollback)
+	}
+	return st.Approve
+}
+
 // Record is what the planner needs back from the status: the furthest
 // phase acted on, and the checks that passed.
 func Record(st *PlanStatus) observed.Record {

@@ -52,6 +52,12 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 		if res.Rollback != v1alpha1.RollbackNone {
 			st.Approved = res.Rollback
 		}
+		// Approving an undone phase again is a new approval.
+		for _, rp := range res.Phases {
+			if rp.Undo {
+				st.ApprovedBy = slices.DeleteFunc(st.ApprovedBy, func(a Approval) bool { return a.Phase == rp.Name })
+			}
+		}
 	}
 	for _, rp := range res.Phases {
 		var old *PhaseStatus

@@ -247,6 +247,9 @@ func header(st *PlanStatus) string {
 	}
 	if st.Rollback != "" {
 		b.WriteString(", rolling back to " + st.Rollback)
+		if by := approver(st, RollbackApproval(st.Rollback)); by != "" {
+			b.WriteString(" (approved by " + by + ")")
+		}
 	}
 	if !st.UpdatedAt.IsZero() {
 		b.WriteString(", updated " + st.UpdatedAt.UTC().Format(time.RFC3339))

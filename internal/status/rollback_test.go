@@ -1,6 +1,7 @@
 package status
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/planner"
@@ -51,7 +52,15 @@ func TestStatusRollback(t *testing.T) {
 	if st.Phase("workers").State != PhaseRolledBack {
 		t.Fatalf("after the undo's last step:\n%s", summary(st))
 	}
+	SetApproval(st, Approval{Phase: "workers", By: "bob", PR: 3})
+	SetApproval(st, Approval{Phase: RollbackApproval("control-plane"), By: "carol", PR: 4})
+	if st.Approving() != "rollback to control-plane" || !strings.Contains(header(st), "rolling back to control-plane (approved by carol (#4))") {
+		t.Errorf("approving %q, header %q", st.Approving(), header(st))
+	}
 	st = FromResult(st, undo(planner.RolledBack), rev2, at(8))
+	if len(st.ApprovedBy) != 1 || st.ApprovedBy[0].By != "carol" {
+		t.Errorf("approvals after the rollback: %v; want only the rollback's (approving workers again is a new approval)", st.ApprovedBy)
+	}
 	if st.Phase("workers").State != PhaseRolledBack || st.Approved != "control-plane" {
 		t.Fatalf("rolled back (want approved control-plane again):\n%s", summary(st))
 	}
