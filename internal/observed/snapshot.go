@@ -28,6 +28,10 @@ const (
 	// LabelPhase is the phase whose step created an object marked with
 	// LabelCreatedBy: the phase whose rollback removes it.
 	LabelPhase = "ferry.dev/phase"
+	// AnnotationPreviousAddressTypes keeps, on a KamajiControlPlane whose
+	// spec.kubelet.preferredAddressTypes ferry changed, what they were
+	// (a JSON list, null when unset), for a rollback to restore.
+	AnnotationPreviousAddressTypes = "ferry.dev/previous-preferred-address-types"
 	// AnnotationLabelledBy marks a Secret that existed before ferry and
 	// that ferry gave CAPI's cluster-name label, with the plan's name; a
 	// rollback takes the label off again.
@@ -181,6 +185,12 @@ type ControlPlane struct {
 	RolloutAfter string `json:"rolloutAfter,omitempty"`
 	// PreferredAddressTypes is KamajiControlPlane spec.kubelet.preferredAddressTypes.
 	PreferredAddressTypes []string `json:"preferredAddressTypes,omitempty"`
+	// ChangedByFerry: ferry changed its preferredAddressTypes and kept
+	// what they were (AnnotationPreviousAddressTypes), for a rollback.
+	ChangedByFerry bool `json:"changedByFerry,omitempty"`
+	// Owners are its owner references, by kind and name: the Cluster
+	// makes itself the owner of its control plane.
+	Owners []Ref `json:"owners,omitempty"`
 }
 
 // Stable reports whether every replica is ready and up to date.

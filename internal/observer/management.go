@@ -34,6 +34,15 @@ func pauseOf(obj client.Object) observed.Pause {
 
 func refOf(kind, name string) observed.Ref { return observed.Ref{Kind: kind, Name: name} }
 
+// ownersOf are an object's owner references, by kind and name.
+func ownersOf(obj client.Object) []observed.Ref {
+	var out []observed.Ref
+	for _, r := range obj.GetOwnerReferences() {
+		out = append(out, refOf(r.Kind, r.Name))
+	}
+	return out
+}
+
 func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Snapshot) error {
 	var c clusterv1.Cluster
 	found, err := o.get(ctx, ns, name, &c)
@@ -106,9 +115,7 @@ func (o *Observer) secrets(ctx context.Context, p *v1alpha1.MigrationPlan, s *ob
 		os := observed.Secret{Namespace: sec.Namespace, Name: sec.Name, Keys: names,
 			Cluster:         sec.Labels[clusterv1.ClusterNameLabel],
 			LabelledByFerry: sec.Annotations[observed.AnnotationLabelledBy] == p.Metadata.Name}
-		for _, r := range sec.OwnerReferences {
-			os.Owners = append(os.Owners, refOf(r.Kind, r.Name))
-		}
+		os.Owners = ownersOf(&sec)
 		s.Secrets = append(s.Secrets, os)
 		if sec.Namespace == ns && sec.Labels[observed.LabelCreatedBy] == p.Metadata.Name {
 			s.Created = append(s.Created, createdOf("Secret", &sec))
@@ -134,6 +141,8 @@ func (o *Observer) controlPlane(ctx context.Context, p *v1alpha1.MigrationPlan, 
 		cp.Ready, _, _ = unstructured.NestedBool(u.Object, "status", "ready")
 		cp.Version, _, _ = unstructured.NestedString(u.Object, "spec", "version")
 		cp.PreferredAddressTypes, _, _ = unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
+		_, cp.ChangedByFerry = u.GetAnnotations()[observed.AnnotationPreviousAddressTypes]
+		cp.Owners = ownersOf(u)
 		s.ControlPlane = cp
 		return nil
 	}

@@ -122,7 +122,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	s, phase := c.snap, b.phase.Name
 	created := s.CreatedIn(phase)
-	release := c.secretsToRelease(phase, created)
+	release := c.toRelease(phase, created)
 	cl := s.Cluster
 	removesCluster := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == step.Cluster && o.Name == c.name })
 	if cl != nil && phase == v1alpha1.PhaseCluster && !removesCluster && cl.InfrastructureRef.Kind == step.OpenStackCluster {
@@ -135,9 +135,13 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 			"no Cluster API or CAPO controller acts on what the rollback removes while the Cluster is paused")
 		b.group()
 	}
-	for _, name := range release {
-		b.step(false, step.Kube, step.Release, step.Target{Kind: step.Secret, Name: name}, nil,
-			"it was there before ferry: it keeps its data, and loses only the owners and the label ferry's phase gave it")
+	for _, t := range release {
+		b.step(false, step.Kube, step.Release, t, nil,
+			"it was there before ferry: it loses only the owners and the label ferry's phase gave it, which would take it away or change it")
+	}
+	if cp := s.ControlPlane; phase == v1alpha1.PhaseControlPlane && cp != nil && cp.Kind == step.KamajiControlPlane {
+		b.step(!cp.ChangedByFerry, step.Kube, step.Restore, step.Target{Kind: step.KamajiControlPlane, Name: cp.Name}, nil,
+			"its kubelet preferredAddressTypes go back to what they were before ferry changed them")
 	}
 	b.group()
 	// Before the tiers: undoing phase cluster removes the Secrets that
@@ -180,24 +184,30 @@ func removeReason(o observed.Created) string {
 	return "created by ferry in phase " + o.Phase + "; removed without its finalizers, so that no controller acts on its removal"
 }
 
-// secretsToRelease are the cluster's Secrets ferry did not create that
-// an object created in phase owns, or (phase cluster) that ferry gave the
-// cluster-name label. An owner that goes would take the Secret with it:
-// KubeadmControlPlane makes itself the owner of the cluster's CA Secrets.
-func (c *planCtx) secretsToRelease(phase string, created []observed.Created) []string {
-	var out []string
+// toRelease are the cluster's Secrets and control plane that ferry did
+// not create but that an object created in phase owns, or (phase
+// cluster) that ferry gave the cluster-name label. An owner that goes
+// would take them with it: KubeadmControlPlane makes itself the owner of
+// the cluster's CA Secrets, a Cluster the owner of its control plane.
+func (c *planCtx) toRelease(phase string, created []observed.Created) []step.Target {
+	ownedHere := func(owners []observed.Ref) bool {
+		return slices.ContainsFunc(owners, func(r observed.Ref) bool {
+			return slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == r.Kind && o.Name == r.Name })
+		})
+	}
+	var out []step.Target
 	for _, sec := range c.snap.Secrets {
 		if sec.Namespace != c.ns || c.snap.IsCreated(step.Secret, sec.Name) {
 			continue
 		}
-		owned := slices.ContainsFunc(sec.Owners, func(r observed.Ref) bool {
-			return slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == r.Kind && o.Name == r.Name })
-		})
-		if owned || (phase == v1alpha1.PhaseCluster && sec.LabelledByFerry) {
-			out = append(out, sec.Name)
+		if ownedHere(sec.Owners) || (phase == v1alpha1.PhaseCluster && sec.LabelledByFerry) {
+			out = append(out, step.Target{Kind: step.Secret, Name: sec.Name})
 		}
 	}
-	slices.Sort(out)
+	slices.SortFunc(out, func(a, b step.Target) int { return strings.Compare(a.Name, b.Name) })
+	if cp := c.snap.ControlPlane; cp != nil && !c.snap.IsCreated(cp.Kind, cp.Name) && ownedHere(cp.Owners) {
+		out = append(out, step.Target{Kind: cp.Kind, Name: cp.Name})
+	}
 	return out
 }
 

@@ -23,10 +23,15 @@ const (
 	// on its deletion: it is paused and its finalizers are taken off, and
 	// it is deleted only if nothing changed it in between (a rollback).
 	Remove Action = "remove"
-	// Release undoes what ferry did to a Secret it did not create: the
-	// owner references to objects ferry created (which would take the
-	// Secret with them) and the cluster-name label ferry gave it.
+	// Release undoes what ferry did to an object it did not create (a
+	// Secret, a KamajiControlPlane): the owner references to objects ferry
+	// created (which would take the object with them) and the cluster-name
+	// label ferry gave it.
 	Release Action = "release"
+	// Restore sets back what ferry changed in an object it did not create
+	// and kept the earlier value of (a KamajiControlPlane's
+	// preferredAddressTypes), for a rollback.
+	Restore Action = "restore"
 )
 
 // Actions of more than one executor kind.

@@ -153,8 +153,12 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 			return e.remove
 		}
 	case step.Release:
-		if kind == step.Secret {
+		if kind == step.Secret || kind == step.KamajiControlPlane {
 			return e.release
+		}
+	case step.Restore:
+		if kind == step.KamajiControlPlane {
+			return e.restore
 		}
 	case step.Delete:
 		if kind == step.MachineDeployment {

@@ -25,7 +25,8 @@ func TestKubeHandlesEveryPlannedStep(t *testing.T) {
 		{step.Delete, []string{step.MachineDeployment}},
 		{step.Remove, []string{step.Cluster, step.OpenStackCluster, step.KubeadmConfig, step.KubeadmControlPlane, step.Machine, step.OpenStackServer,
 			step.OpenStackMachineTemplate, step.OpenStackMachine, step.KubeadmConfigTemplate, step.MachineDeployment, step.MachineSet, step.Secret}},
-		{step.Release, []string{step.Secret}},
+		{step.Release, []string{step.Secret, step.KamajiControlPlane}},
+		{step.Restore, []string{step.KamajiControlPlane}},
 	} {
 		for _, kind := range tc.kinds {
 			if e.handlerFor(tc.action, kind) == nil {

@@ -124,9 +124,12 @@ func patchField(obj client.Object, s *job, name, value string) (string, error) {
 			return "", unsupported
 		}
 		want := strings.Split(value, ",")
-		have, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
+		have, found, _ := unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
 		if slices.Equal(have, want) {
 			return "", nil
+		}
+		if err := keepPrevious(u, have, found); err != nil {
+			return "", fmt.Errorf("patch %s: %w", s.target(), err)
 		}
 		if err := unstructured.SetNestedStringSlice(u.Object, want, "spec", "kubelet", "preferredAddressTypes"); err != nil {
 			return "", fmt.Errorf("patch %s: set %s: %w", s.target(), name, err)

@@ -2,12 +2,14 @@ package kube
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -141,27 +143,30 @@ func (e *Executor) removeBootstrapData(ctx context.Context, s *job) error {
 	return nil
 }
 
-// release undoes what ferry's phases did to a Secret that was there
-// before: the owner references to objects ferry created (or to such
-// objects already gone), which would have the garbage collector delete
-// the Secret with them, and the cluster-name label ferry gave it. Its
-// data is never touched.
+// release undoes what ferry's phases did to an object that was there
+// before (a Secret, a KamajiControlPlane): the owner references to
+// objects ferry created (or to such objects already gone), which would
+// have the garbage collector delete it with them, and the cluster-name
+// label ferry gave it. Nothing else of it is touched: a Secret keeps its
+// data byte for byte.
 func (e *Executor) release(ctx context.Context, s *job) (events.Report, error) {
-	var sec corev1.Secret
-	if err := e.get(ctx, s, &sec); err != nil {
+	gvk, _ := gvkOf(s.kind())
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	if err := e.Client.Get(ctx, s.key, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return events.Report{Message: s.target() + " is gone"}, nil
 		}
-		return events.Report{}, err
+		return events.Report{}, fmt.Errorf("release %s: %w", s.target(), err)
 	}
-	if sec.Labels[observed.LabelCreatedBy] == s.ev.Plan {
+	if obj.Labels[observed.LabelCreatedBy] == s.ev.Plan {
 		return events.Report{}, failure.Terminal(fmt.Errorf("release %s: ferry created it; a rollback removes it instead", s.target()))
 	}
-	before := sec.DeepCopy()
+	before := obj.DeepCopy()
 	var keep []metav1.OwnerReference
 	var dropped []string
-	for _, ref := range sec.OwnerReferences {
-		ours, err := e.createdByPlan(ctx, s, sec.Namespace, ref)
+	for _, ref := range obj.OwnerReferences {
+		ours, err := e.createdByPlan(ctx, s, obj.Namespace, ref)
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -171,19 +176,19 @@ func (e *Executor) release(ctx context.Context, s *job) (events.Report, error) {
 		}
 		keep = append(keep, ref)
 	}
-	sec.OwnerReferences = keep
+	obj.OwnerReferences = keep
 	unlabelled := false
-	if sec.Annotations[observed.AnnotationLabelledBy] == s.ev.Plan {
-		delete(sec.Labels, clusterv1.ClusterNameLabel)
-		delete(sec.Annotations, observed.AnnotationLabelledBy)
+	if obj.Annotations[observed.AnnotationLabelledBy] == s.ev.Plan {
+		delete(obj.Labels, clusterv1.ClusterNameLabel)
+		delete(obj.Annotations, observed.AnnotationLabelledBy)
 		unlabelled = true
 	}
 	if len(dropped) == 0 && !unlabelled {
 		return events.Report{Message: s.target() + " has nothing of ferry's"}, nil
 	}
-	s.log.Info("releasing Secret", "object", s.target(), "owners", strings.Join(dropped, ","), "label", unlabelled)
+	s.log.Info("releasing", "object", s.target(), "owners", strings.Join(dropped, ","), "label", unlabelled)
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
-	if err := e.Client.Patch(ctx, &sec, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+	if err := e.Client.Patch(ctx, obj, patch, client.FieldOwner(executor.FieldManager)); err != nil {
 		return events.Report{}, executor.WriteError("release "+s.target(), err)
 	}
 	var did []string
@@ -193,7 +198,7 @@ func (e *Executor) release(ctx context.Context, s *job) (events.Report, error) {
 	if unlabelled {
 		did = append(did, "label "+clusterv1.ClusterNameLabel+" taken off")
 	}
-	return events.Report{Message: "released " + s.target() + ": " + strings.Join(did, "; ") + "; its data is as it was"}, nil
+	return events.Report{Message: "released " + s.target() + ": " + strings.Join(did, "; ") + "; nothing else of it changed"}, nil
 }
 
 // createdByPlan reports whether an owner reference names an object ferry
@@ -213,4 +218,66 @@ func (e *Executor) createdByPlan(ctx context.Context, s *job, ns string, ref met
 		return false, fmt.Errorf("release %s: read its owner %s %s: %w", s.target(), ref.Kind, ref.Name, err)
 	}
 	return owner.UID == ref.UID && owner.Labels[observed.LabelCreatedBy] == s.ev.Plan, nil
+}
+
+// keepPrevious records a KamajiControlPlane's preferredAddressTypes
+// before ferry first changes them, for a rollback to restore; a later
+// change keeps the first record.
+func keepPrevious(u *unstructured.Unstructured, have []string, found bool) error {
+	ann := u.GetAnnotations()
+	if _, ok := ann[observed.AnnotationPreviousAddressTypes]; ok {
+		return nil
+	}
+	var prev []byte
+	var err error
+	if found {
+		prev, err = json.Marshal(have)
+	} else {
+		prev = []byte("null")
+	}
+	if err != nil {
+		return fmt.Errorf("keep its preferredAddressTypes: %w", err)
+	}
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[observed.AnnotationPreviousAddressTypes] = string(prev)
+	u.SetAnnotations(ann)
+	return nil
+}
+
+// restore sets a KamajiControlPlane's preferredAddressTypes back to what
+// they were before ferry changed them, and drops the record.
+func (e *Executor) restore(ctx context.Context, s *job) (events.Report, error) {
+	var was string
+	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
+		u := obj.(*unstructured.Unstructured)
+		ann := u.GetAnnotations()
+		prev, ok := ann[observed.AnnotationPreviousAddressTypes]
+		if !ok {
+			return nil, nil
+		}
+		var types []string
+		if err := json.Unmarshal([]byte(prev), &types); err != nil {
+			return nil, failure.Terminal(fmt.Errorf("restore %s: annotation %s=%q: %w", s.target(), observed.AnnotationPreviousAddressTypes, prev, err))
+		}
+		if types == nil {
+			unstructured.RemoveNestedField(u.Object, "spec", "kubelet", "preferredAddressTypes")
+			was = "unset"
+		} else if err := unstructured.SetNestedStringSlice(u.Object, types, "spec", "kubelet", "preferredAddressTypes"); err != nil {
+			return nil, fmt.Errorf("restore %s: %w", s.target(), err)
+		} else {
+			was = strings.Join(types, ",")
+		}
+		delete(ann, observed.AnnotationPreviousAddressTypes)
+		u.SetAnnotations(ann)
+		return []string{"preferredAddressTypes " + was}, nil
+	})
+	switch {
+	case err != nil:
+		return events.Report{}, err
+	case len(changes) == 0:
+		return events.Report{Message: s.target() + " has nothing of ferry's to restore"}, nil
+	}
+	return events.Report{Message: "restored " + s.target() + ": preferredAddressTypes " + was + ", as before ferry"}, nil
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
@@ -128,5 +129,41 @@ func TestKubeRelease(t *testing.T) {
 	}
 	if rep, err := e.Execute(ctx, event(plan, step.Release, step.Secret, "capi-quickstart-ca", nil)); err != nil || !strings.Contains(rep.Message, "nothing of ferry's") {
 		t.Errorf("release again: %q, %v; want nothing to do", rep.Message, err)
+	}
+}
+
+// TestKubeRestoreKamaji: the preferredAddressTypes ferry changes on a
+// KamajiControlPlane it did not create come back as they were, and a
+// second restore finds nothing to do.
+func TestKubeRestoreKamaji(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := newExecutor(t, k)
+	ctx := context.Background()
+	plan := testPlan(t, "")
+	kcp := testKamaji("kamaji")
+	mustCreate(t, k.Client, kcp)
+	types := func() []string {
+		u := fresh(kcp).(*unstructured.Unstructured)
+		if err := k.Client.Get(ctx, client.ObjectKeyFromObject(kcp), u); err != nil {
+			t.Fatal(err)
+		}
+		v, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
+		return v
+	}
+	if _, err := e.Execute(ctx, event(plan, step.Patch, step.KamajiControlPlane, "kamaji", map[string]string{step.ParamPreferredAddressTypes: "InternalIP,ExternalIP,Hostname"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := types(); strings.Join(got, ",") != "InternalIP,ExternalIP,Hostname" {
+		t.Fatalf("after the patch: %v", got)
+	}
+	if _, err := e.Execute(ctx, event(plan, step.Restore, step.KamajiControlPlane, "kamaji", nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := types(); strings.Join(got, ",") != "Hostname,InternalIP" {
+		t.Fatalf("after the restore: %v, want Hostname,InternalIP as before ferry", got)
+	}
+	rep, err := e.Execute(ctx, event(plan, step.Restore, step.KamajiControlPlane, "kamaji", nil))
+	if err != nil || !strings.Contains(rep.Message, "nothing of ferry's") {
+		t.Fatalf("restore again: %q, %v", rep.Message, err)
 	}
 }
