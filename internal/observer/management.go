@@ -286,19 +286,11 @@ func (o *Observer) names(ctx context.Context, ns, name string, s *observed.Snaps
 	for _, l := range lists {
 		var names []string
 		for _, c := range clusters {
-			list := l.list()
-			if err := o.listCluster(ctx, list, ns, c); err != nil {
+			objs, err := o.listObjects(ctx, l.list(), ns, c)
+			if err != nil {
 				return err
 			}
-			items, err := apimeta.ExtractList(list)
-			if err != nil {
-				return fmt.Errorf("read %T: %w", list, err)
-			}
-			for _, item := range items {
-				obj, ok := item.(client.Object)
-				if !ok {
-					return fmt.Errorf("observer: %T in %T is not an object", item, list)
-				}
+			for _, obj := range objs {
 				if label := obj.GetLabels()[clusterv1.ClusterNameLabel]; label == name || label == "" {
 					names = append(names, obj.GetName())
 				}
@@ -329,6 +321,27 @@ func (o *Observer) boundServers(ctx context.Context, ns, name string, s *observe
 	return nil
 }
 
+// listObjects lists the objects of a kind that belong to cluster in ns
+// (listCluster) as client.Objects.
+func (o *Observer) listObjects(ctx context.Context, list client.ObjectList, ns, cluster string) ([]client.Object, error) {
+	if err := o.listCluster(ctx, list, ns, cluster); err != nil {
+		return nil, err
+	}
+	items, err := apimeta.ExtractList(list)
+	if err != nil {
+		return nil, fmt.Errorf("read %T: %w", list, err)
+	}
+	objs := make([]client.Object, 0, len(items))
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			return nil, fmt.Errorf("observer: %T in %T is not an object", item, list)
+		}
+		objs = append(objs, obj)
+	}
+	return objs, nil
+}
+
 // createdKinds are the kinds of the management cluster ferry creates, read
 // for the objects it created (observed.LabelCreatedBy).
 var createdKinds = []struct {
@@ -352,17 +365,12 @@ var createdKinds = []struct {
 // which a rollback removes (the Secrets come with secrets).
 func (o *Observer) created(ctx context.Context, ns, name, plan string, s *observed.Snapshot) error {
 	for _, k := range createdKinds {
-		list := k.list()
-		if err := o.listCluster(ctx, list, ns, name); err != nil {
+		objs, err := o.listObjects(ctx, k.list(), ns, name)
+		if err != nil {
 			return err
 		}
-		items, err := apimeta.ExtractList(list)
-		if err != nil {
-			return fmt.Errorf("read %T: %w", list, err)
-		}
-		for _, item := range items {
-			obj, ok := item.(client.Object)
-			if ok && obj.GetLabels()[observed.LabelCreatedBy] == plan && ClusterOf(obj) == name {
+		for _, obj := range objs {
+			if obj.GetLabels()[observed.LabelCreatedBy] == plan && ClusterOf(obj) == name {
 				s.Created = append(s.Created, createdOf(k.kind, obj))
 			}
 		}
