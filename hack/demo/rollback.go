@@ -26,6 +26,9 @@ const (
 	// during the rollback; it is checked every endpointEvery.
 	outageMax     = 5 * time.Second
 	endpointEvery = time.Second
+	// commentWait is how long the progress comment may lag the status
+	// (ferry mirrors it every second).
+	commentWait = time.Minute
 )
 
 // allowance is a difference between the world before the migration and
@@ -193,7 +196,9 @@ func (w *world) rollback(ctx context.Context) error {
 	}
 	// Undone last first: the first phase's row is the last to change.
 	want := "| " + phases[0] + " | " + status.PhaseRolledBack.Text() + " |"
-	progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
+	commentCtx, cancel := context.WithTimeout(ctx, commentWait)
+	defer cancel()
+	progress, err := waitComment(commentCtx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
 	if err != nil {
 		return err
 	}
