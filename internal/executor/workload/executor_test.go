@@ -73,6 +73,7 @@ func TestWorkload(t *testing.T) {
 	t.Run("Apply", func(t *testing.T) { t.Parallel(); testWorkloadApply(t, env) })
 	t.Run("WaitManifest", func(t *testing.T) { t.Parallel(); testWorkloadWaitManifest(t, env) })
 	t.Run("WaitService", func(t *testing.T) { t.Parallel(); testWorkloadWaitService(t, env) })
+	t.Run("DeleteManifest", func(t *testing.T) { t.Parallel(); testWorkloadDeleteManifest(t, env) })
 }
 
 // testPlan is a defaulted plan of strategy replace for cluster c1.
