@@ -32,6 +32,13 @@ const (
 	// spec.kubelet.preferredAddressTypes ferry changed, what they were
 	// (a JSON list, null when unset), for a rollback to restore.
 	AnnotationPreviousAddressTypes = "ferry.dev/previous-preferred-address-types"
+	// AnnotationPreviousInfrastructureRef keeps, on a Cluster whose
+	// infrastructureRef ferry switched (replace), the reference it had
+	// (JSON), for a rollback to switch back to.
+	AnnotationPreviousInfrastructureRef = "ferry.dev/previous-infrastructure-ref"
+	// AnnotationCordonedBy marks a workload Node that ferry cordoned (a
+	// drain), with the plan's name; a rollback uncordons only such nodes.
+	AnnotationCordonedBy = "ferry.dev/cordoned-by"
 	// AnnotationLabelledBy marks a Secret that existed before ferry and
 	// that ferry gave CAPI's cluster-name label, with the plan's name; a
 	// rollback takes the label off again.
@@ -114,6 +121,9 @@ type Cluster struct {
 	ControlPlaneRef   Ref `json:"controlPlaneRef"`
 	// ControlPlaneEndpoint is host:port of the running API server.
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
+	// PreviousInfrastructure is the infrastructureRef ferry switched away
+	// from (AnnotationPreviousInfrastructureRef), when it did.
+	PreviousInfrastructure *Ref `json:"previousInfrastructure,omitempty"`
 }
 
 // Created is an object ferry created for the plan.
@@ -269,8 +279,10 @@ type Node struct {
 	Ready        bool              `json:"ready"`
 	ControlPlane bool              `json:"controlPlane,omitempty"`
 	// Unschedulable is spec.unschedulable: the node is cordoned.
-	Unschedulable bool   `json:"unschedulable,omitempty"`
-	ProviderID    string `json:"providerID,omitempty"`
+	Unschedulable bool `json:"unschedulable,omitempty"`
+	// CordonedByFerry: ferry cordoned it (AnnotationCordonedBy).
+	CordonedByFerry bool   `json:"cordonedByFerry,omitempty"`
+	ProviderID      string `json:"providerID,omitempty"`
 	// KubeletVersion is status.nodeInfo.kubeletVersion.
 	KubeletVersion string `json:"kubeletVersion,omitempty"`
 	// PodsToEvict counts the pods a drain would evict (not DaemonSet or

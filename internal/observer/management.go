@@ -6,6 +6,7 @@ package observer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -60,6 +61,10 @@ func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Sna
 	}
 	if c.Spec.ControlPlaneEndpoint.IsValid() {
 		oc.ControlPlaneEndpoint = c.Spec.ControlPlaneEndpoint.String()
+	}
+	var prev corev1.ObjectReference
+	if a, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]; ok && json.Unmarshal([]byte(a), &prev) == nil {
+		oc.PreviousInfrastructure = &observed.Ref{Kind: prev.Kind, Name: prev.Name}
 	}
 	s.Cluster = oc
 

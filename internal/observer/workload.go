@@ -101,11 +101,12 @@ func readNodes(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, 
 	}
 	for _, n := range nodes.Items {
 		on := observed.Node{
-			Name:           n.Name,
-			Labels:         n.Labels,
-			Unschedulable:  n.Spec.Unschedulable,
-			ProviderID:     n.Spec.ProviderID,
-			KubeletVersion: n.Status.NodeInfo.KubeletVersion,
+			Name:            n.Name,
+			Labels:          n.Labels,
+			Unschedulable:   n.Spec.Unschedulable,
+			CordonedByFerry: n.Annotations[observed.AnnotationCordonedBy] == p.Metadata.Name,
+			ProviderID:      n.Spec.ProviderID,
+			KubeletVersion:  n.Status.NodeInfo.KubeletVersion,
 		}
 		// Only a plan that drains counts pods, and only on the nodes it
 		// cordoned: a workload cluster's pods are many.

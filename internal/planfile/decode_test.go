@@ -385,11 +385,6 @@ func TestDecodeErrors(t *testing.T) {
 			want: []string{`plans/shop.yaml:49: spec.rollback.to: "cutover" is not a phase of strategy adopt; expected none or one of cluster, control-plane, workers`},
 		},
 		{
-			name: "rollback of a replace plan",
-			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: prepare}"),
-			want: []string{`plans/shop.yaml:36: spec.rollback: strategy replace cannot be rolled back yet: only adopt plans can; lower spec.approve to stop before the next step`},
-		},
-		{
 			name: "rollback to the point of no return",
 			data: edit(t, replacePlan, "approve: prepare", "approve: prepare\n  rollback: {to: cleanup}"),
 			want: []string{`plans/shop.yaml:36: spec.rollback.to: must be one of none, cluster, control-plane, workers, prepare, network-bridge, infrastructure, cutover, got "cleanup"`},

@@ -65,10 +65,6 @@ func (v *validator) rollback(p *v1alpha1.MigrationPlan) {
 	if r == nil || r.To == "" {
 		return
 	}
-	if p.Spec.Strategy == v1alpha1.StrategyReplace {
-		v.add("spec.rollback", "strategy replace cannot be rolled back yet: only adopt plans can; lower spec.approve to stop before the next step")
-		return
-	}
 	to := p.PhaseIndex(r.To)
 	last := p.PointOfNoReturn()
 	switch {

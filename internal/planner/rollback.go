@@ -34,15 +34,25 @@ var removalTiers = [][]string{
 	{step.Secret},
 }
 
-// notUndone is what undoing an adopt phase leaves as it was, and why; the
-// README's table says the same.
-var notUndone = map[string][]string{
-	v1alpha1.PhaseControlPlane: {
-		"the provider IDs ferry gave the control-plane Nodes: a Node's spec.providerID cannot be cleared once set",
-		"what ferry's apply changed in manifest objects that were there before it (they are not deleted)",
+// notUndone is what undoing a phase leaves as it was, and why, by
+// strategy; the README's table says the same.
+var notUndone = map[v1alpha1.Strategy]map[string][]string{
+	v1alpha1.StrategyAdopt: {
+		v1alpha1.PhaseControlPlane: {
+			"the provider IDs ferry gave the control-plane Nodes: a Node's spec.providerID cannot be cleared once set",
+			"what ferry's apply changed in manifest objects that were there before it (they are not deleted)",
+		},
+		v1alpha1.PhaseWorkers: {
+			"the provider IDs ferry gave the worker Nodes: a Node's spec.providerID cannot be cleared once set",
+		},
 	},
-	v1alpha1.PhaseWorkers: {
-		"the provider IDs ferry gave the worker Nodes: a Node's spec.providerID cannot be cleared once set",
+	v1alpha1.StrategyReplace: {
+		v1alpha1.PhaseCutover: {
+			"where each pod runs: the old nodes take pods again, and the drain of the new nodes moves the workload back",
+		},
+		v1alpha1.PhaseInfrastructure: {
+			"what ferry's apply changed in manifest objects that were there before it (they are not deleted)",
+		},
 	},
 }
 
@@ -75,7 +85,11 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 			res.Phases = append(res.Phases, ph)
 			continue
 		}
-		undoAdopt(c, b, i == to+1)
+		if p.Spec.Strategy == v1alpha1.StrategyReplace {
+			undoReplace(c, b)
+		} else {
+			undoAdopt(c, b, i == to+1)
+		}
 		ph := b.finish()
 		ph.Undo = true
 		ph.State = Approved
@@ -87,7 +101,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 	}
 	for i, name := range p.Phases() {
 		if i > to && i < last {
-			res.NotUndone = append(res.NotUndone, notUndone[name]...)
+			res.NotUndone = append(res.NotUndone, notUndone[p.Spec.Strategy][name]...)
 		}
 	}
 	// The last phase first: the phases before it wait for it.
@@ -152,14 +166,7 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	if phase == v1alpha1.PhaseCluster {
 		c.undoKeypair(b)
 	}
-	for _, tier := range removalTiers {
-		for _, o := range created {
-			if slices.Contains(tier, o.Kind) {
-				b.step(false, step.Kube, step.Remove, step.Target{Kind: o.Kind, Name: o.Name}, nil, removeReason(o))
-			}
-		}
-		b.group()
-	}
+	c.removeCreated(b, phase)
 	// Only the first phase undone lifts the pause: the phases before it
 	// stay, those after it were undone before it (and lifting it there
 	// would only have the next phase's undo pause it again).
@@ -246,7 +253,7 @@ func (c *planCtx) undoKeypair(b *phaseBuilder) {
 		b.block("OpenStack not observed (%s): the keypair %s ferry created cannot be looked up", c.snap.CloudError, name)
 		return
 	}
-	b.step(!slices.Contains(c.snap.Cloud.Keypairs, name), step.OpenStack, step.Delete, step.Target{Kind: step.Keypair, Name: name}, nil,
-		"ferry created it in phase cluster")
+	b.step(!slices.Contains(c.snap.Cloud.Keypairs, name), step.OpenStack, step.Delete, step.Target{Kind: step.Keypair, Name: name},
+		step.NewParams(step.ParamCredentials, c.credentialsSource()), "ferry created it for this plan")
 	b.group()
 }

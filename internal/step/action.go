@@ -50,6 +50,8 @@ const (
 	Apply Action = "apply"
 	// Cordon marks a node unschedulable.
 	Cordon Action = "cordon"
+	// Uncordon lifts a cordon ferry set (a rollback).
+	Uncordon Action = "uncordon"
 	// Drain evicts a node's pods.
 	Drain Action = "drain"
 	// Probe asks a URL for an answer between drains.

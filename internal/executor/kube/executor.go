@@ -157,7 +157,7 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 			return e.release
 		}
 	case step.Restore:
-		if kind == step.KamajiControlPlane {
+		if kind == step.KamajiControlPlane || kind == step.Cluster {
 			return e.restore
 		}
 	case step.Delete:
@@ -166,6 +166,9 @@ func (e *Executor) handlerFor(action step.Action, kind string) handler {
 		}
 		if kind == step.OpenStackServer {
 			return e.deleteGateway
+		}
+		if kind == step.OpenStackCluster {
+			return e.deleteCreated
 		}
 	}
 	return nil

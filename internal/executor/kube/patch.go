@@ -114,6 +114,11 @@ func patchField(obj client.Object, s *job, name, value string) (string, error) {
 		if sameRef(field.get(), want) {
 			return "", nil
 		}
+		if c, ok := obj.(*clusterv1.Cluster); ok && name == step.ParamInfrastructureRef {
+			if err := keepPreviousRef(c); err != nil {
+				return "", fmt.Errorf("patch %s: %w", s.target(), err)
+			}
+		}
 		field.set(want)
 		return name + " " + value, nil
 	case step.ParamRolloutAfter:

@@ -246,9 +246,30 @@ func keepPrevious(u *unstructured.Unstructured, have []string, found bool) error
 	return nil
 }
 
-// restore sets a KamajiControlPlane's preferredAddressTypes back to what
-// they were before ferry changed them, and drops the record.
+// keepPreviousRef records a Cluster's infrastructureRef before ferry
+// first switches it, for a rollback to switch back to.
+func keepPreviousRef(c *clusterv1.Cluster) error {
+	if _, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]; ok || c.Spec.InfrastructureRef == nil {
+		return nil
+	}
+	prev, err := json.Marshal(c.Spec.InfrastructureRef)
+	if err != nil {
+		return fmt.Errorf("keep its infrastructureRef: %w", err)
+	}
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[observed.AnnotationPreviousInfrastructureRef] = string(prev)
+	return nil
+}
+
+// restore sets back what ferry changed in an object it did not create
+// and kept the earlier value of: a Cluster's infrastructureRef, a
+// KamajiControlPlane's preferredAddressTypes; and drops the record.
 func (e *Executor) restore(ctx context.Context, s *job) (events.Report, error) {
+	if s.kind() == step.Cluster {
+		return e.restoreInfrastructure(ctx, s)
+	}
 	var was string
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		u := obj.(*unstructured.Unstructured)
@@ -280,4 +301,58 @@ func (e *Executor) restore(ctx context.Context, s *job) (events.Report, error) {
 		return events.Report{Message: s.target() + " has nothing of ferry's to restore"}, nil
 	}
 	return events.Report{Message: "restored " + s.target() + ": preferredAddressTypes " + was + ", as before ferry"}, nil
+}
+
+// restoreInfrastructure switches a Cluster's infrastructureRef back to
+// the one ferry switched away from.
+func (e *Executor) restoreInfrastructure(ctx context.Context, s *job) (events.Report, error) {
+	var was string
+	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
+		c := obj.(*clusterv1.Cluster)
+		prev, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]
+		if !ok {
+			return nil, nil
+		}
+		var ref corev1.ObjectReference
+		if err := json.Unmarshal([]byte(prev), &ref); err != nil || ref.Kind == "" {
+			return nil, failure.Terminal(fmt.Errorf("restore %s: annotation %s=%q is not a reference: %v", s.target(), observed.AnnotationPreviousInfrastructureRef, prev, err))
+		}
+		c.Spec.InfrastructureRef = &ref
+		delete(c.Annotations, observed.AnnotationPreviousInfrastructureRef)
+		was = ref.Kind + "/" + ref.Name
+		return []string{"infrastructureRef " + was}, nil
+	})
+	switch {
+	case err != nil:
+		return events.Report{}, err
+	case len(changes) == 0:
+		return events.Report{Message: s.target() + " has nothing of ferry's to restore"}, nil
+	}
+	return events.Report{Message: "restored " + s.target() + ": infrastructureRef " + was + ", as before ferry"}, nil
+}
+
+// deleteCreated deletes an object ferry created for the plan and lets its
+// controller clean up behind it: what CAPO built for an OpenStackCluster
+// ferry created (replace) is ferry's to remove too. Only an object with
+// ferry's mark is deleted.
+func (e *Executor) deleteCreated(ctx context.Context, s *job) (events.Report, error) {
+	gvk, _ := gvkOf(s.kind())
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	err := e.Client.Get(ctx, s.key, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return events.Report{Message: s.target() + " is gone"}, nil
+	case err != nil:
+		return events.Report{}, fmt.Errorf("delete %s: %w", s.target(), err)
+	case obj.Labels[observed.LabelCreatedBy] != s.ev.Plan:
+		return events.Report{}, failure.Terminal(fmt.Errorf("delete %s: it was not created by ferry for plan %s; a rollback leaves it", s.target(), s.ev.Plan))
+	case obj.DeletionTimestamp != nil:
+		return events.Report{Message: s.target() + " is being deleted by its controller"}, nil
+	}
+	s.log.Info("deleting", "object", s.target())
+	if err := e.Client.Delete(ctx, obj, client.Preconditions{UID: &obj.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return events.Report{}, executor.WriteError("delete "+s.target(), err)
+	}
+	return events.Report{Message: "deleted " + s.target() + "; its controller removes what it built for it"}, nil
 }

@@ -133,6 +133,8 @@ func (e *Executor) clientsetAction(a step.Action, kind string) clientsetAction {
 		return setProviderID
 	case a == step.Cordon:
 		return cordonNode
+	case a == step.Uncordon:
+		return uncordonNode
 	case a == step.Drain:
 		return drainNode
 	case a == step.Delete:

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -23,6 +24,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -124,10 +126,49 @@ func cordonNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Re
 		return events.Report{Message: fmt.Sprintf("Node %s already cordoned", name)}, nil
 	}
 	s.log.InfoContext(ctx, "cordoning node", "node", name)
-	if err := drain.RunCordonOrUncordon(drainHelper(ctx, cs, s.log, 0), n, true); err != nil {
+	if err := setCordon(ctx, cs, name, s.ev.Plan, true); err != nil {
 		return events.Report{}, fmt.Errorf("cordon Node %s: %w", name, err)
 	}
 	return events.Report{Message: fmt.Sprintf("cordoned Node %s", name)}, nil
+}
+
+// setCordon cordons a Node and marks the cordon as ferry's
+// (observed.AnnotationCordonedBy), or lifts the cordon and the mark, in
+// one write.
+func setCordon(ctx context.Context, cs kubernetes.Interface, name, plan string, cordon bool) error {
+	var mark any = plan
+	if !cordon {
+		mark = nil
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{observed.AnnotationCordonedBy: mark}},
+		"spec":     map[string]any{"unschedulable": cordon},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: executor.FieldManager})
+	return err
+}
+
+// uncordonNode lifts a cordon ferry set (a rollback of cutover, or of
+// the new nodes' drain); a cordon someone else set stays.
+func uncordonNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name := s.ev.Step.Target.Name
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("uncordon: %w", err)
+	case n == nil:
+		return events.Report{Message: fmt.Sprintf("Node %s is gone: nothing to uncordon", name)}, nil
+	case n.Annotations[observed.AnnotationCordonedBy] != s.ev.Plan:
+		return events.Report{Message: fmt.Sprintf("Node %s was not cordoned by ferry: left as it is", name)}, nil
+	}
+	s.log.InfoContext(ctx, "uncordoning node", "node", name)
+	if err := setCordon(ctx, cs, name, s.ev.Plan, false); err != nil {
+		return events.Report{}, fmt.Errorf("uncordon Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("uncordoned Node %s, which ferry had cordoned", name)}, nil
 }
 
 // drainNode cordons a Node (a drain of a schedulable node would see its
@@ -155,7 +196,7 @@ func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Rep
 	h := drainHelper(ctx, cs, s.log, timeout)
 	if !n.Spec.Unschedulable {
 		s.log.InfoContext(ctx, "cordoning node before the drain", "node", name)
-		if err := drain.RunCordonOrUncordon(h, n, true); err != nil {
+		if err := setCordon(ctx, cs, name, s.ev.Plan, true); err != nil {
 			return events.Report{}, fmt.Errorf("drain Node %s: cordon: %w", name, err)
 		}
 	}
