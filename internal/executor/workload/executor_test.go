@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -206,8 +207,27 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 			t.Errorf("%s: report %q, want %q", tc.name, rep.Message, tc.report)
 		}
 	}
-	if n := env.node(t, "wl-cordon"); n == nil || !n.Spec.Unschedulable {
-		t.Errorf("Node wl-cordon not cordoned: %+v", n)
+	if n := env.node(t, "wl-cordon"); n == nil || !n.Spec.Unschedulable || n.Annotations[observed.AnnotationCordonedBy] != "c1" {
+		t.Errorf("Node wl-cordon not cordoned by ferry: %+v", n)
+	}
+	// A rollback uncordons what ferry cordoned, and only that.
+	uncordon := func(plan string) string {
+		q := testPlan(nil)
+		q.Metadata.Name = plan
+		rep, err := env.exec.Execute(ctx, stepEvent(q, step.Uncordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
+		if err != nil {
+			t.Fatalf("uncordon for plan %s: %v", plan, err)
+		}
+		return rep.Message
+	}
+	if msg := uncordon("another-plan"); !strings.Contains(msg, "not cordoned by ferry") || !env.node(t, "wl-cordon").Spec.Unschedulable {
+		t.Errorf("uncordon by another plan: %q; want the cordon left", msg)
+	}
+	if msg := uncordon("c1"); msg != "uncordoned Node wl-cordon, which ferry had cordoned" {
+		t.Errorf("uncordon: %q", msg)
+	}
+	if n := env.node(t, "wl-cordon"); n.Spec.Unschedulable || n.Annotations[observed.AnnotationCordonedBy] != "" {
+		t.Errorf("Node wl-cordon after uncordon: unschedulable %t, annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 }
 
