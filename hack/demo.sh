@@ -4,7 +4,7 @@
 # builds the demo, and runs it against bin/reconciler (see
 # hack/demo/main.go for what it does).
 # Arguments are passed to the demo (e.g. --scenario replace, --timeout 10m;
-# an unknown scenario is a usage error that names the three).
+# an unknown scenario is a usage error that names the scenarios).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
