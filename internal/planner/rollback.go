@@ -124,7 +124,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 			res.Runnable, next = ph.Name, ph.Name
 		}
 	}
-	res.RolledBack = next == ""
+	res.RolledBack = next == "" && res.Stopped == ""
 }
 
 // undoAdopt lists the steps that undo an adopt phase: the Cluster paused
