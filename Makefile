@@ -26,7 +26,9 @@ BENCH_PLANS ?= 100 1000
 BENCH_MEMORY ?= 300Mi
 # How many runs with a fault `make chaos` makes (besides the undisturbed
 # ones): runs 3, 6, 9, … migrate the replace scenario with a kill -9 during a
-# cutover drain, the others the adopt scenario.
+# cutover drain; runs 5, 11, 17, … migrate the adopt scenario and roll it back
+# (spec.rollback.to: none) with a kill -9 of the reconciler or an executor
+# replica during the undo; the others migrate the adopt scenario.
 CHAOS_RUNS ?= 20
 # Which migration `make demo` shows: adopt, replace, kamaji or rollback (adopt,
 # then every phase rolled back and the world compared with how it was).
@@ -56,7 +58,7 @@ demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adop
 	hack/demo.sh --scenario $(SCENARIO)
 
 .PHONY: chaos
-chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, the others seed 000; compare end states with undisturbed runs'.
+chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, runs 5, 11, 17, … a seed 000 rollback killed mid-undo, the others seed 000; compare end states with undisturbed runs'.
 	hack/demo.sh --chaos $(CHAOS_RUNS)
 
 .PHONY: test

@@ -25,6 +25,9 @@ type fault struct {
 	// drain: the fault strikes while a cutover drain runs
 	// (waitDrainStep), not at a random moment.
 	drain bool
+	// undo: the fault strikes when the status first shows a phase
+	// RollingBack (waitRollingBack), not at a random moment.
+	undo bool
 	// inject does it and returns when the fault is over (the process
 	// started again, the server answers again).
 	inject func(ctx context.Context, w *world, run int) error
@@ -69,15 +72,18 @@ type chaosRun struct {
 
 // chaos runs each scenario that the runs take (chaosPlan) once
 // undisturbed, and then runs migrations, each with one fault (at a random
-// moment, or during a cutover drain), and compares each end state with
-// its scenario's undisturbed one. It fails when a run did not finish,
-// ended differently, did something twice, let a secret out or broke the
-// cutover's promises.
+// moment, during a cutover drain or during the undo of a rollback), and
+// compares each end state with its scenario's undisturbed one. It fails
+// when a run did not finish, ended differently, did something twice, let
+// a secret out, broke the cutover's promises or left the world otherwise
+// than before its rollback.
 func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	scs, fs := chaosPlan(runs)
 	out.say("==> make chaos: %d migrations with a fault each on the real backends and the real CAPI and CAPO managers (seed %d)", runs, seed)
-	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a fault during a cutover drain; the others the adopt scenario (seed 000)", replaceEvery, 2*replaceEvery)
+	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a kill -9 during a cutover drain", replaceEvery, 2*replaceEvery)
+	out.say("    runs %d, %d, … migrate the adopt scenario and roll it back (spec.rollback.to: none) with a kill -9 during the undo, compared with the world before", rollbackFirst, rollbackFirst+rollbackEvery)
+	out.say("    the others migrate the adopt scenario (seed 000) with a fault at a random moment")
 	out.say("    layout: an external NATS server, `reconciler run --executors=false`, %d `reconciler executor` replicas; logs under %s", executorReplicas, logDir)
 	baselines := map[*scenario]*chaosRun{}
 	var results []*chaosRun
@@ -107,8 +113,73 @@ func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed
 	return report(out, results, baselines, runs)
 }
 
-// chaosOnce is one run of scenario sc in a world of its own, with f at at
-// or during a drain (none when f is nil), given up after timeout.
+// chaosPlan is which scenario and fault each chaos run takes: every
+// replaceEvery-th run the replace scenario with the drain faults in turn;
+// runs rollbackFirst, rollbackFirst+rollbackEvery, … the rollback
+// scenario with the undo faults in turn; the others the adopt scenario
+// with the adopt faults in turn.
+func chaosPlan(runs int) (scs []*scenario, fs []fault) {
+	adopt, _ := scenarioNamed("adopt")
+	replace, _ := scenarioNamed("replace")
+	rollback, _ := scenarioNamed("rollback")
+	a, r, u := 0, 0, 0
+	for i := 1; i <= runs; i++ {
+		switch {
+		case i%replaceEvery == 0:
+			scs, fs = append(scs, replace), append(fs, drainFaults[r%len(drainFaults)])
+			r++
+		case i%rollbackEvery == rollbackFirst%rollbackEvery:
+			scs, fs = append(scs, rollback), append(fs, undoFaults[u%len(undoFaults)])
+			u++
+		default:
+			scs, fs = append(scs, adopt), append(fs, faults[a%len(faults)])
+			a++
+		}
+	}
+	return scs, fs
+}
+
+// executorLogs calls fn with each executor replica's name and the lines
+// of its current log (since its latest start).
+func (w *world) executorLogs(fn func(name string, lines []string)) {
+	for i := 1; i <= executorReplicas; i++ {
+		name := fmt.Sprintf("executor-%d", i)
+		w.mu.Lock()
+		p := w.procs[name]
+		w.mu.Unlock()
+		if p == nil {
+			continue
+		}
+		if data, err := os.ReadFile(w.logFile(name, p.start)); err == nil {
+			fn(name, strings.Split(string(data), "\n"))
+		}
+	}
+}
+
+// executorRunning is the executor replica whose log shows a step begun
+// and not ended whose "running step" line match accepts, and that line;
+// "" when none does.
+func (w *world) executorRunning(match func(line string) bool) (name, running string) {
+	w.executorLogs(func(replica string, lines []string) {
+		id, line := "", ""
+		for _, l := range lines {
+			switch {
+			case strings.Contains(l, `msg="running step"`) && match(l):
+				id, line = logField(l, "step"), l
+			case id != "" && strings.Contains(l, `msg="step `) && logField(l, "step") == id:
+				line = ""
+			}
+		}
+		if line != "" && name == "" {
+			name, running = replica, line
+		}
+	})
+	return name, running
+}
+
+// chaosOnce is one run of scenario sc in a world of its own, with f at at,
+// or at its moment (a drain, an undo), none when f is nil, given up after
+// timeout.
 func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -147,14 +218,18 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc 
 	case run.err != nil:
 		out.say("    ✗ failed: %v (transcript: %s)", run.err, transcript.Name())
 	default:
-		out.say("    ✓ migrated in %s%s; %d repeated effects; %d secret values looked for in %d KiB: %d found; %d cutover violations",
-			run.took.Round(time.Second), recoveredText(run), len(run.state.repeated), run.state.values, run.state.scanned/1024, len(run.state.secrets), len(run.state.violations))
+		what := "migrated"
+		if sc.rollback {
+			what = "migrated and rolled back"
+		}
+		out.say("    ✓ %s in %s%s; %d repeated effects; %d secret values looked for in %d KiB: %d found; %d cutover or rollback violations",
+			what, run.took.Round(time.Second), recoveredText(run), len(run.state.repeated), run.state.values, run.state.scanned/1024, len(run.state.secrets), len(run.state.violations))
 	}
 	return run
 }
 
-// migrate runs the migration in w with fault f (none when nil) and
-// captures the end state.
+// migrate runs the migration in w with fault f (none when nil), and in
+// a rollback scenario rolls it back, and captures the end state.
 func (run *chaosRun) migrate(ctx context.Context, w *world, f *fault) error {
 	msgs := &recorder{}
 	sub, err := w.nats.Conn.Subscribe(">", func(m *nats.Msg) { msgs.add(m.Subject, m.Data) })
@@ -162,24 +237,37 @@ func (run *chaosRun) migrate(ctx context.Context, w *world, f *fault) error {
 		return err
 	}
 	defer func() { _ = sub.Unsubscribe() }()
+	var before *worldLines
+	if run.sc.rollback {
+		if before, err = w.recordWorld(ctx); err != nil {
+			return err
+		}
+	}
 	start := time.Now()
 	injected := make(chan error, 1)
-	faultCtx, stopFault := context.WithCancel(ctx)
-	defer stopFault()
+	// moment ends the wait for a drain's or an undo's moment; a fault
+	// that has struck goes on under ctx.
+	moment, stopWaiting := context.WithCancel(ctx)
+	defer stopWaiting()
 	if f != nil {
-		go func() { injected <- run.inject(faultCtx, w, f, start) }()
+		go func() { injected <- run.inject(ctx, moment, w, f, start) }()
 	} else {
 		injected <- nil
 	}
 	if _, err := w.migrate(ctx); err != nil {
 		return err
 	}
-	run.took = time.Since(start)
-	if f != nil && f.drain {
-		// The drains are over: a drain fault that has not struck yet
-		// never will.
-		stopFault()
+	prs := len(w.sc.phases)
+	if before != nil {
+		if err := w.rollback(ctx); err != nil {
+			return err
+		}
+		prs++
 	}
+	run.took = time.Since(start)
+	// The drains and the undo are over: a fault waiting for them that
+	// has not struck yet never will.
+	stopWaiting()
 	select {
 	case err := <-injected:
 		if err != nil {
@@ -188,19 +276,34 @@ func (run *chaosRun) migrate(ctx context.Context, w *world, f *fault) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	run.state, err = capture(ctx, w, msgs)
-	return err
+	if before != nil {
+		w.out.say("==> waiting %s for the controllers to settle before reading the end state", undoneSettle)
+		sleep(ctx, undoneSettle)
+	}
+	if run.state, err = capture(ctx, w, msgs, prs); err != nil {
+		return err
+	}
+	if before != nil {
+		return w.captureRolledBack(ctx, before, run.state)
+	}
+	return nil
 }
 
-// inject waits for the fault's moment, injects it and measures the
-// recovery.
-func (run *chaosRun) inject(ctx context.Context, w *world, f *fault, start time.Time) error {
-	if f.drain {
-		if err := w.waitDrainStep(ctx); err != nil {
+// inject waits for the fault's moment (until moment ends, for a drain or
+// an undo), injects it and measures the recovery.
+func (run *chaosRun) inject(ctx, moment context.Context, w *world, f *fault, start time.Time) error {
+	switch {
+	case f.drain:
+		if err := w.waitDrainStep(moment); err != nil {
 			return fmt.Errorf("fault %s never struck: %w", f.name, err)
 		}
 		run.at = time.Since(start)
-	} else {
+	case f.undo:
+		if err := w.waitRollingBack(moment); err != nil {
+			return fmt.Errorf("fault %s never struck: %w", f.name, err)
+		}
+		run.at = time.Since(start)
+	default:
 		sleep(ctx, run.at)
 	}
 	w.out.say("==> fault: %s", f.name)
@@ -282,7 +385,7 @@ func (r *recorder) all() []string {
 
 // report prints the figures of a chaos run and fails when a run failed,
 // ended differently, repeated an effect, let a secret out or broke a
-// promise of the cutover.
+// promise of the cutover or the rollback.
 func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int) error {
 	out.say("\n==> chaos: %d runs with a fault and %d without", runs, len(baselines))
 	var t tally
@@ -293,10 +396,10 @@ func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun
 			kinds[run.fault]++
 		}
 	}
-	for _, f := range append(slices.Clone(faults), drainFaults...) {
+	for _, f := range slices.Concat(faults, drainFaults, undoFaults) {
 		out.say("    %-60s %d runs", f.name, kinds[f.name])
 	}
-	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, cutover violations %d",
+	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, cutover or rollback violations %d",
 		t.failed, t.divergent, t.repeated, t.secrets, t.violations)
 	var took []string
 	for _, sc := range scenarios {
@@ -307,7 +410,7 @@ func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun
 	out.say("    longest time from a fault's end to a successful pass: %s; most time a fault added to the migration: %s (the undisturbed runs took %s)",
 		t.longest.Round(100*time.Millisecond), t.slowest.Round(time.Second), strings.Join(took, ", "))
 	if t.failed+t.divergent+t.repeated+t.secrets+t.violations > 0 {
-		return fmt.Errorf("%d failed runs, %d divergent end states, %d repeated effects, %d secrets found, %d cutover violations",
+		return fmt.Errorf("%d failed runs, %d divergent end states, %d repeated effects, %d secrets found, %d cutover or rollback violations",
 			t.failed, t.divergent, t.repeated, t.secrets, t.violations)
 	}
 	return nil

@@ -2,8 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -30,25 +29,6 @@ var drainFaults = []fault{
 	}},
 }
 
-// chaosPlan is which scenario and fault each chaos run takes: every
-// replaceEvery-th run the replace scenario with the drain faults in turn,
-// the others the adopt scenario with the adopt faults in turn.
-func chaosPlan(runs int) (scs []*scenario, fs []fault) {
-	adopt, _ := scenarioNamed("adopt")
-	replace, _ := scenarioNamed("replace")
-	a, r := 0, 0
-	for i := 1; i <= runs; i++ {
-		if i%replaceEvery == 0 {
-			scs, fs = append(scs, replace), append(fs, drainFaults[r%len(drainFaults)])
-			r++
-			continue
-		}
-		scs, fs = append(scs, adopt), append(fs, faults[a%len(faults)])
-		a++
-	}
-	return scs, fs
-}
-
 // waitDrainStep waits until an old node is being drained: cordoned, not
 // empty, and an executor replica runs its drain step (the step after
 // the cordon). It records the node in the drain watch.
@@ -71,41 +51,23 @@ func (w *world) waitDrainStep(ctx context.Context) error {
 // the drain step of node, or "" when none is.
 func (w *world) drainingExecutor(node string) string {
 	target := `action=drain target="Node ` + node + `"`
-	for i := 1; i <= executorReplicas; i++ {
-		name := fmt.Sprintf("executor-%d", i)
-		w.mu.Lock()
-		p := w.procs[name]
-		w.mu.Unlock()
-		if p == nil {
-			continue
-		}
-		data, err := os.ReadFile(w.logFile(name, p.start))
-		if err != nil {
-			continue
-		}
-		id, running := "", false
-		for _, line := range strings.Split(string(data), "\n") {
-			switch {
-			case strings.Contains(line, `msg="running step"`) && strings.Contains(line, target):
-				id, running = logField(line, "step"), true
-			case id != "" && strings.Contains(line, `msg="step `) && logField(line, "step") == id:
-				running = false
-			}
-		}
-		if running {
-			return name
-		}
-	}
-	return ""
+	name, _ := w.executorRunning(func(line string) bool { return strings.Contains(line, target) })
+	return name
 }
 
-// logField is the value of key in a log line in slog's text format.
+// logField is the value of key in a log line in slog's text format,
+// unquoted when slog quoted it.
 func logField(line, key string) string {
 	i := strings.Index(line, " "+key+"=")
 	if i < 0 {
 		return ""
 	}
 	v := line[i+len(key)+2:]
+	if q, err := strconv.QuotedPrefix(v); err == nil {
+		if u, err := strconv.Unquote(q); err == nil {
+			return u
+		}
+	}
 	if j := strings.IndexByte(v, ' '); j >= 0 {
 		v = v[:j]
 	}
