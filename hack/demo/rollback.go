@@ -100,7 +100,7 @@ func judge(diffs []string, allow []allowance) []judged {
 var cloudKinds = map[string]bool{"server": true, "port": true, "floating-ip": true, "security-group": true, "keypair": true}
 
 // lineCounts says what world lines cover: Kubernetes objects (a Node's
-// two lines are one object), servers and Secrets.
+// lines are one object), servers and Secrets.
 func lineCounts(lines []string) string {
 	objects := map[string]bool{}
 	servers, secrets := 0, 0
@@ -116,10 +116,10 @@ func lineCounts(lines []string) string {
 			objects[kind+" "+strings.TrimSuffix(name, ":")] = true
 		}
 	}
-	return fmt.Sprintf("%d lines: %d objects, %d servers, %d Secrets", len(lines), len(objects), servers, secrets)
+	return fmt.Sprintf("%d lines (%d objects, %d servers, %d Secrets)", len(lines), len(objects), servers, secrets)
 }
 
-// diffSummary is "compared N lines: …; D differences, all allowed" (or
+// diffSummary is "compared N lines (…); D differences, all allowed" (or
 // how many are not), counting what before covers, and whether every
 // difference is allowed.
 func diffSummary(before []string, diffs []judged) (string, bool) {

@@ -48,7 +48,7 @@ func TestRollbackAllowed(t *testing.T) {
 		}
 	}
 	summary, ok := diffSummary(rollbackBefore, diffs)
-	if want := "compared 11 lines: 4 objects, 2 servers, 2 Secrets; 4 differences, all allowed"; summary != want || !ok {
+	if want := "compared 11 lines (4 objects, 2 servers, 2 Secrets); 4 differences, all allowed"; summary != want || !ok {
 		t.Errorf("summary %q (ok %t), want %q", summary, ok, want)
 	}
 
@@ -75,7 +75,7 @@ func TestRollbackAllowed(t *testing.T) {
 	diffs = judge([]string{"+ DaemonSet kube-system/openstack-cloud-controller-manager: {}", "- Node cp-0 spec.providerID: <none>",
 		"+ Node cp-0 spec.providerID: openstack:///<server cp-0>"}, rollbackAllowed)
 	summary, ok = diffSummary(rollbackBefore, diffs)
-	if want := "compared 11 lines: 4 objects, 2 servers, 2 Secrets; 3 differences, 1 not allowed"; summary != want || ok {
+	if want := "compared 11 lines (4 objects, 2 servers, 2 Secrets); 3 differences, 1 not allowed"; summary != want || ok {
 		t.Errorf("summary %q (ok %t), want %q", summary, ok, want)
 	}
 	if got := diffs[0].String(); !strings.HasPrefix(got, "✗ + DaemonSet") {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/kube"
 )
 
 // worldLines is what a migration changes in a world, one normalised line
@@ -64,10 +66,12 @@ var workloadKinds = []workloadKind{
 	{gvk: schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding"}, named: ccmName},
 }
 
-// readWorld reads w's world lines. digests adds a digest of each Secret's
-// and ConfigMap's data, which says whether a value changed without
-// printing it: for comparing a world with itself, not two fixtures, whose
-// keys and certificates differ.
+// readWorld reads w's world lines. digests is for comparing a world with
+// itself, not two fixtures, whose keys, certificates and marks differ: it
+// adds a digest of each Secret's and ConfigMap's data, which says whether
+// a value changed without printing it, the annotations of each Secret and
+// Node, and the ferry.dev/ annotations of every object (ferry's marks:
+// one left behind shows).
 func readWorld(ctx context.Context, w *world, digests bool) (*worldLines, error) {
 	cloud, err := w.fx.cloud.State(ctx, w.r)
 	if err != nil {
@@ -82,7 +86,7 @@ func readWorld(ctx context.Context, w *world, digests bool) (*worldLines, error)
 	add(cloud.Lines...)
 
 	mgmt := w.fx.cloud.Mgmt.Client
-	for _, gvk := range objectKinds {
+	for _, gvk := range worldKinds {
 		items, err := listObjects(ctx, mgmt, gvk, client.InNamespace("default"))
 		if err != nil {
 			return nil, err
@@ -113,6 +117,9 @@ func readWorld(ctx context.Context, w *world, digests bool) (*worldLines, error)
 	}
 	for _, n := range nodes.Items {
 		add(nodeLines(n)...)
+		if digests {
+			add(nodeAnnotationsLine(n))
+		}
 	}
 	for _, k := range workloadKinds {
 		var opts []client.ListOption
@@ -141,6 +148,17 @@ func readWorld(ctx context.Context, w *world, digests bool) (*worldLines, error)
 	sort.Strings(wl.lines)
 	return wl, nil
 }
+
+// worldKinds are the kinds of the management cluster's objects in
+// namespace default that the world lines hold: the CAPI and CAPO kinds
+// (objectKinds) and the KamajiControlPlane, a control plane that was
+// there before ferry, which ferry changes (its kubelet's address order)
+// and a Cluster comes to own.
+var worldKinds = append(slices.Clone(objectKinds), kube.KamajiGVK)
+
+// ferryAnnotations is the prefix of the annotations ferry marks objects
+// with (ferry.dev/created-by, ferry.dev/cordoned-by, …).
+const ferryAnnotations = "ferry.dev/"
 
 // worldNormalizer is the cloud's normalizer, then the workload API
 // server's port (random per run) after the endpoint's address, then the
@@ -197,6 +215,17 @@ func objectLine(what string, o unstructured.Unstructured, digests bool) (string,
 			view["dataDigest"] = dataDigest(data)
 		}
 	}
+	if digests {
+		marks := map[string]string{}
+		for k, v := range o.GetAnnotations() {
+			if strings.HasPrefix(k, ferryAnnotations) {
+				marks[k] = v
+			}
+		}
+		if len(marks) > 0 {
+			view["ferryAnnotations"] = marks
+		}
+	}
 	b, err := json.Marshal(view)
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", what, err)
@@ -205,7 +234,7 @@ func objectLine(what string, o unstructured.Unstructured, digests bool) (string,
 }
 
 // secretLine is a Secret's name, type, keys, labels and owners, and with
-// digests the digest of its data.
+// digests its annotations and the digest of its data.
 func secretLine(s corev1.Secret, digests bool) string {
 	var owners []string
 	for _, ref := range s.OwnerReferences {
@@ -214,7 +243,7 @@ func secretLine(s corev1.Secret, digests bool) string {
 	line := fmt.Sprintf("Secret %s/%s: %s, keys %v, labels %v, owners %v",
 		s.Namespace, s.Name, s.Type, slices.Sorted(maps.Keys(s.Data)), s.Labels, owners)
 	if digests {
-		line += ", data " + dataDigest(s.Data)
+		line += fmt.Sprintf(", annotations %v, data %s", s.Annotations, dataDigest(s.Data))
 	}
 	return line
 }
@@ -236,6 +265,14 @@ func nodeLines(n corev1.Node) []string {
 		fmt.Sprintf("Node %s: labels %v, taints %v, unschedulable %t", n.Name, n.Labels, taints, n.Spec.Unschedulable),
 		fmt.Sprintf("Node %s spec.providerID: %s", n.Name, providerID),
 	}
+}
+
+// nodeAnnotationsLine is a Node's annotations, a line of its own: what
+// ferry and the Cluster API controllers mark a Node with
+// (ferry.dev/cordoned-by, cluster.x-k8s.io/machine, …) differs apart from
+// its labels and taints.
+func nodeAnnotationsLine(n corev1.Node) string {
+	return fmt.Sprintf("Node %s annotations: %v", n.Name, n.Annotations)
 }
 
 // dataDigest is "sha256:" and the first 12 hex digits of the SHA-256 of

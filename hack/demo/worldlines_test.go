@@ -42,8 +42,12 @@ func TestDataDigest(t *testing.T) {
 	if got := secretLine(s, false); got != want {
 		t.Errorf("secretLine:\n got %s\nwant %s", got, want)
 	}
-	if got := secretLine(s, true); got != want+", data "+d || strings.Contains(got, "private-key") {
+	if got := secretLine(s, true); got != want+", annotations map[], data "+d || strings.Contains(got, "private-key") {
 		t.Errorf("secretLine with digests: %s", got)
+	}
+	s.Annotations = map[string]string{"ferry.dev/labelled-by": "c"}
+	if got := secretLine(s, true); !strings.Contains(got, ", annotations map[ferry.dev/labelled-by:c], data ") {
+		t.Errorf("secretLine with digests of a Secret ferry marked: %s", got)
 	}
 }
 
@@ -76,6 +80,15 @@ func TestObjectLine(t *testing.T) {
 	if want := `ConfigMap kube-system/kubeadm-config: {"dataKeys":["ClusterConfiguration"],"labels":null,"owners":null}`; plain != want {
 		t.Errorf("objectLine:\n got %s\nwant %s", plain, want)
 	}
+	cm.SetAnnotations(map[string]string{"ferry.dev/created-by": "c", "deployment.kubernetes.io/revision": "1"})
+	marked, _ := objectLine("ConfigMap kube-system/kubeadm-config", cm, true)
+	if !strings.Contains(marked, `"ferryAnnotations":{"ferry.dev/created-by":"c"}`) || strings.Contains(marked, "revision") {
+		t.Errorf("objectLine with digests of an object ferry marked: %s", marked)
+	}
+	if again, _ := objectLine("ConfigMap kube-system/kubeadm-config", cm, false); again != plain {
+		t.Errorf("objectLine without digests shows annotations: %s", again)
+	}
+	cm.SetAnnotations(nil)
 	digested, _ := objectLine("ConfigMap kube-system/kubeadm-config", cm, true)
 	cm.Object["data"] = map[string]any{"ClusterConfiguration": "controlPlaneEndpoint: 10.0.0.2:6443"}
 	changed, _ := objectLine("ConfigMap kube-system/kubeadm-config", cm, true)
@@ -95,6 +108,16 @@ func TestNodeLines(t *testing.T) {
 	}
 	if got := nodeLines(n); !slices.Equal(got, want) {
 		t.Errorf("nodeLines:\n got %q\nwant %q", got, want)
+	}
+	if got := nodeAnnotationsLine(n); got != "Node cp-0 annotations: map[]" {
+		t.Errorf("nodeAnnotationsLine: %q", got)
+	}
+	n.Annotations = map[string]string{"ferry.dev/cordoned-by": "c", "cluster.x-k8s.io/machine": "m"}
+	if got := nodeAnnotationsLine(n); got != "Node cp-0 annotations: map[cluster.x-k8s.io/machine:m ferry.dev/cordoned-by:c]" {
+		t.Errorf("nodeAnnotationsLine: %q", got)
+	}
+	if got := lineCounts(append(nodeLines(n), nodeAnnotationsLine(n))); got != "3 lines (1 objects, 0 servers, 0 Secrets)" {
+		t.Errorf("a Node's three lines count as %q", got)
 	}
 	n.Spec.ProviderID, n.Spec.Unschedulable = "openstack:///1234", true
 	if got := nodeLines(n); !strings.HasSuffix(got[0], "unschedulable true") || got[1] != "Node cp-0 spec.providerID: openstack:///1234" {
