@@ -66,24 +66,43 @@ func (d *drainWatch) waitDraining(ctx context.Context) (string, error) {
 // not finish draining, the probe answered, the old pool gone and the new
 // nodes joined.
 func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
-	var checks []ostest.Check
+	checks := []ostest.Check{d.budgetKept(), d.evictedOnce()}
 	add := func(name string, ok bool, format string, args ...any) {
 		checks = append(checks, ostest.Check{Name: name, OK: ok, Detail: fmt.Sprintf(format, args...)})
 	}
-	least := d.least()
-	add("budget kept", least >= 2, "at least %d of 3 web replicas healthy at every moment of the run (PodDisruptionBudget web allows one disruption)", least)
-	counts, err := d.f.Workload.Evictions()
-	twice := evictedTwice(counts)
-	add("no pod evicted twice", err == nil && len(twice) == 0, "%d evictions of %d pods through the eviction API; evicted more than once: %v%s", sum(counts), len(counts), twice, errText(err))
 	stray, err := d.strayCordons(ctx)
 	add("no stray cordon", err == nil && len(stray) == 0, "cordoned nodes whose drain the plan did not finish: %v%s", stray, errText(err))
-	ok, all := d.probe.Answered()
-	add("probe answered", ok == all && ok >= len(d.f.OldNodes), "the application's URL answered 200 %d times of %d (one probe after each old node)", ok, all)
+	checks = append(checks, d.probeAnswered(len(d.f.OldNodes), "one probe after each old node"))
 	gone, err := d.oldPoolGone(ctx)
 	add("old pool gone", err == nil && gone == "", "old MachineDeployment %s, its Machines and Nodes deleted%s%s", d.f.OldMD, gone, errText(err))
 	booted := d.f.Booted()
 	add("new nodes joined", len(booted) == replaceWorkers, "%d new nodes on servers the real CAPO built: %s", len(booted), strings.Join(booted, ", "))
 	return checks
+}
+
+// budgetKept checks that at least 2 of the 3 web replicas were healthy
+// at every moment from the fixture's start until now.
+func (d *drainWatch) budgetKept() ostest.Check {
+	least := d.least()
+	return ostest.Check{Name: "budget kept", OK: least >= 2,
+		Detail: fmt.Sprintf("at least %d of 3 web replicas healthy at every moment of the run (PodDisruptionBudget web allows one disruption)", least)}
+}
+
+// evictedOnce checks that the workload API server's audit log shows no
+// pod evicted twice.
+func (d *drainWatch) evictedOnce() ostest.Check {
+	counts, err := d.f.Workload.Evictions()
+	twice := evictedTwice(counts)
+	return ostest.Check{Name: "no pod evicted twice", OK: err == nil && len(twice) == 0,
+		Detail: fmt.Sprintf("%d evictions of %d pods through the eviction API; evicted more than once: %v%s", sum(counts), len(counts), twice, errText(err))}
+}
+
+// probeAnswered checks that every request to the probe got 200, and that
+// there were at least least of them (which says).
+func (d *drainWatch) probeAnswered(least int, which string) ostest.Check {
+	ok, all := d.probe.Answered()
+	return ostest.Check{Name: "probe answered", OK: ok == all && ok >= least,
+		Detail: fmt.Sprintf("the application's URL answered 200 %d times of %d (%s)", ok, all, which)}
 }
 
 // evictedTwice lists the pods evicted more than once, with how often.
