@@ -3,8 +3,10 @@
 // team would on GitHub. --scenario chooses the cluster: adopt (seed 000,
 // the default and what follows describes), replace (seed 003 with a seed
 // 002 gateway: scenario.go, replace.go), kamaji (seed 004) or rollback
-// (seed 000 adopted, then every phase rolled back and the world compared
-// with how it was before the first pull request: rollback.go).
+// (seed 000 migrated up to each phase in turn and rolled back to none,
+// the world compared with how it was before the first pull request each
+// time, then adopted again and checked as adopt is: rollback.go,
+// rollback_cycles.go).
 //
 // It starts a management and a workload API server (the test environment's
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
@@ -56,13 +58,17 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
-	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004) or rollback (seed 000 adopted, then rolled back); --chaos chooses its own")
+	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004) "+
+		"or rollback (seed 000 rolled back after each phase in turn, then adopted again); --chaos chooses its own")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
 		flag.Usage()
 		os.Exit(2)
+	}
+	if sc.timeout > 0 && !flagSet("timeout") {
+		*timeout = sc.timeout
 	}
 
 	interrupted, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -118,11 +124,8 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 	if err != nil {
 		return err
 	}
-	var before *worldLines
-	if sc.rollback {
-		if before, err = w.recordWorld(ctx); err != nil {
-			return err
-		}
+	if sc.run != nil {
+		return sc.run(ctx, w)
 	}
 	began := time.Now()
 	unpaused, err := w.migrate(ctx)
@@ -130,41 +133,51 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 		return err
 	}
 	out.say("\n==> the %d phases took %s through pull requests", len(sc.phases), time.Since(began).Round(time.Second))
-	want := status.PhaseSucceeded
-	if sc.rollback {
-		began = time.Now()
-		if err := w.rollback(ctx); err != nil {
-			return err
-		}
-		out.say("\n==> the rollback of the %d phases took %s", len(sc.phases), time.Since(began).Round(time.Second))
-		want = status.PhaseRolledBack
+	if err := w.endStatus(ctx, every(sc.phases, status.PhaseSucceeded)); err != nil {
+		return err
 	}
-	g, reader := w.git, w.reader
+	return verify(ctx, out, w.fx, unpaused)
+}
 
-	out.say("\n==> reconciler status --repo %s", g.URL)
-	cmd := exec.CommandContext(ctx, bin, "status", "--repo", g.URL)
+// every is want for each of phases, for endStatus.
+func every(phases []string, want status.PhaseState) map[string]status.PhaseState {
+	m := map[string]status.PhaseState{}
+	for _, p := range phases {
+		m[p] = want
+	}
+	return m
+}
+
+// endStatus prints `reconciler status` and the status branch's commits,
+// and fails when a phase of want is not in the state want gives it.
+func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState) error {
+	out, url := w.out, w.git.URL
+	out.say("\n==> reconciler status --repo %s", url)
+	cmd := exec.CommandContext(ctx, w.bin, "status", "--repo", url)
 	text, err := cmd.CombinedOutput()
 	out.say("%s", strings.TrimRight(string(text), "\n"))
 	if err != nil {
 		return fmt.Errorf("reconciler status: %v", err)
 	}
 	out.say("\n==> the status commits on branch %s", status.DefaultBranch)
-	if err := statusLog(ctx, out, g.URL); err != nil {
+	if err := statusLog(ctx, out, url); err != nil {
 		return err
 	}
-	st, err := reader.Read(ctx, sc.cluster)
+	st, err := w.reader.Read(ctx, w.sc.cluster)
 	if err != nil {
 		return err
 	}
-	for _, ph := range st.Phases {
-		if ph.State != want {
-			return fmt.Errorf("phase %s ended %s", ph.Name, ph.State)
+	for _, name := range w.sc.phases {
+		ph := st.Phase(name)
+		switch {
+		case want[name] == "":
+		case ph == nil:
+			return fmt.Errorf("phase %s is not in the status", name)
+		case ph.State != want[name]:
+			return fmt.Errorf("phase %s ended %s, not %s", name, ph.State, want[name])
 		}
 	}
-	if sc.rollback {
-		return w.compareWorld(ctx, before)
-	}
-	return verify(ctx, out, w.fx, unpaused)
+	return nil
 }
 
 // verify prints what the real controllers made of the migrated cluster,
@@ -209,6 +222,13 @@ func verify(ctx context.Context, out *display, fx *fixture, unpaused time.Time) 
 		return fmt.Errorf("%d of %d checks failed", failed, len(checks))
 	}
 	return nil
+}
+
+// flagSet reports whether flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // reconcilerPreviewKey is the key of ferry's preview comment.
@@ -271,7 +291,12 @@ func waitPhase(ctx context.Context, out *display, reader status.Store, plan, pha
 	return want, err
 }
 
-// statusLog prints the commits of the status branch, newest first.
+// statusLogMax is how many of the status branch's commits statusLog
+// prints: the newest.
+const statusLogMax = 12
+
+// statusLog prints the newest commits of the status branch, newest first,
+// and how many older ones it leaves out.
 func statusLog(ctx context.Context, out *display, url string) error {
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
 		URL: url, ReferenceName: plumbing.NewBranchReferenceName(status.DefaultBranch), SingleBranch: true,
@@ -287,11 +312,20 @@ func statusLog(ctx context.Context, out *display, url string) error {
 	if err != nil {
 		return err
 	}
-	return commits.ForEach(func(c *object.Commit) error {
-		subject, _, _ := strings.Cut(c.Message, "\n")
-		out.say("    %s %s  %s", c.Hash.String()[:10], c.Author.When.Format("15:04:05"), subject)
+	n := 0
+	if err := commits.ForEach(func(c *object.Commit) error {
+		if n++; n <= statusLogMax {
+			subject, _, _ := strings.Cut(c.Message, "\n")
+			out.say("    %s %s  %s", c.Hash.String()[:10], c.Author.When.Format("15:04:05"), subject)
+		}
 		return nil
-	})
+	}); err != nil {
+		return err
+	}
+	if n > statusLogMax {
+		out.say("    … and %d older commits", n-statusLogMax)
+	}
+	return nil
 }
 
 // display prints the demo's lines and, while it waits, one status line

@@ -11,13 +11,11 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 )
-
-// rollbackSpec is the plan's spec line that undoes every phase; the pull
-// request that adds it sets spec.approve to "" as well.
-const rollbackSpec = "  rollback: {to: none}\n"
 
 const (
 	// rollbackWait is how long the rollback of every phase may take.
@@ -29,6 +27,15 @@ const (
 	// commentWait is how long the progress comment may lag the status
 	// (ferry mirrors it every second).
 	commentWait = time.Minute
+	// blockedMax is how long a phase may stay Blocked during a rollback
+	// before the demo gives up on it: a health check that fails for a
+	// moment clears sooner, a rollback ferry refuses never does.
+	blockedMax = time.Minute
+	// rollbackSettle is how long the demo waits after a rollback before
+	// it compares the world: controllers may act after the last undo step
+	// (a Machine controller's last reconcile, a garbage collection), and
+	// what they change then must show in the comparison too.
+	rollbackSettle = 20 * time.Second
 )
 
 // allowance is a difference between the world before the migration and
@@ -167,54 +174,83 @@ func (w *world) saveLines(name string, lines []string) (string, error) {
 // checking the cluster's endpoint every second meanwhile; it prints the
 // progress comment.
 func (w *world) rollback(ctx context.Context) error {
-	out, phases := w.out, w.sc.phases
-	if w.fx.endpoint == nil {
-		return fmt.Errorf("scenario %s: its fixture has no endpoint to check during the rollback", w.sc.name)
-	}
-	n := len(phases) + 1
-	out.say("\n==> pull request #%d by alice: roll every phase back (spec.approve: \"\", spec.rollback: {to: none})", n)
-	head := w.repo.OpenPR(n, "Roll back "+w.sc.cluster, "alice", map[string]string{w.sc.planPath(): w.fx.plan(`""`, rollbackSpec)})
-	preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
-	if err != nil {
+	return w.rollbackPR(ctx, toNone(w.sc.phases), true)
+}
+
+// undo is a pull request that rolls phases back: the spec.approve and
+// spec.rollback.to it sets, and the phases it undoes (in the plan's
+// order), which must end RolledBack.
+type undo struct {
+	approve, to string
+	undone      []string
+}
+
+// toNone rolls every phase back: spec.approve "" and spec.rollback.to
+// none.
+func toNone(phases []string) undo { return undo{approve: `""`, to: "none", undone: phases} }
+
+// spec is the plan's spec line that asks for the rollback.
+func (u undo) spec() string { return "  rollback: {to: " + u.to + "}\n" }
+
+// rollbackPR opens the pull request u, prints ferry's preview, merges it
+// and waits until every phase it undoes is RolledBack, checking the
+// cluster's endpoint every second meanwhile when the fixture has one; it
+// prints the progress comment. full prints the comments whole, otherwise
+// their phase tables.
+func (w *world) rollbackPR(ctx context.Context, u undo, full bool) error {
+	out := w.out
+	n := w.openPR(fmt.Sprintf("alice: roll back to %s (spec.approve: %s, spec.rollback: {to: %s})", u.to, u.approve, u.to),
+		"Roll back "+w.sc.cluster+" to "+u.to, w.fx.plan(u.approve, u.spec()))
+	if err := w.showComment(ctx, n, reconcilerPreviewKey, "preview", w.heads[n][:12], full); err != nil {
 		return err
 	}
-	out.block(fmt.Sprintf("preview comment on #%d", n), preview)
-
-	out.say("==> bob merges #%d: the merge approves the rollback; the endpoint is checked every %s meanwhile", n, endpointEvery)
+	watching := ""
+	if w.fx.endpoint != nil {
+		watching = fmt.Sprintf("; the endpoint is checked every %s meanwhile", endpointEvery)
+	}
+	out.say("==> bob merges #%d: the merge approves the rollback%s", n, watching)
 	waitCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	watch := watchEndpoint(waitCtx, w.fx.endpoint, fail)
-	w.repo.MergePR(n, "bob")
-	err = waitRolledBack(waitCtx, out, w.reader, w.sc.cluster, phases)
+	watch := func() *downtime { return nil }
+	if w.fx.endpoint != nil {
+		watch = watchEndpoint(waitCtx, w.fx.endpoint, fail)
+	}
+	merged := w.repo.MergePR(n, "bob")
+	err := waitRolledBack(waitCtx, out, w.reader, w.sc.cluster, u.undone)
 	seen := watch()
 	if err != nil {
 		return err
 	}
-	out.say("    %s", seen)
-	if seen.longest > outageMax {
-		return fmt.Errorf("the endpoint did not answer for %s, more than %s: %s", seen.longest.Round(100*time.Millisecond), outageMax, seen.last)
+	if seen != nil {
+		out.say("    %s", seen)
+		if seen.longest > outageMax {
+			return fmt.Errorf("the endpoint did not answer for %s, more than %s: %s", seen.longest.Round(100*time.Millisecond), outageMax, seen.last)
+		}
 	}
 	// Undone last first: the first phase's row is the last to change.
-	want := "| " + phases[0] + " | " + status.PhaseRolledBack.Text() + " |"
+	want := "| " + u.undone[0] + " | " + status.PhaseRolledBack.Text() + " |"
 	commentCtx, cancel := context.WithTimeout(ctx, commentWait)
 	defer cancel()
-	progress, err := waitComment(commentCtx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
-	if err != nil {
-		return err
+	err = w.showComment(commentCtx, n, w.sc.progressKey(), "progress", want, full)
+	if others := w.progressElsewhere(n, merged); err != nil && len(others) > 0 {
+		return fmt.Errorf("%w; ferry shows the progress of #%d's rollback on %s instead (the approval it records for %q is an earlier pull request's)",
+			err, n, strings.Join(others, ", "), status.RollbackApproval(u.to))
 	}
-	out.block(fmt.Sprintf("progress comment on #%d", n), progress)
-	return nil
+	return err
 }
 
-// waitRolledBack waits until the status branch says every phase is
-// RolledBack, showing each phase's state; it fails at once when a phase
-// failed or the plan is invalid, and after rollbackWait.
+// waitRolledBack waits until the status branch says every phase of
+// phases is RolledBack, showing each phase's state; it fails at once when
+// a phase failed or the plan is invalid, when a phase stayed Blocked for
+// blockedMax (a rollback ferry refuses, or one stuck on something it
+// waits for), and after rollbackWait.
 func waitRolledBack(ctx context.Context, out *display, reader status.Store, plan string, phases []string) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, rollbackWait, fmt.Errorf("the rollback did not end within %s", rollbackWait))
 	defer cancel()
 	ctx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
-	return out.wait(ctx, "every phase to be rolled back", func() (bool, string) {
+	var blockedSince time.Time
+	return out.wait(ctx, "phases "+strings.Join(phases, ", ")+" to be rolled back", func() (bool, string) {
 		st, err := reader.Read(ctx, plan)
 		if err != nil {
 			return false, "no status yet"
@@ -223,8 +259,27 @@ func waitRolledBack(ctx context.Context, out *display, reader status.Store, plan
 		if failed != nil {
 			fail(failed)
 		}
+		switch name := blockedPhase(st, phases); {
+		case name == "":
+			blockedSince = time.Time{}
+		case blockedSince.IsZero():
+			blockedSince = time.Now()
+		case time.Since(blockedSince) > blockedMax:
+			fail(fmt.Errorf("phase %s has been Blocked for %s", name, blockedMax))
+		}
 		return done, detail
 	})
+}
+
+// blockedPhase is the first of phases the status says is Blocked ("" when
+// none is); the progress line says why.
+func blockedPhase(st *status.PlanStatus, phases []string) string {
+	for _, p := range phases {
+		if ph := st.Phase(p); ph != nil && ph.State == status.PhaseBlocked {
+			return p
+		}
+	}
+	return ""
 }
 
 // rollbackProgress reads a status: whether every phase is RolledBack,
@@ -356,45 +411,82 @@ func watchEndpoint(ctx context.Context, check func(context.Context) ostest.Check
 // fails when a difference is not allowed, an effect was repeated or a
 // secret value was let out.
 func (w *world) compareWorld(ctx context.Context, before *worldLines) error {
-	out := w.out
-	out.say("\n==> comparing the world with how it was before the first pull request")
-	after, err := readWorld(ctx, w, true)
+	w.out.say("\n==> comparing the world with how it was before the first pull request")
+	after, _, notAllowed, err := w.judgeWorld(ctx, before, "world-after.txt", "")
 	if err != nil {
 		return err
 	}
-	path, err := w.saveLines("world-after.txt", after.lines)
-	if err != nil {
-		return err
-	}
-	out.say("    %s (in %s)", lineCounts(after.lines), path)
-	diffs := judge(diffLines(before.lines, after.lines), rollbackAllowed)
-	for _, d := range diffs {
-		out.say("    %s", d)
-	}
-	summary, same := diffSummary(before.lines, diffs)
-	out.say("    %s", summary)
-
 	var problems []string
-	if !same {
+	if len(notAllowed) > 0 {
 		problems = append(problems, "the world differs from before the migration beyond what a rollback cannot undo")
 	}
 	created, err := repeatedCreates(w.fx.cloud.Mgmt.AuditLog)
 	if err != nil {
 		return err
 	}
-	_, comments, texts := w.forgeLines(len(w.sc.phases) + 1)
-	repeated := slices.Concat(after.repeated, created, comments)
+	more, err := w.effects(slices.Concat(after.repeated, created), slices.Concat(before.secrets, after.secrets))
+	if err != nil {
+		return err
+	}
+	if problems = append(problems, more...); len(problems) > 0 {
+		return fmt.Errorf("the rollback: %s", strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// judgeWorld reads the world again, saves its lines to file in the log
+// directory, and prints every line in which it differs from before, each
+// marked allowed or not, and the summary (diffSummary) after label. It
+// returns the world read, the summary, and the differences not allowed.
+func (w *world) judgeWorld(ctx context.Context, before *worldLines, file, label string) (after *worldLines, summary string, notAllowed []string, err error) {
+	out := w.out
+	if after, err = readWorld(ctx, w, true); err != nil {
+		return nil, "", nil, err
+	}
+	path, err := w.saveLines(file, after.lines)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	out.say("    %s (in %s)", lineCounts(after.lines), path)
+	diffs := judge(diffLines(before.lines, after.lines), rollbackAllowed)
+	for _, d := range diffs {
+		out.say("    %s", d)
+		if d.allowed == "" {
+			notAllowed = append(notAllowed, d.line)
+		}
+	}
+	summary, same := diffSummary(before.lines, diffs)
+	summary = label + summary
+	mark := "✓"
+	if !same {
+		mark = "✗"
+	}
+	out.say("    %s %s", mark, summary)
+	return after, summary, notAllowed, nil
+}
+
+// effects prints and checks what must not have happened in the world's
+// run: an effect repeated (repeated: cloud names carried twice, objects
+// created twice; and a pull request with other than one preview and one
+// progress comment), a value of secrets, the fixture's tokens or the
+// cloud's password let out in ferry's logs, the plans repository, the
+// comments or the statuses. It returns the problems found.
+func (w *world) effects(repeated []string, secrets []corev1.Secret) ([]string, error) {
+	out := w.out
+	var problems []string
+	_, comments, texts := w.forgeLines(w.prs)
+	repeated = slices.Concat(repeated, comments)
 	for _, r := range repeated {
 		out.say("    ✗ repeated: %s", r)
 	}
 	if len(repeated) > 0 {
 		problems = append(problems, fmt.Sprintf("%d effects repeated", len(repeated)))
 	} else {
-		out.say("    ✓ no effect repeated: no cloud name carried twice, no object created twice, one preview and one progress comment per pull request")
+		out.say("    ✓ no effect repeated: no cloud name carried twice, no object created twice, one preview and one progress comment on each of the %d pull requests", w.prs)
 	}
-	sc, err := w.scanSecrets(slices.Concat(before.secrets, after.secrets), nil, texts)
+	sc, err := w.scanSecrets(secrets, nil, texts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	for _, f := range sc.found {
 		out.say("    ✗ secret: %s", f)
@@ -404,8 +496,5 @@ func (w *world) compareWorld(ctx context.Context, before *worldLines) error {
 	} else {
 		out.say("    ✓ no secret value let out: %d values looked for in %d KiB of logs, commits, comments and statuses", len(sc.values), sc.scanned/1024)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("the rollback: %s", strings.Join(problems, "; "))
-	}
-	return nil
+	return problems, nil
 }

@@ -162,7 +162,7 @@ func TestDowntime(t *testing.T) {
 // TestSpecWith: extra spec lines go before spec.approve.
 func TestSpecWith(t *testing.T) {
 	plan := "spec:\n  cluster: {name: c}\n  approve: \"\"\n"
-	if got, want := specWith(plan, rollbackSpec), "spec:\n  cluster: {name: c}\n  rollback: {to: none}\n  approve: \"\"\n"; got != want {
+	if got, want := specWith(plan, toNone(nil).spec()), "spec:\n  cluster: {name: c}\n  rollback: {to: none}\n  approve: \"\"\n"; got != want {
 		t.Errorf("specWith:\n%s\nwant\n%s", got, want)
 	}
 }

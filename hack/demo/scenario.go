@@ -23,10 +23,17 @@ type scenario struct {
 	// build makes the cluster to migrate, its cloud and API servers, and
 	// starts the controllers that act on it.
 	build func(ctx context.Context, r *testenv.Program, out *display) (*fixture, error)
-	// rollback: after the last phase a pull request rolls every phase
-	// back (spec.rollback.to: none), and the world is compared with how
-	// it was before the first pull request (rollback.go).
+	// rollback: the scenario rolls phases back through a pull request
+	// and compares what the rollback left with how it was (rollback.go):
+	// after the last phase every phase back (spec.rollback.to: none),
+	// unless run says otherwise.
 	rollback bool
+	// run, when set, is what the scenario does in its world instead of
+	// migrating through every phase and checking the fixture: the
+	// rollback scenario's cycles (rollbackCycles).
+	run func(ctx context.Context, w *world) error
+	// timeout, when set, is the scenario's own default for --timeout.
+	timeout time.Duration
 }
 
 // fixture is what a scenario built, as the world uses it.
@@ -35,7 +42,7 @@ type fixture struct {
 	// project from it (State), ferry runs against its Mgmt.
 	cloud *ostest.Adoptable
 	// plan is the plan approving phase approve (`""` for none), with
-	// extra (lines of spec, such as rollbackSpec) inside its spec.
+	// extra (lines of spec, such as a rollback's: undo.spec) inside its spec.
 	plan func(approve, extra string) string
 	// files are the plans repository's other files (manifests).
 	files map[string]string
@@ -54,16 +61,22 @@ type fixture struct {
 	drain *drainWatch
 }
 
+// The phases of the two strategies' plans.
+var (
+	adoptPhases   = []string{"cluster", "control-plane", "workers"}
+	replacePhases = []string{"prepare", "network-bridge", "infrastructure", "workers", "cutover", "cleanup"}
+)
+
 // scenarios are the demos `--scenario` chooses from, the default first.
 var scenarios = []*scenario{
 	{name: "adopt", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers", cluster: "capi-quickstart",
-		phases: []string{"cluster", "control-plane", "workers"}, build: buildAdopt},
+		phases: adoptPhases, build: buildAdopt},
 	{name: "replace", seed: "seed 003 with a seed 002 gateway: move the workers of a hosted cluster onto new servers", cluster: "tenant-a",
-		phases: []string{"prepare", "network-bridge", "infrastructure", "workers", "cutover", "cleanup"}, build: buildReplace},
+		phases: replacePhases, build: buildReplace},
 	{name: "kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts", cluster: "kamaji-quickstart",
-		phases: []string{"cluster", "control-plane", "workers"}, build: buildKamaji},
-	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, then roll every phase back", cluster: "capi-quickstart",
-		phases: []string{"cluster", "control-plane", "workers"}, build: buildAdopt, rollback: true},
+		phases: adoptPhases, build: buildKamaji},
+	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, roll it back after each phase in turn, then adopt it again", cluster: "capi-quickstart",
+		phases: adoptPhases, build: buildAdopt, rollback: true, run: rollbackCycles(adoptPhases, true), timeout: 20 * time.Minute},
 }
 
 // scenarioNamed returns the scenario called name, or an error naming the

@@ -8,11 +8,14 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
+	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
@@ -59,6 +62,11 @@ type world struct {
 	gitProxy *testenv.Proxy
 	nats     *testenv.NATS
 	metrics  string
+
+	// prs is how many pull requests the world opened (the last one's
+	// number); heads their head commits, by number.
+	prs   int
+	heads map[int]string
 
 	mu    sync.Mutex
 	procs map[string]*proc // by name: reconciler, executor-1, ...
@@ -207,16 +215,22 @@ func (w *world) waitReady(ctx context.Context) error {
 // and waits for it; it returns when the last phase succeeded, and when
 // that was.
 func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
+	return w.approve(ctx, w.sc.phases, true)
+}
+
+// approve opens a pull request for each of phases in turn, numbered on
+// from the last one the world opened, that raises spec.approve to it (and
+// drops a spec.rollback there was); prints ferry's preview, merges, waits
+// for the phase and prints the progress comment, whole when full and
+// otherwise their phase tables only. It returns when the last phase
+// succeeded, and when that was.
+func (w *world) approve(ctx context.Context, phases []string, full bool) (unpaused time.Time, err error) {
 	out := w.out
-	for i, phase := range w.sc.phases {
-		n := i + 1
-		out.say("\n==> pull request #%d by alice: approve %s (spec.approve: %s)", n, phase, phase)
-		head := w.repo.OpenPR(n, "Approve "+phase, "alice", map[string]string{w.sc.planPath(): w.fx.plan(phase, "")})
-		preview, err := waitComment(ctx, out, w.gh, n, reconcilerPreviewKey, "the preview comment on #"+fmt.Sprint(n), head[:12])
-		if err != nil {
+	for _, phase := range phases {
+		n := w.openPR(fmt.Sprintf("alice: approve %s (spec.approve: %s)", phase, phase), "Approve "+phase, w.fx.plan(phase, ""))
+		if err := w.showComment(ctx, n, reconcilerPreviewKey, "preview", w.heads[n][:12], full); err != nil {
 			return time.Time{}, err
 		}
-		out.block(fmt.Sprintf("preview comment on #%d", n), preview)
 		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
 		w.repo.MergePR(n, "bob")
 		want, err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase)
@@ -224,13 +238,116 @@ func (w *world) migrate(ctx context.Context) (unpaused time.Time, err error) {
 			return time.Time{}, err
 		}
 		unpaused = time.Now()
-		progress, err := waitComment(ctx, out, w.gh, n, w.sc.progressKey(), "the progress comment on #"+fmt.Sprint(n), want)
-		if err != nil {
+		if err := w.showComment(ctx, n, w.sc.progressKey(), "progress", want, full); err != nil {
 			return time.Time{}, err
 		}
-		out.block(fmt.Sprintf("progress comment on #%d", n), progress)
 	}
 	return unpaused, nil
+}
+
+// openPR opens the world's next pull request with plan as the scenario's
+// plan file, saying what it does, and returns its number.
+func (w *world) openPR(what, title, plan string) int {
+	w.prs++
+	n := w.prs
+	w.out.say("\n==> pull request #%d by %s", n, what)
+	if w.heads == nil {
+		w.heads = map[int]string{}
+	}
+	w.heads[n] = w.repo.OpenPR(n, title, "alice", map[string]string{w.sc.planPath(): plan})
+	return n
+}
+
+// showComment waits for ferry's comment with key on pull request n (what:
+// "preview" or "progress") until it contains want, and prints it: whole
+// when full, otherwise its phase table (shortComment).
+func (w *world) showComment(ctx context.Context, n int, key, what, want string, full bool) error {
+	body, err := waitComment(ctx, w.out, w.gh, n, key, fmt.Sprintf("the %s comment on #%d", what, n), want)
+	if err != nil {
+		return err
+	}
+	if full {
+		w.out.block(fmt.Sprintf("%s comment on #%d", what, n), body)
+		return nil
+	}
+	for _, l := range shortComment(body) {
+		w.out.say("    │ %s", l)
+	}
+	return nil
+}
+
+// shortComment is the phase table of one of ferry's comments: a
+// preview's "Phases:" lines, or the rows of a progress comment's first
+// table, their empty cells left out and the others in aligned columns.
+func shortComment(body string) []string {
+	var rows []string
+	var table [][]string
+	inPhases := false
+	for _, l := range strings.Split(body, "\n") {
+		switch {
+		case strings.TrimSpace(l) == "Phases:":
+			inPhases = true
+		case inPhases && strings.TrimSpace(l) == "":
+			return rows
+		case inPhases:
+			rows = append(rows, strings.TrimSpace(l))
+		case strings.HasPrefix(l, "| "):
+			cells := strings.Split(strings.Trim(l, "| "), " | ")
+			if cells[0] != "Phase" && cells[0] != "---" {
+				table = append(table, slices.DeleteFunc(cells, func(c string) bool { return strings.TrimSpace(c) == "" }))
+			}
+		case table != nil:
+			return aligned(table)
+		}
+	}
+	if table != nil {
+		return aligned(table)
+	}
+	return rows
+}
+
+// aligned writes rows of cells as lines, each column as wide as its
+// widest cell, two spaces apart.
+func aligned(rows [][]string) []string {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		var b strings.Builder
+		for j, c := range r {
+			if j > 0 {
+				b.WriteString("  ")
+			}
+			b.WriteString(c)
+			if j < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[j]-utf8.RuneCountInString(c)))
+			}
+		}
+		out[i] = b.String()
+	}
+	return out
+}
+
+// progressElsewhere lists the pull requests other than n whose progress
+// comment shows the plan at revision: where ferry mirrors what n's merge
+// approved when n has no progress comment.
+func (w *world) progressElsewhere(n int, revision string) []string {
+	var prs []string
+	for m := 1; m <= w.prs; m++ {
+		for _, c := range w.gh.Comments(m) {
+			if m != n && strings.HasPrefix(c.Body, forge.Marker(w.sc.progressKey())) && strings.Contains(c.Body, "at revision "+shortRev(revision)) {
+				prs = append(prs, fmt.Sprintf("#%d", m))
+			}
+		}
+	}
+	return prs
 }
 
 // running reports whether process name is still running.

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/ferry-dev/ferry/internal/status"
+)
+
+// rollbackCycles is the run of a rollback scenario that rolls back to
+// none once for each phase of after: the world is recorded before the
+// first pull request; then in each cycle the migration goes forward up to
+// that phase (a pull request per phase), a pull request rolls every phase
+// back, and after rollbackSettle the world is compared with the one
+// recorded (rollbackAllowed the only differences). With again, a last
+// series of pull requests migrates through every phase once more and the
+// fixture's checks run, as after a first migration: a cluster rolled back
+// must take a second migration as well as the first.
+func rollbackCycles(after []string, again bool) func(context.Context, *world) error {
+	return func(ctx context.Context, w *world) error { return w.rollbackCycles(ctx, after, again) }
+}
+
+func (w *world) rollbackCycles(ctx context.Context, after []string, again bool) error {
+	out, phases := w.out, w.sc.phases
+	before, err := w.recordWorld(ctx)
+	if err != nil {
+		return err
+	}
+	creates, err := auditCreates(w.fx.cloud.Mgmt.AuditLog)
+	if err != nil {
+		return err
+	}
+	secrets := before.secrets
+	var summaries []string
+	for i, last := range after {
+		upTo := phases[:slices.Index(phases, last)+1]
+		name := "the rollback after " + last
+		if len(after) > 1 {
+			name = fmt.Sprintf("cycle %d of %d (rolled back after %s)", i+1, len(after), last)
+		}
+		out.say("\n==> %s: migrate through %s, roll every phase back, compare the world with how it was before the first pull request", name, strings.Join(upTo, ", "))
+		if i > 0 {
+			out.say("    (pull requests and comments from here on show ferry's phase tables only)")
+		}
+		began := time.Now()
+		res, err := w.rollbackCycle(ctx, before, creates, upTo, i == 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		creates, secrets = res.creates, slices.Concat(secrets, res.secrets)
+		summaries = append(summaries, res.summary)
+		out.say("==> %s took %s", name, time.Since(began).Round(time.Second))
+	}
+	out.say("\n==> the rollback cycles")
+	for _, s := range summaries {
+		out.say("    ✓ %s", s)
+	}
+	want := every(phases, status.PhaseRolledBack)
+	var unpaused time.Time
+	if again {
+		out.say("\n==> after the last rollback: migrate once more, a pull request per phase (spec.rollback removed, spec.approve raised)")
+		began := time.Now()
+		if unpaused, err = w.approve(ctx, phases, false); err != nil {
+			return fmt.Errorf("the migration after the rollbacks: %w", err)
+		}
+		out.say("\n==> the %d phases took %s through pull requests", len(phases), time.Since(began).Round(time.Second))
+		want = every(phases, status.PhaseSucceeded)
+	}
+	if err := w.endStatus(ctx, want); err != nil {
+		return err
+	}
+	out.say("\n==> what the whole run must not have done")
+	repeated, _, err := createdSince(w.fx.cloud.Mgmt.AuditLog, creates)
+	if err != nil {
+		return err
+	}
+	if problems, err := w.effects(repeated, secrets); err != nil || len(problems) > 0 {
+		return problemsErr(err, problems)
+	}
+	if !again {
+		return nil
+	}
+	return verify(ctx, out, w.fx, unpaused)
+}
+
+// cycleResult is what one rollback cycle saw: its summary line, the
+// audit log's create counts at its end, and the Secrets read.
+type cycleResult struct {
+	summary string
+	creates map[string]int
+	secrets []corev1.Secret
+}
+
+// rollbackCycle migrates through upTo (the comments whole when full),
+// rolls every phase back, waits rollbackSettle and compares the world
+// with before; it fails when a difference is not allowed or an object
+// was created twice since creates (the audit log's counts when the cycle
+// began) or a cloud name is carried twice.
+func (w *world) rollbackCycle(ctx context.Context, before *worldLines, creates map[string]int, upTo []string, full bool) (*cycleResult, error) {
+	out, last := w.out, upTo[len(upTo)-1]
+	if _, err := w.approve(ctx, upTo, full); err != nil {
+		return nil, err
+	}
+	if err := w.rollbackPR(ctx, toNone(w.sc.phases), full); err != nil {
+		return nil, err
+	}
+	settled := time.Now().Add(rollbackSettle)
+	if err := out.wait(ctx, fmt.Sprintf("%s after the rollback before comparing (rollbackSettle)", rollbackSettle), func() (bool, string) {
+		return !time.Now().Before(settled), "the controllers may still act after the last undo step"
+	}); err != nil {
+		return nil, err
+	}
+	out.say("==> comparing the world with how it was before the first pull request")
+	after, summary, notAllowed, err := w.judgeWorld(ctx, before, "world-after-"+last+".txt", "rolled back after "+last+": ")
+	if err != nil {
+		return nil, err
+	}
+	res := &cycleResult{summary: summary, secrets: after.secrets}
+	var repeated []string
+	if repeated, res.creates, err = createdSince(w.fx.cloud.Mgmt.AuditLog, creates); err != nil {
+		return nil, err
+	}
+	repeated = slices.Concat(after.repeated, repeated)
+	for _, r := range repeated {
+		out.say("    ✗ repeated in this cycle: %s", r)
+	}
+	var problems []string
+	if len(notAllowed) > 0 {
+		problems = append(problems, fmt.Sprintf("the world differs from before the first pull request in %d lines not allowed: %s",
+			len(notAllowed), strings.Join(first(notAllowed, 6), " | ")))
+	}
+	if len(repeated) > 0 {
+		problems = append(problems, fmt.Sprintf("%d effects repeated: %s", len(repeated), strings.Join(repeated, "; ")))
+	}
+	return res, problemsErr(nil, problems)
+}
+
+// createdSince lists the objects the API server's audit log shows created
+// more than once since base (its counts then: auditCreates), and returns
+// the counts now.
+func createdSince(auditLog string, base map[string]int) ([]string, map[string]int, error) {
+	now, err := auditCreates(auditLog)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []string
+	for key, n := range now {
+		if n-base[key] > 1 {
+			out = append(out, fmt.Sprintf("%s created %d times", key, n-base[key]))
+		}
+	}
+	sort.Strings(out)
+	return out, now, nil
+}
+
+// problemsErr is err, or an error listing problems (nil when there are
+// none).
+func problemsErr(err error, problems []string) error {
+	if err != nil || len(problems) == 0 {
+		return err
+	}
+	return fmt.Errorf("%s", strings.Join(problems, "; "))
+}
