@@ -2,11 +2,12 @@
 // OpenStack end to end, with everything on this machine, and acts as the
 // team would on GitHub. --scenario chooses the cluster: adopt (seed 000,
 // the default and what follows describes), replace (seed 003 with a seed
-// 002 gateway: scenario.go, replace.go), kamaji (seed 004) or rollback
-// (seed 000 migrated up to each phase in turn and rolled back to none,
-// the world compared with how it was before the first pull request each
-// time, then adopted again and checked as adopt is: rollback.go,
-// rollback_cycles.go).
+// 002 gateway: scenario.go, replace.go), kamaji (seed 004), or one of the
+// rollbacks: rollback (seed 000 migrated up to each phase in turn and
+// rolled back to none, the world compared with how it was before the
+// first pull request each time, then adopted again and checked as adopt
+// is: rollback.go, rollback_cycles.go) and rollback-kamaji (seed 004
+// adopted and rolled back, compared the same way).
 //
 // It starts a management and a workload API server (the test environment's
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
@@ -58,8 +59,9 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
-	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004) "+
-		"or rollback (seed 000 rolled back after each phase in turn, then adopted again); --chaos chooses its own")
+	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
+		"rollback (seed 000 rolled back after each phase in turn, then adopted again) or rollback-kamaji (seed 004 adopted, then rolled back); "+
+		"--chaos chooses its own")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
 	if err != nil {

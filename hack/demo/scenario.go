@@ -30,7 +30,7 @@ type scenario struct {
 	rollback bool
 	// run, when set, is what the scenario does in its world instead of
 	// migrating through every phase and checking the fixture: the
-	// rollback scenario's cycles (rollbackCycles).
+	// rollback scenarios' cycles (rollbackCycles).
 	run func(ctx context.Context, w *world) error
 	// timeout, when set, is the scenario's own default for --timeout.
 	timeout time.Duration
@@ -77,6 +77,8 @@ var scenarios = []*scenario{
 		phases: adoptPhases, build: buildKamaji},
 	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, roll it back after each phase in turn, then adopt it again", cluster: "capi-quickstart",
 		phases: adoptPhases, build: buildAdopt, rollback: true, run: rollbackCycles(adoptPhases, true), timeout: 20 * time.Minute},
+	{name: "rollback-kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts, then roll every phase back", cluster: "kamaji-quickstart",
+		phases: adoptPhases, build: buildKamaji, rollback: true, run: rollbackCycles(adoptPhases[len(adoptPhases)-1:], false)},
 }
 
 // scenarioNamed returns the scenario called name, or an error naming the
@@ -129,11 +131,12 @@ func buildKamaji(_ context.Context, r *testenv.Program, out *display) (*fixture,
 	testenv.StartManagers(r, h.Mgmt)
 	testenv.StartKamajiStandIn(r, h.Mgmt)
 	return &fixture{
-		cloud:  h.Adoptable,
-		plan:   func(approve, extra string) string { return specWith(h.Plan(approve, ccmPath), extra) },
-		files:  map[string]string{ccmPath: testenv.CCMManifest},
-		checks: func(ctx context.Context) []ostest.Check { return h.Verify(ctx, before) },
-		settle: time.Minute,
+		cloud:    h.Adoptable,
+		plan:     func(approve, extra string) string { return specWith(h.Plan(approve, ccmPath), extra) },
+		files:    map[string]string{ccmPath: testenv.CCMManifest},
+		checks:   func(ctx context.Context) []ostest.Check { return h.Verify(ctx, before) },
+		endpoint: h.CheckEndpoint,
+		settle:   time.Minute,
 	}, nil
 }
 
