@@ -6,8 +6,10 @@
 // rollbacks: rollback (seed 000 migrated up to each phase in turn and
 // rolled back to none, the world compared with how it was before the
 // first pull request each time, then adopted again and checked as adopt
-// is: rollback.go, rollback_cycles.go) and rollback-kamaji (seed 004
-// adopted and rolled back, compared the same way).
+// is: rollback.go, rollback_cycles.go), rollback-kamaji (seed 004 adopted
+// and rolled back, compared the same way) and rollback-replace (seed 003
+// moved up to the cutover, then rolled back to infrastructure under the
+// cutover's promises: rollback_replace.go).
 //
 // It starts a management and a workload API server (the test environment's
 // kube-apiserver and etcd) with a cluster prepared the way seed 000's
@@ -60,8 +62,8 @@ func main() {
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
 	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
-		"rollback (seed 000 rolled back after each phase in turn, then adopted again) or rollback-kamaji (seed 004 adopted, then rolled back); "+
-		"--chaos chooses its own")
+		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
+		"or rollback-replace (seed 003 moved up to the cutover, then rolled back to infrastructure); --chaos chooses its own")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
 	if err != nil {

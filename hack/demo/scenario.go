@@ -30,7 +30,8 @@ type scenario struct {
 	rollback bool
 	// run, when set, is what the scenario does in its world instead of
 	// migrating through every phase and checking the fixture: the
-	// rollback scenarios' cycles (rollbackCycles).
+	// rollback scenarios' cycles (rollbackCycles) and the replace
+	// rollback (rollbackReplace).
 	run func(ctx context.Context, w *world) error
 	// timeout, when set, is the scenario's own default for --timeout.
 	timeout time.Duration
@@ -79,6 +80,8 @@ var scenarios = []*scenario{
 		phases: adoptPhases, build: buildAdopt, rollback: true, run: rollbackCycles(adoptPhases, true), timeout: 20 * time.Minute},
 	{name: "rollback-kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts, then roll every phase back", cluster: "kamaji-quickstart",
 		phases: adoptPhases, build: buildKamaji, rollback: true, run: rollbackCycles(adoptPhases[len(adoptPhases)-1:], false)},
+	{name: "rollback-replace", seed: "seed 003 with a seed 002 gateway: move the workers onto new servers up to the cutover, then roll back to infrastructure", cluster: "tenant-a",
+		phases: replacePhases, build: buildReplace, rollback: true, run: rollbackReplace},
 }
 
 // scenarioNamed returns the scenario called name, or an error naming the
