@@ -30,8 +30,12 @@ BENCH_MEMORY ?= 300Mi
 # (spec.rollback.to: none) with a kill -9 of the reconciler or an executor
 # replica during the undo; the others migrate the adopt scenario.
 CHAOS_RUNS ?= 20
-# Which migration `make demo` shows: adopt, replace, kamaji or rollback (adopt,
-# then every phase rolled back and the world compared with how it was).
+# Which migration `make demo` shows: adopt, replace, kamaji, or a rollback:
+# rollback (adopt rolled back to none after each phase in turn, the world
+# compared with how it was each time, then adopted again and checked),
+# rollback-kamaji (kamaji rolled back to none and compared) or
+# rollback-replace (replace up to the cutover, rolled back to infrastructure
+# under the cutover's promises).
 SCENARIO ?= adopt
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
@@ -54,7 +58,7 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 	go run ./hack/image --binary bin/linux/reconciler --tag $(IMAGE) --version $(VERSION) --out bin/reconciler-image.tar
 
 .PHONY: demo
-demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004) or rollback (seed 000 adopted, then rolled back and compared with how it was); starts local OpenStack when needed.
+demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004), rollback (seed 000 rolled back after each phase in turn and compared with how it was, then adopted again), rollback-kamaji (seed 004 adopted, rolled back, compared) or rollback-replace (seed 003 up to the cutover, rolled back to infrastructure); starts local OpenStack when needed.
 	hack/demo.sh --scenario $(SCENARIO)
 
 .PHONY: chaos
