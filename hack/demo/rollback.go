@@ -29,8 +29,9 @@ const (
 	commentWait = time.Minute
 	// blockedMax is how long a phase may stay Blocked during a rollback
 	// before the demo gives up on it: a health check that fails for a
-	// moment clears sooner, a rollback ferry refuses never does.
-	blockedMax = time.Minute
+	// while (nodes not Ready yet) clears sooner, a rollback ferry refuses
+	// never does.
+	blockedMax = 2 * time.Minute
 	// rollbackSettle is how long the demo waits after a rollback before
 	// it compares the world: controllers may act after the last undo step
 	// (a Machine controller's last reconcile, a garbage collection), and
