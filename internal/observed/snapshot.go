@@ -280,6 +280,9 @@ type Node struct {
 	ControlPlane bool              `json:"controlPlane,omitempty"`
 	// Unschedulable is spec.unschedulable: the node is cordoned.
 	Unschedulable bool `json:"unschedulable,omitempty"`
+	// Machine is the Machine Cluster API's Machine controller wrote on it
+	// (annotation cluster.x-k8s.io/machine), once it matched them.
+	Machine string `json:"machine,omitempty"`
 	// CordonedByFerry: ferry cordoned it (AnnotationCordonedBy).
 	CordonedByFerry bool   `json:"cordonedByFerry,omitempty"`
 	ProviderID      string `json:"providerID,omitempty"`

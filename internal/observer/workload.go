@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -107,6 +108,7 @@ func readNodes(ctx context.Context, c client.Client, p *v1alpha1.MigrationPlan, 
 			CordonedByFerry: n.Annotations[observed.AnnotationCordonedBy] == p.Metadata.Name,
 			ProviderID:      n.Spec.ProviderID,
 			KubeletVersion:  n.Status.NodeInfo.KubeletVersion,
+			Machine:         n.Annotations[clusterv1.MachineAnnotation],
 		}
 		// Only a plan that drains counts pods, and only on the nodes it
 		// cordoned: a workload cluster's pods are many.

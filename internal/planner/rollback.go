@@ -143,7 +143,8 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 		b.block("Cluster %s/%s existed before ferry: ferry cannot restore its earlier infrastructureRef, so the cluster phase is not rolled back; remove spec.rollback, or roll back to cluster", c.ns, c.name)
 		return
 	}
-	others := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind != step.Cluster && o.Kind != step.Secret })
+	others := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind != step.Cluster && o.Kind != step.Secret }) ||
+		len(c.nodesToRelease(created)) > 0
 	if cl != nil && (others || len(release) > 0) {
 		b.step(cl.Paused, step.Kube, step.Pause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 			"no Cluster API or CAPO controller acts on what the rollback removes while the Cluster is paused")
@@ -153,6 +154,7 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 		b.step(false, step.Kube, step.Release, t, nil,
 			"it was there before ferry: it loses only the owners and the label ferry's phase gave it, which would take it away or change it")
 	}
+	c.releaseNodes(b, created)
 	if cp := s.ControlPlane; phase == v1alpha1.PhaseControlPlane && cp != nil && cp.Kind == step.KamajiControlPlane {
 		b.step(!cp.ChangedByFerry, step.Kube, step.Restore, step.Target{Kind: step.KamajiControlPlane, Name: cp.Name}, nil,
 			"its kubelet preferredAddressTypes go back to what they were before ferry changed them")
@@ -216,6 +218,37 @@ func (c *planCtx) toRelease(phase string, created []observed.Created) []step.Tar
 		out = append(out, step.Target{Kind: cp.Kind, Name: cp.Name})
 	}
 	return out
+}
+
+// nodesToRelease are the workload Nodes that name a Machine created in
+// the phase being undone (Cluster API's Machine controller annotates the
+// Node of every Machine it matches), by Node name.
+func (c *planCtx) nodesToRelease(created []observed.Created) []observed.Node {
+	if c.snap.Workload == nil {
+		return nil
+	}
+	var out []observed.Node
+	for _, n := range c.snap.Workload.Nodes {
+		if n.Machine != "" && slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == step.Machine && o.Name == n.Machine }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// releaseNodes takes Cluster API's annotations off the Nodes of the
+// Machines the phase's undo removes, while the Cluster is paused (its
+// Machine controller would write them again) and before the Machines go
+// (which is how the Nodes are known to be theirs).
+func (c *planCtx) releaseNodes(b *phaseBuilder, created []observed.Created) {
+	machines := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == step.Machine })
+	if !machines || !c.workloadReachable(b) {
+		return
+	}
+	for _, n := range c.nodesToRelease(created) {
+		b.step(false, step.Workload, step.Release, step.Target{Kind: step.Node, Name: n.Name}, step.NewParams(step.ParamMachine, n.Machine),
+			"Cluster API wrote the annotations of Machine "+n.Machine+" on it, which the rollback removes")
+	}
 }
 
 // undoManifest deletes what ferry's apply of the cloud controller

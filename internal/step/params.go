@@ -42,6 +42,7 @@ const (
 	ParamFrom                    = "from"
 	ParamKeys                    = "keys"
 	ParamLabel                   = "label"
+	ParamMachine                 = "machine"
 	ParamFor                     = "for"
 	ParamTimeout                 = "timeout"
 	ParamURL                     = "url"

@@ -135,6 +135,8 @@ func (e *Executor) clientsetAction(a step.Action, kind string) clientsetAction {
 		return cordonNode
 	case a == step.Uncordon:
 		return uncordonNode
+	case a == step.Release:
+		return releaseNode
 	case a == step.Drain:
 		return drainNode
 	case a == step.Delete:

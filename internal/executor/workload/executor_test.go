@@ -229,6 +229,31 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 	if n := env.node(t, "wl-cordon"); n.Spec.Unschedulable || n.Annotations[observed.AnnotationCordonedBy] != "" {
 		t.Errorf("Node wl-cordon after uncordon: unschedulable %t, annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
+
+	// A rollback takes off the annotations Cluster API wrote for a
+	// Machine ferry created, and no other annotation.
+	n := env.node(t, "wl-cordon")
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations["cluster.x-k8s.io/machine"], n.Annotations["cluster.x-k8s.io/owner-kind"], n.Annotations["team"] = "m-1", "MachineSet", "a"
+	if err := env.wl.Client.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	release := func(machine string) string {
+		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Release, step.Target{Kind: step.Node, Name: "wl-cordon"}, map[string]string{step.ParamMachine: machine}))
+		if err != nil {
+			t.Fatalf("release (machine %s): %v", machine, err)
+		}
+		return rep.Message
+	}
+	if msg := release("m-2"); !strings.Contains(msg, "names no Machine m-2") || env.node(t, "wl-cordon").Annotations["cluster.x-k8s.io/machine"] != "m-1" {
+		t.Errorf("release for another Machine: %q; want the annotations left", msg)
+	}
+	release("m-1")
+	if a := env.node(t, "wl-cordon").Annotations; a["cluster.x-k8s.io/machine"] != "" || a["cluster.x-k8s.io/owner-kind"] != "" || a["team"] != "a" {
+		t.Errorf("annotations after release: %v; want Cluster API's gone and the others kept", a)
+	}
 }
 
 // testWorkloadDelete: a Ready node is kept (its kubelet runs); once it is

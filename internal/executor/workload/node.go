@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
@@ -149,6 +151,48 @@ func setCordon(ctx context.Context, cs kubernetes.Interface, name, plan string, 
 	}
 	_, err = cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: executor.FieldManager})
 	return err
+}
+
+// machineAnnotations are what Cluster API's Machine controller writes on
+// the Node of each Machine it matches (cluster-api v1.9.6,
+// internal/controllers/machine/machine_controller_noderef.go).
+var machineAnnotations = []string{
+	clusterv1.ClusterNameAnnotation, clusterv1.ClusterNamespaceAnnotation, clusterv1.MachineAnnotation,
+	clusterv1.OwnerKindAnnotation, clusterv1.OwnerNameAnnotation, clusterv1.LabelsFromMachineAnnotation,
+}
+
+// releaseNode takes off a Node the annotations Cluster API's Machine
+// controller wrote for a Machine ferry created (a rollback, with the
+// Cluster paused, before that Machine goes): they name objects that are
+// removed. The planner asks for it only when the Node names such a
+// Machine; the step checks that it still does.
+func releaseNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
+	name := s.ev.Step.Target.Name
+	machine := s.params().Get(step.ParamMachine)
+	n, err := getWorkloadNode(ctx, cs, name)
+	switch {
+	case err != nil:
+		return events.Report{}, fmt.Errorf("release: %w", err)
+	case n == nil:
+		return events.Report{Message: fmt.Sprintf("Node %s is gone", name)}, nil
+	case n.Annotations[clusterv1.MachineAnnotation] != machine:
+		return events.Report{Message: fmt.Sprintf("Node %s names no Machine %s: left as it is", name, machine)}, nil
+	}
+	drop := map[string]any{}
+	for _, k := range machineAnnotations {
+		if _, ok := n.Annotations[k]; ok {
+			drop[k] = nil
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": drop}})
+	if err != nil {
+		return events.Report{}, err
+	}
+	s.log.InfoContext(ctx, "taking Cluster API's annotations off the node", "node", name, "machine", machine)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: executor.FieldManager}); err != nil {
+		return events.Report{}, fmt.Errorf("release Node %s: %w", name, err)
+	}
+	return events.Report{Message: fmt.Sprintf("took the annotations of Machine %s off Node %s", machine, name)}, nil
 }
 
 // uncordonNode lifts a cordon ferry set (a rollback of cutover, or of
