@@ -3,6 +3,7 @@ package status
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -45,6 +46,11 @@ func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time
 		before = prev.Inventory
 	}
 	st.Inventory = mergeInventory(before, res.Inventory)
+	if res.Rollback == "" {
+		// A rollback's approval lasts while spec.rollback is set: the
+		// next rollback is approved anew.
+		st.ApprovedBy = slices.DeleteFunc(st.ApprovedBy, func(a Approval) bool { return strings.HasPrefix(a.Phase, RollbackApproval("")) })
+	}
 	if res.RolledBack {
 		// Nothing after the phase the rollback kept has been acted on
 		// any more: approving it again migrates forward.

@@ -66,6 +66,9 @@ func TestStatusRollback(t *testing.T) {
 	}
 
 	st = FromResult(st, forward, rev2, at(9))
+	if len(st.ApprovedBy) != 0 {
+		t.Errorf("approvals going forward again: %v; want the rollback's gone (the next rollback is approved anew)", st.ApprovedBy)
+	}
 	ws = st.Phase("workers")
 	if ws.Undo || ws.State != PhaseApproved || len(ws.Steps) != 1 || ws.Steps[0].Key != drain.Key || ws.Steps[0].State != StepPending {
 		t.Fatalf("forward again (want workers Approved with a fresh history):\n%s", summary(st))
