@@ -122,7 +122,8 @@ type Cluster struct {
 	// ControlPlaneEndpoint is host:port of the running API server.
 	ControlPlaneEndpoint string `json:"controlPlaneEndpoint,omitempty"`
 	// PreviousInfrastructure is the infrastructureRef ferry switched away
-	// from (AnnotationPreviousInfrastructureRef), when it did.
+	// from (AnnotationPreviousInfrastructureRef), when it did; empty when
+	// the Cluster had none.
 	PreviousInfrastructure *Ref `json:"previousInfrastructure,omitempty"`
 }
 

@@ -62,9 +62,12 @@ func (o *Observer) cluster(ctx context.Context, ns, name string, s *observed.Sna
 	if c.Spec.ControlPlaneEndpoint.IsValid() {
 		oc.ControlPlaneEndpoint = c.Spec.ControlPlaneEndpoint.String()
 	}
-	var prev corev1.ObjectReference
+	var prev *corev1.ObjectReference
 	if a, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]; ok && json.Unmarshal([]byte(a), &prev) == nil {
-		oc.PreviousInfrastructure = &observed.Ref{Kind: prev.Kind, Name: prev.Name}
+		oc.PreviousInfrastructure = &observed.Ref{} // none, when it had none
+		if prev != nil {
+			oc.PreviousInfrastructure = &observed.Ref{Kind: prev.Kind, Name: prev.Name}
+		}
 	}
 	s.Cluster = oc
 

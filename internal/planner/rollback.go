@@ -136,19 +136,33 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	s, phase := c.snap, b.phase.Name
 	created := s.CreatedIn(phase)
-	release := c.toRelease(phase, created)
 	cl := s.Cluster
 	removesCluster := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind == step.Cluster && o.Name == c.name })
-	if cl != nil && phase == v1alpha1.PhaseCluster && !removesCluster && cl.InfrastructureRef.Kind == step.OpenStackCluster {
-		b.block("Cluster %s/%s existed before ferry: ferry cannot restore its earlier infrastructureRef, so the cluster phase is not rolled back; remove spec.rollback, or roll back to cluster", c.ns, c.name)
-		return
+	restore := false
+	if phase == v1alpha1.PhaseCluster {
+		if cl != nil && !removesCluster && cl.InfrastructureRef.Kind == step.OpenStackCluster && cl.PreviousInfrastructure == nil {
+			b.block("Cluster %s/%s existed before ferry, and its earlier infrastructureRef was not kept (ferry keeps it since rollbacks came): the cluster phase is not rolled back; remove spec.rollback, or roll back to cluster", c.ns, c.name)
+			return
+		}
+		restore = cl != nil && !removesCluster && cl.PreviousInfrastructure != nil
+		c.undoOpenStackCluster(b)
+		created = slices.DeleteFunc(created, func(o observed.Created) bool { return o.Kind == step.OpenStackCluster })
 	}
+	release := c.toRelease(phase, created)
 	others := slices.ContainsFunc(created, func(o observed.Created) bool { return o.Kind != step.Cluster && o.Kind != step.Secret }) ||
-		len(c.nodesToRelease(created)) > 0
+		len(c.nodesToRelease(created)) > 0 || restore
 	if cl != nil && (others || len(release) > 0) {
 		b.step(cl.Paused, step.Kube, step.Pause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 			"no Cluster API or CAPO controller acts on what the rollback removes while the Cluster is paused")
 		b.group()
+	}
+	if restore {
+		prev := "none"
+		if r := cl.PreviousInfrastructure; r.Kind != "" {
+			prev = step.Ref(r.Kind, r.Name)
+		}
+		b.step(false, step.Kube, step.Restore, step.Target{Kind: step.Cluster, Name: c.name}, nil,
+			"it existed before ferry: its infrastructureRef goes back to "+prev)
 	}
 	for _, t := range release {
 		b.step(false, step.Kube, step.Release, t, nil,
@@ -168,7 +182,7 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	if phase == v1alpha1.PhaseCluster {
 		c.undoKeypair(b)
 	}
-	c.removeCreated(b, phase)
+	c.removeCreated(b, phase, step.OpenStackCluster)
 	// Only the first phase undone lifts the pause: the phases before it
 	// stay, those after it were undone before it (and lifting it there
 	// would only have the next phase's undo pause it again).
@@ -179,14 +193,33 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	}
 }
 
+// undoOpenStackCluster deletes the OpenStackCluster ferry created through
+// CAPO, with the Cluster not paused (CAPO acts on nothing of a paused
+// Cluster): CAPO then deletes what it built for it (the security groups
+// spec.target.securityGroups asked for, an API load balancer the plan
+// asked for) and, as ferry never sets managedSubnets, no network, router
+// or port it did not create. Its Machines are gone by then: the phases
+// after cluster were undone first.
+func (c *planCtx) undoOpenStackCluster(b *phaseBuilder) {
+	if !c.snap.IsCreated(step.OpenStackCluster, c.name) {
+		return
+	}
+	if cl := c.snap.Cluster; cl != nil {
+		b.step(!cl.Paused || !cl.ByFerry, step.Kube, step.Unpause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
+			"CAPO deletes an OpenStackCluster only while its Cluster is not paused")
+		b.group()
+	}
+	b.step(false, step.Kube, step.Delete, step.Target{Kind: step.OpenStackCluster, Name: c.name}, nil,
+		"ferry created it: CAPO deletes the security groups and load balancer it built for it, and no network it did not create")
+	b.group()
+}
+
 // removeReason says why removing o touches nothing outside the
 // management cluster.
 func removeReason(o observed.Created) string {
 	switch o.Kind {
 	case step.OpenStackServer, step.OpenStackMachine:
 		return "bound to a server ferry did not build: removed without its finalizer, so that CAPO does not delete the server"
-	case step.OpenStackCluster:
-		return "removed without its finalizer, so that CAPO deletes nothing of the network, router or endpoint it adopted"
 	case step.Secret:
 		return "a copy ferry made in phase " + o.Phase + "; the original stays"
 	}

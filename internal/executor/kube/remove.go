@@ -249,10 +249,10 @@ func keepPrevious(u *unstructured.Unstructured, have []string, found bool) error
 // keepPreviousRef records a Cluster's infrastructureRef before ferry
 // first switches it, for a rollback to switch back to.
 func keepPreviousRef(c *clusterv1.Cluster) error {
-	if _, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]; ok || c.Spec.InfrastructureRef == nil {
+	if _, ok := c.Annotations[observed.AnnotationPreviousInfrastructureRef]; ok {
 		return nil
 	}
-	prev, err := json.Marshal(c.Spec.InfrastructureRef)
+	prev, err := json.Marshal(c.Spec.InfrastructureRef) // null when it had none
 	if err != nil {
 		return fmt.Errorf("keep its infrastructureRef: %w", err)
 	}
@@ -313,13 +313,16 @@ func (e *Executor) restoreInfrastructure(ctx context.Context, s *job) (events.Re
 		if !ok {
 			return nil, nil
 		}
-		var ref corev1.ObjectReference
-		if err := json.Unmarshal([]byte(prev), &ref); err != nil || ref.Kind == "" {
+		var ref *corev1.ObjectReference
+		if err := json.Unmarshal([]byte(prev), &ref); err != nil {
 			return nil, failure.Terminal(fmt.Errorf("restore %s: annotation %s=%q is not a reference: %v", s.target(), observed.AnnotationPreviousInfrastructureRef, prev, err))
 		}
-		c.Spec.InfrastructureRef = &ref
+		c.Spec.InfrastructureRef = ref
 		delete(c.Annotations, observed.AnnotationPreviousInfrastructureRef)
-		was = ref.Kind + "/" + ref.Name
+		was = "none"
+		if ref != nil {
+			was = ref.Kind + "/" + ref.Name
+		}
 		return []string{"infrastructureRef " + was}, nil
 	})
 	switch {
