@@ -77,6 +77,19 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A step's key is its identity (the event's message ID):
+			// two steps of one result never share one.
+			keys := map[string]bool{}
+			for _, ph := range res.Phases {
+				for _, g := range ph.Groups {
+					for _, s := range g.Steps {
+						if keys[s.Key] {
+							t.Errorf("step key %s twice", s.Key)
+						}
+						keys[s.Key] = true
+					}
+				}
+			}
 			var got bytes.Buffer
 			if err := Render(&got, p, res); err != nil {
 				t.Fatal(err)

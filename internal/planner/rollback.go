@@ -145,7 +145,9 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 			return
 		}
 		restore = cl != nil && !removesCluster && cl.PreviousInfrastructure != nil
-		c.undoOpenStackCluster(b)
+		if cl == nil || removesCluster {
+			c.undoOpenStackCluster(b, true)
+		}
 		created = slices.DeleteFunc(created, func(o observed.Created) bool { return o.Kind == step.OpenStackCluster })
 	}
 	release := c.toRelease(phase, created)
@@ -182,7 +184,13 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 	if phase == v1alpha1.PhaseCluster {
 		c.undoKeypair(b)
 	}
-	c.removeCreated(b, phase, step.OpenStackCluster)
+	// A Cluster that stays has its OpenStackCluster deleted last, once
+	// unpaused (one unpause step per phase: a step's key is its
+	// identity), and the Secrets CAPO deletes with go after it.
+	oscLast := phase == v1alpha1.PhaseCluster && cl != nil && !removesCluster
+	c.removeCreatedIf(b, phase, func(o observed.Created) bool {
+		return o.Kind != step.OpenStackCluster && (!oscLast || o.Kind != step.Secret)
+	})
 	// Only the first phase undone lifts the pause: the phases before it
 	// stay, those after it were undone before it (and lifting it there
 	// would only have the next phase's undo pause it again).
@@ -191,20 +199,24 @@ func undoAdopt(c *planCtx, b *phaseBuilder, first bool) {
 			"the rollback paused it; the phases it keeps go on under Cluster API")
 		b.group()
 	}
+	if oscLast {
+		c.undoOpenStackCluster(b, false)
+		c.removeCreatedIf(b, phase, func(o observed.Created) bool { return o.Kind == step.Secret })
+	}
 }
 
 // undoOpenStackCluster deletes the OpenStackCluster ferry created through
-// CAPO, with the Cluster not paused (CAPO acts on nothing of a paused
+// CAPO, with the Cluster not paused (unpausing it first when asked) (CAPO acts on nothing of a paused
 // Cluster): CAPO then deletes what it built for it (the security groups
 // spec.target.securityGroups asked for, an API load balancer the plan
 // asked for) and, as ferry never sets managedSubnets, no network, router
 // or port it did not create. Its Machines are gone by then: the phases
 // after cluster were undone first.
-func (c *planCtx) undoOpenStackCluster(b *phaseBuilder) {
+func (c *planCtx) undoOpenStackCluster(b *phaseBuilder, unpause bool) {
 	if !c.snap.IsCreated(step.OpenStackCluster, c.name) {
 		return
 	}
-	if cl := c.snap.Cluster; cl != nil {
+	if cl := c.snap.Cluster; cl != nil && unpause {
 		b.step(!cl.Paused || !cl.ByFerry, step.Kube, step.Unpause, step.Target{Kind: step.Cluster, Name: c.name}, nil,
 			"CAPO deletes an OpenStackCluster only while its Cluster is not paused")
 		b.group()

@@ -169,9 +169,15 @@ func undoPrepare(c *planCtx, b *phaseBuilder) {
 }
 
 // removeCreated removes what ferry created in phase, tier by tier, but
-// the kinds deleted through their controllers.
+// the kinds deleted through their controllers (or later).
 func (c *planCtx) removeCreated(b *phaseBuilder, phase string, except ...string) {
-	created := slices.DeleteFunc(c.snap.CreatedIn(phase), func(o observed.Created) bool { return slices.Contains(except, o.Kind) })
+	c.removeCreatedIf(b, phase, func(o observed.Created) bool { return !slices.Contains(except, o.Kind) })
+}
+
+// removeCreatedIf removes what ferry created in phase that keep selects,
+// tier by tier.
+func (c *planCtx) removeCreatedIf(b *phaseBuilder, phase string, keep func(observed.Created) bool) {
+	created := slices.DeleteFunc(c.snap.CreatedIn(phase), func(o observed.Created) bool { return !keep(o) })
 	for _, tier := range removalTiers {
 		for _, o := range created {
 			if slices.Contains(tier, o.Kind) {
