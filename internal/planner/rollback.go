@@ -303,13 +303,7 @@ func (c *planCtx) undoManifest(b *phaseBuilder) {
 	if m == nil || m.CloudControllerManager == nil {
 		return
 	}
-	if c.snap.Workload == nil {
-		if c.snap.Secret(c.ns, c.name+"-kubeconfig") == nil {
-			// Nothing reaches the workload cluster any more (undoing
-			// phase cluster removed the copy ferry made): nothing to do.
-			return
-		}
-		b.block("workload cluster %s unreachable (%s): the cloud controller manager ferry applied cannot be removed", c.name, c.snap.WorkloadError)
+	if !c.workloadReachable(b) {
 		return
 	}
 	path := m.CloudControllerManager.Path
