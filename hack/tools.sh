@@ -8,15 +8,20 @@
 #     kube-controller-manager and kubemark, for a workload cluster whose
 #     pods run (kubemark's hollow kubelet, on a fake container runtime);
 #   - the Cluster API managers (core, kubeadm bootstrap, KubeadmControlPlane)
-#     and the CAPO manager (hack/tools/capi).
+#     and the CAPO manager (hack/tools/capi);
+#   - Gitea, the forge the tests and the demo host the plans repository on
+#     (pinned below: it builds only as the main module of its own source,
+#     whose replace lines must hold, so no tools module can require it).
 #
 #   hack/tools.sh                  build what is missing; a second run does nothing
 #   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
 #   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
+#   hack/tools.sh --gitea-dir      print the directory of gitea (the binary and,
+#                                  under src/, the templates it reads at run time)
 #
-# The directories are $FERRY_TOOLS_DIR and $FERRY_MANAGERS_DIR when set,
+# The directories are $FERRY_TOOLS_DIR, $FERRY_MANAGERS_DIR and $FERRY_GITEA_DIR when set,
 # otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/ followed by
-# kube-apiserver-<v>_etcd-<v> and capi-<v>_capo-<v>, so that a version bump
+# kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v> and gitea-<v>, so that a version bump
 # builds into a new directory instead of reusing a stale binary.
 # internal/testenv computes the same defaults. Two runs at once take turns
 # (flock): neither sees the other's half-written binary.
@@ -36,9 +41,13 @@ k8s_version=$(required_version "$apiserver_mod" k8s.io/kubernetes)
 etcd_version=$(required_version "$etcd_mod" go.etcd.io/etcd/server/v3)
 capi_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api)
 capo_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api-provider-openstack)
+# Gitea v1.24.0 downloads and builds from the module proxy here; v1.27
+# (module gitea.dev) does not: some of its dependencies are refused.
+gitea_version=v1.24.0
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools
 dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}}
 managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}}
+gitea_dir=${FERRY_GITEA_DIR:-$cache/gitea-${gitea_version}}
 
 case ${1:-} in
 --dir)
@@ -47,6 +56,10 @@ case ${1:-} in
 	;;
 --managers-dir)
 	echo "$managers_dir"
+	exit 0
+	;;
+--gitea-dir)
+	echo "$gitea_dir"
 	exit 0
 	;;
 esac
@@ -74,18 +87,18 @@ manager_works() {
 # passed through. It writes to a file of its own and renames it into place,
 # so that an interrupted build leaves nothing that looks finished.
 build() {
-	local out=$1 moddir=$2 pkg=$3 ldflags=$4 hint=${5:-}
+	local out=$1 moddir=$2 pkg=$3 ldflags=$4 hint=${5:-} tags=${6:-}
 	local name start=$SECONDS total n=0 line partial
 	name=$(basename "$out")
 	echo "==> $name: downloading modules for $pkg"
 	(cd "$moddir" && go mod download)
-	total=$(cd "$moddir" && go list -deps "$pkg" | wc -l)
+	total=$(cd "$moddir" && go list -tags "$tags" -deps "$pkg" | wc -l)
 	echo "==> $name: compiling up to $total packages${hint:+ ($hint)}"
 	mkdir -p "$(dirname "$out")"
 	partial=$(mktemp "$out.XXXXXX.partial")
 	# shellcheck disable=SC2064 # expand now: the trap must remove this build's file
 	trap "rm -f '$partial'" EXIT
-	(cd "$moddir" && go build -v -buildvcs=false -trimpath -ldflags "$ldflags" -o "$partial" "$pkg" 2>&1) |
+	(cd "$moddir" && go build -v -buildvcs=false -trimpath -tags "$tags" -ldflags "$ldflags" -o "$partial" "$pkg" 2>&1) |
 		while IFS= read -r line; do
 			if [[ $line == '#'* || $line == *' '* ]]; then
 				echo "$line" # a compiler message, not a package name
@@ -119,6 +132,33 @@ up_to_date() {
 	for m in "${managers[@]}"; do
 		manager_works "$managers_dir/${m%% *}" || return 1
 	done
+	gitea_works
+}
+
+gitea_works() {
+	works "$gitea_dir/gitea" && [[ -d $gitea_dir/src/templates ]]
+}
+
+# build_gitea copies Gitea's source out of the module cache into
+# $gitea_dir/src (Gitea reads its templates and static files from there at
+# run time: without the bindata tag they are not in the binary) and builds
+# it there as the main module, with SQLite, which needs cgo.
+build_gitea() {
+	local src start=$SECONDS
+	echo "==> gitea: downloading the source of code.gitea.io/gitea@$gitea_version"
+	src=$(go mod download -json "code.gitea.io/gitea@$gitea_version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[[ -d $src ]] || {
+		echo "gitea: go mod download gave no source directory" >&2
+		return 1
+	}
+	rm -rf "$gitea_dir/src"
+	mkdir -p "$gitea_dir"
+	cp -r "$src" "$gitea_dir/src"
+	chmod -R u+w "$gitea_dir/src"
+	echo "==> gitea: source in $gitea_dir/src ($((SECONDS - start))s)"
+	CGO_ENABLED=1 build "$gitea_dir/gitea" "$gitea_dir/src" code.gitea.io/gitea \
+		"-s -w -X main.Version=${gitea_version#v}" "a cold build takes about 7 minutes on 2 cores" \
+		"sqlite sqlite_unlock_notify"
 }
 
 # The Docker provider's CRDs (the old clusters of the replace scenario) come
@@ -126,7 +166,7 @@ up_to_date() {
 (cd "$capi_mod" && go mod download sigs.k8s.io/cluster-api/test)
 
 if up_to_date; then
-	echo "tools up to date in $dir and $managers_dir; nothing to do"
+	echo "tools up to date in $dir, $managers_dir and $gitea_dir; nothing to do"
 	exit 0
 fi
 
@@ -152,4 +192,5 @@ for m in "${managers[@]}"; do
 	manager_works "$managers_dir/$name" || build "$managers_dir/$name" "$capi_mod" "$pkg" "$ldflags" "$hint"
 	hint=
 done
-echo "tools ready in $dir and $managers_dir"
+gitea_works || build_gitea
+echo "tools ready in $dir, $managers_dir and $gitea_dir"
