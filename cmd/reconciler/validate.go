@@ -16,6 +16,9 @@ func newValidateCommand() *cobra.Command {
 		Long: "Checks plan files offline, as the reconciler does before it plans: strict\n" +
 			"decoding, field rules and the rules of the strategy and control-plane\n" +
 			"provider. A directory stands for the .yaml and .yml files under it.\n" +
+			"Problems go to stderr as file:line: field: message; with -o json or yaml,\n" +
+			"stdout lists every file with its plan or its problems (line, field,\n" +
+			"message), for a CI job to read.\n" +
 			"Exit status: 0 all valid, 1 a plan is invalid, 2 usage error.",
 		Example: "  reconciler validate plans/\n" +
 			"  reconciler validate plans/capi-quickstart.yaml plans/kamaji-quickstart.yaml -o json",
