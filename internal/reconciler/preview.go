@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
@@ -34,7 +35,10 @@ type PullSource interface {
 // a plan file: for each changed file, its validation errors with file and
 // line, or the steps `reconciler plan` prints for it against the live
 // clusters, or what removing it does. The comment is edited in place on
-// every push to the pull request.
+// every push to the pull request. Each such pull request's head also gets
+// the merge gate, the commit status GateContext (see gate): pending while
+// previewing, then success or failure with the reason, again whenever the
+// tracked branch or another pull request changes the verdict.
 //
 // It asks the forge for open pull requests only when the pull-request heads
 // that the Git source's ls-remote lists have changed, so an idle repository
@@ -57,10 +61,20 @@ type Previews struct {
 	APILag time.Duration
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Running is the phase of a plan that runs now, "" when none does
+	// (RunningPhase of its status): the gate fails a pull request that
+	// stops it without saying so. Nil: no plan counts as running.
+	Running func(plan string) string
+	// StatusURL is the target URL of the gate's commit status; empty:
+	// the pull request's page.
+	StatusURL string
 
-	heads    map[int]string   // pull heads when the last pass completed
-	shown    map[int]string   // pull request -> head its comment shows
-	unlisted map[int]unlisted // heads Git lists and the API did not
+	heads    map[int]string     // pull heads when the last pass completed
+	base     string             // the branch revision of the last completed pass
+	shown    map[int]string     // pull request -> head and verdict its comment shows
+	plans    map[int]*pullPlans // pull request -> what its head changes, when it touches plans
+	gated    map[int]string     // pull request -> head, state and description of its gate
+	unlisted map[int]unlisted   // heads Git lists and the API did not
 }
 
 // unlisted is a pull-request head the forge's API did not list, since when.
@@ -69,16 +83,22 @@ type unlisted struct {
 	since time.Time
 }
 
-// Update previews the pull requests whose head moved since the last pass.
-// record gives the loop's memory of a plan, so that a preview says what
-// the loop would do. It is called from the loop's goroutine only.
-func (p *Previews) Update(ctx context.Context, record func(plan string) observed.Record) error {
+// Update previews the pull requests whose head moved since the last pass,
+// and sets the gate of each whose verdict changed, after a push to it, to
+// the branch (base, its plan files) or to another pull request. record
+// gives the loop's memory of a plan, so that a preview says what the loop
+// would do. It is called from the loop's goroutine only.
+func (p *Previews) Update(ctx context.Context, base Base, record func(plan string) observed.Record) error {
 	heads := p.Pulls.PullHeads()
-	if p.heads != nil && maps.Equal(heads, p.heads) {
+	if p.heads != nil && maps.Equal(heads, p.heads) && base.Revision == p.base {
 		return nil
 	}
 	if p.shown == nil {
 		p.shown, p.unlisted = map[int]string{}, map[int]unlisted{}
+		p.plans, p.gated = map[int]*pullPlans{}, map[int]string{}
+	}
+	if p.Running == nil {
+		p.Running = func(string) string { return "" }
 	}
 	if p.Now == nil {
 		p.Now = time.Now
@@ -93,16 +113,36 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	open := map[int]bool{}
 	listed := map[int]string{}
 	var errs []error
+	loaded := map[int]*loadedPull{}
 	for _, pr := range prs {
 		open[pr.Number] = true
 		listed[pr.Number] = pr.HeadSHA
-		if err := p.preview(ctx, pr, record); err != nil {
+		l, err := p.load(ctx, pr)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
+			continue
+		}
+		loaded[pr.Number] = l
+	}
+	for _, m := range []map[int]string{p.shown, p.gated} {
+		maps.DeleteFunc(m, func(n int, _ string) bool { return !open[n] })
+	}
+	maps.DeleteFunc(p.plans, func(n int, _ *pullPlans) bool { return !open[n] })
+	bp := base.plans()
+	raisedBy := map[string][]int{}
+	for _, n := range slices.Sorted(maps.Keys(p.plans)) {
+		for _, name := range p.plans[n].raises(bp) {
+			raisedBy[name] = append(raisedBy[name], n)
 		}
 	}
-	for n := range p.shown {
-		if !open[n] {
-			delete(p.shown, n)
+	for _, pr := range prs {
+		pp := p.plans[pr.Number]
+		if pp == nil || loaded[pr.Number] == nil {
+			continue
+		}
+		v := gate(pr.Number, pp, bp, raisedBy, p.Running)
+		if err := p.preview(ctx, pr, loaded[pr.Number], v, record); err != nil {
+			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -116,29 +156,109 @@ func (p *Previews) Update(ctx context.Context, record func(plan string) observed
 	if heads == nil {
 		heads = map[int]string{}
 	}
-	p.heads = heads
+	p.heads, p.base = heads, base.Revision
 	return nil
 }
 
-// preview comments on pr when its head is not the one its comment shows
-// and it changes (or changed) plan files.
-func (p *Previews) preview(ctx context.Context, pr forge.PullRequest, record func(string) observed.Record) error {
-	if pr.BaseRef != p.Branch || p.shown[pr.Number] == pr.HeadSHA {
-		return nil
+// Base is the tracked branch as the loop last loaded it: the merge gate
+// compares pull requests with its plans.
+type Base struct {
+	Revision string
+	// Files are its valid plan files.
+	Files []*planfile.File
+}
+
+func (b Base) plans() basePlans {
+	bp := basePlans{rev: b.Revision, byPath: map[string]*v1alpha1.MigrationPlan{}, byName: map[string]*v1alpha1.MigrationPlan{}}
+	for _, f := range b.Files {
+		bp.byPath[f.Path], bp.byName[f.Plan.Metadata.Name] = f.Plan, f.Plan
+	}
+	return bp
+}
+
+// loadedPull is the tree of a pull request's head that a preview renders:
+// its valid plan files by path and the problems of the others; nil when
+// the pull request is not previewed.
+type loadedPull struct {
+	changed []string
+	valid   map[string]*planfile.File
+	invalid map[string]planfile.Errors
+	fsys    fs.FS
+}
+
+// load reads the head of pr when it is new and pr changes (or changed)
+// plan files into the tracked branch, and keeps what the gate reads of it
+// in p.plans. It returns nil, nil for a pull request that is not
+// previewed; the head read before when it has not moved.
+func (p *Previews) load(ctx context.Context, pr forge.PullRequest) (*loadedPull, error) {
+	if pr.BaseRef != p.Branch {
+		return nil, nil
 	}
 	changed := p.planFiles(pr.Files)
 	if len(changed) == 0 && p.shown[pr.Number] == "" {
-		return nil // never touched plans: no comment
+		delete(p.plans, pr.Number)
+		return nil, nil // never touched plans: no comment, no gate
 	}
-	body, err := p.render(ctx, pr, changed, record)
+	if err := p.Pulls.FetchPull(ctx, pr.Number, pr.HeadSHA); err != nil {
+		return nil, err
+	}
+	fsys, err := p.Pulls.FS(pr.HeadSHA)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, body); err != nil {
-		return err
+	files, err := planfile.LoadFS(fsys, p.Path)
+	var problems planfile.Errors
+	if err != nil && !errors.As(err, &problems) {
+		return nil, err
 	}
-	logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(changed))
-	p.shown[pr.Number] = pr.HeadSHA
+	l := &loadedPull{changed: changed, valid: map[string]*planfile.File{}, invalid: byFile(problems), fsys: fsys}
+	for _, f := range files {
+		l.valid[f.Path] = f
+	}
+	pp := &pullPlans{head: pr.HeadSHA, title: pr.Title}
+	for _, path := range changed {
+		cf := changedFile{path: path, problems: len(l.invalid[path])}
+		if f := l.valid[path]; f != nil && cf.problems == 0 {
+			cf.plan = f.Plan
+		}
+		pp.files = append(pp.files, cf)
+	}
+	p.plans[pr.Number] = pp
+	return l, nil
+}
+
+// preview comments on pr when its head or its verdict is not the one its
+// comment shows, and sets its gate when that changed.
+func (p *Previews) preview(ctx context.Context, pr forge.PullRequest, l *loadedPull, v verdict, record func(string) observed.Record) error {
+	shows := pr.HeadSHA + " " + v.state + " " + strings.Join(v.reasons, "\n")
+	if p.shown[pr.Number] != shows {
+		if err := p.setGate(ctx, pr, forge.StatePending, fmt.Sprintf("previewing %d plan file(s)", len(l.changed))); err != nil {
+			return err
+		}
+		if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, p.render(ctx, pr, l, v, record)); err != nil {
+			return err
+		}
+		logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(l.changed), "gate", v.state)
+		p.shown[pr.Number] = shows
+	}
+	return p.setGate(ctx, pr, v.state, v.description())
+}
+
+// setGate sets the gate's commit status on pr's head unless it says that
+// already.
+func (p *Previews) setGate(ctx context.Context, pr forge.PullRequest, state, description string) error {
+	set := pr.HeadSHA + " " + state + " " + description
+	if p.gated[pr.Number] == set {
+		return nil
+	}
+	url := p.StatusURL
+	if url == "" {
+		url = pr.URL
+	}
+	if err := p.Forge.SetStatus(ctx, pr.HeadSHA, GateContext, state, description, url); err != nil {
+		return fmt.Errorf("set %s: %w", GateContext, err)
+	}
+	p.gated[pr.Number] = set
 	return nil
 }
 
@@ -182,41 +302,31 @@ func (p *Previews) planFiles(files []string) []string {
 	return out
 }
 
-// render writes the preview of a pull request's plan files at its head.
-func (p *Previews) render(ctx context.Context, pr forge.PullRequest, changed []string, record func(string) observed.Record) (string, error) {
-	if err := p.Pulls.FetchPull(ctx, pr.Number, pr.HeadSHA); err != nil {
-		return "", err
-	}
-	fsys, err := p.Pulls.FS(pr.HeadSHA)
-	if err != nil {
-		return "", err
-	}
-	ctx = observed.WithRepo(ctx, fsys)
-	files, err := planfile.LoadFS(fsys, p.Path)
-	var problems planfile.Errors
-	if err != nil && !errors.As(err, &problems) {
-		return "", err
-	}
-	invalid := byFile(problems)
-	valid := map[string]*planfile.File{}
-	for _, f := range files {
-		valid[f.Path] = f
-	}
-
+// render writes the preview of a pull request's plan files at its head,
+// after the gate's verdict.
+func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPull, v verdict, record func(string) observed.Record) string {
+	ctx = observed.WithRepo(ctx, l.fsys)
 	var b strings.Builder
-	if len(changed) == 0 {
+	if v.state == forge.StateFailure {
+		fmt.Fprintf(&b, "**`%s` fails:**\n\n", GateContext)
+		for _, r := range v.reasons {
+			fmt.Fprintf(&b, "- %s\n", r)
+		}
+		b.WriteString("\n")
+	}
+	if len(l.changed) == 0 {
 		b.WriteString("This pull request no longer changes plan files.\n")
 	}
-	for _, file := range changed {
-		switch f := valid[file]; {
-		case invalid[file] != nil:
+	for _, file := range l.changed {
+		switch f := l.valid[file]; {
+		case l.invalid[file] != nil:
 			fmt.Fprintf(&b, "#### `%s`: invalid\n\nMerging this would stop its plan until a later commit fixes it.\n\n```text\n", file)
-			for _, e := range invalid[file] {
+			for _, e := range l.invalid[file] {
 				b.WriteString(e.Error() + "\n")
 			}
 			b.WriteString("```\n\n")
 		case f == nil:
-			fmt.Fprintf(&b, "#### `%s`: removed\n\nMerging this stops the migration of the plan this file held before its next step; nothing is rolled back or deleted.\n\n", file)
+			fmt.Fprintf(&b, "#### `%s`: removed\n\nMerging this stops the migration of the plan this file held before its next step; nothing is rolled back or deleted (a rollback is asked with `spec.rollback`, before the file goes).\n\n", file)
 		default:
 			fmt.Fprintf(&b, "#### `%s`: plan `%s`\n\n```text\n", file, f.Plan.Metadata.Name)
 			b.WriteString(p.plan(ctx, f, record))
@@ -224,7 +334,7 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, changed []s
 		}
 	}
 	title := fmt.Sprintf("ferry preview of #%d at %s", pr.Number, short(pr.HeadSHA))
-	return forge.Comment(PreviewKey, title, b.String()), nil
+	return forge.Comment(PreviewKey, title, b.String())
 }
 
 // plan is the text `reconciler plan` prints for one valid plan file, or

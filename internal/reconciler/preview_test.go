@@ -39,6 +39,7 @@ type forgeLog struct {
 	prs      []forge.PullRequest
 	lists    int
 	comments map[int]string
+	statuses map[string]string // "sha context" -> "state: description"
 }
 
 func (f *forgeLog) PullRequestsForCommit(context.Context, string) ([]forge.PullRequest, error) {
@@ -55,7 +56,11 @@ func (f *forgeLog) UpsertComment(_ context.Context, pr int, key, body string) er
 	f.comments[pr] = body
 	return nil
 }
-func (f *forgeLog) SetStatus(context.Context, string, string, string, string, string) error {
+func (f *forgeLog) SetStatus(_ context.Context, sha, statusContext, state, description, _ string) error {
+	if f.statuses == nil {
+		f.statuses = map[string]string{}
+	}
+	f.statuses[sha+" "+statusContext] = state + ": " + description
 	return nil
 }
 
@@ -93,7 +98,7 @@ func TestPreviews(t *testing.T) {
 	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans"}
 	noRecord := func(string) observed.Record { return observed.Record{} }
 
-	if err := p.Update(ctx, noRecord); err != nil {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil {
 		t.Fatal(err)
 	}
 	if len(fg.comments) != 1 || fg.comments[1] == "" {
@@ -102,14 +107,14 @@ func TestPreviews(t *testing.T) {
 	golden.Check(t, filepath.Join("testdata", "preview.md"), []byte(fg.comments[1]))
 
 	// Same heads: no forge call at all. A push to #1: only #1 again.
-	if err := p.Update(ctx, noRecord); err != nil || fg.lists != 1 {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil || fg.lists != 1 {
 		t.Fatalf("an idle update listed pull requests (%d lists, %v)", fg.lists, err)
 	}
 	src.heads = map[int]string{1: "head1b", 2: "head2", 3: "head3", 4: "head4"}
 	src.trees["head1b"] = tree(map[string]string{"plans/capi-quickstart.yaml": good})
 	fg.prs[0].HeadSHA, fg.prs[0].Files = "head1b", []string{"plans/capi-quickstart.yaml"}
 	src.fetched = nil
-	if err := p.Update(ctx, noRecord); err != nil {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil {
 		t.Fatal(err)
 	}
 	if len(src.fetched) != 1 || src.fetched[0] != "head1b" || strings.Contains(fg.comments[1], "broken") || !strings.Contains(fg.comments[1], "head1b") {
@@ -118,11 +123,11 @@ func TestPreviews(t *testing.T) {
 
 	// The API lags behind the ls-remote: the next update looks again.
 	src.heads = map[int]string{1: "head1c"}
-	if err := p.Update(ctx, noRecord); err != nil {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil {
 		t.Fatal(err)
 	}
 	lists := fg.lists
-	_ = p.Update(ctx, noRecord)
+	_ = p.Update(ctx, Base{}, noRecord)
 	if fg.lists != lists+1 {
 		t.Error("an update that saw the API lag behind Git was not repeated")
 	}
@@ -130,11 +135,11 @@ func TestPreviews(t *testing.T) {
 	// A head that cannot be fetched fails the update; the next one retries.
 	src.heads = map[int]string{1: "gone"}
 	fg.prs = []forge.PullRequest{{Number: 1, HeadSHA: "gone", BaseRef: "main", Files: []string{"plans/capi-quickstart.yaml"}}}
-	if err := p.Update(ctx, noRecord); err == nil || !strings.Contains(err.Error(), "#1") {
+	if err := p.Update(ctx, Base{}, noRecord); err == nil || !strings.Contains(err.Error(), "#1") {
 		t.Fatalf("update with an unfetchable head: %v", err)
 	}
 	lists = fg.lists
-	_ = p.Update(ctx, noRecord)
+	_ = p.Update(ctx, Base{}, noRecord)
 	if fg.lists != lists+1 {
 		t.Error("a failed update was not retried at the next one")
 	}
@@ -157,12 +162,12 @@ func TestPreviewsListedLate(t *testing.T) {
 	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans", Now: func() time.Time { return now }}
 	noRecord := func(string) observed.Record { return observed.Record{} }
 
-	if err := p.Update(ctx, noRecord); err != nil || len(fg.comments) != 0 {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil || len(fg.comments) != 0 {
 		t.Fatalf("first update: %v, %d comments", err, len(fg.comments))
 	}
 	now = now.Add(10 * time.Second)
 	fg.prs = []forge.PullRequest{{Number: 3, HeadSHA: "head3", BaseRef: "main", Files: []string{"plans/capi-quickstart.yaml"}}}
-	if err := p.Update(ctx, noRecord); err != nil {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(fg.comments[3], "head3") {
@@ -172,9 +177,9 @@ func TestPreviewsListedLate(t *testing.T) {
 	// #1's head is never listed: after APILag it no longer makes every
 	// update list pull requests.
 	now = now.Add(2 * time.Minute)
-	_ = p.Update(ctx, noRecord)
+	_ = p.Update(ctx, Base{}, noRecord)
 	lists := fg.lists
-	if err := p.Update(ctx, noRecord); err != nil || fg.lists != lists {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil || fg.lists != lists {
 		t.Errorf("a head the API never lists is listed for at every update after APILag (%d lists, %v)", fg.lists-lists, err)
 	}
 }

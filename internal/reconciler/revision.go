@@ -47,7 +47,7 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 		l.enter(stagePreviews)
 		previewCtx, cancel := context.WithTimeout(ctx, l.Timeout)
 		defer cancel()
-		if err := l.Previews.Update(previewCtx, l.record); err != nil {
+		if err := l.Previews.Update(previewCtx, Base{Revision: rev, Files: files}, l.record); err != nil {
 			return cycle, todo, err
 		}
 	}
