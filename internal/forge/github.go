@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -61,16 +60,7 @@ type GitHub struct {
 	owner, repo string
 	client      *github.Client
 	count       *apiCounters
-
-	mu       sync.Mutex
-	comments map[commentKey]postedComment // ferry's comments found or written by this process
-	files    map[int]prFiles              // by pull request number
-	merged   map[int]PullRequest          // merged pull requests: they no longer change
-}
-
-type prFiles struct {
-	head  string
-	files []string
+	memo        *memo
 }
 
 // New returns a client for the repository owner/repo. token authenticates
@@ -99,13 +89,11 @@ func New(owner, repo, token, apiURL string) (*GitHub, error) {
 		}
 	}
 	return &GitHub{
-		owner:    owner,
-		repo:     repo,
-		client:   client,
-		count:    count,
-		comments: map[commentKey]postedComment{},
-		files:    map[int]prFiles{},
-		merged:   map[int]PullRequest{},
+		owner:  owner,
+		repo:   repo,
+		client: client,
+		count:  count,
+		memo:   newMemo(),
 	}, nil
 }
 
@@ -153,25 +141,15 @@ func (g *GitHub) PullRequestsForCommit(ctx context.Context, sha string) ([]PullR
 // mergedPullRequest reads the pull request number in full, for merged and
 // merged_by, and remembers it.
 func (g *GitHub) mergedPullRequest(ctx context.Context, number int) (PullRequest, error) {
-	g.mu.Lock()
-	pr, ok := g.merged[number]
-	g.mu.Unlock()
-	if ok {
+	if pr, ok := g.memo.mergedPR(number); ok {
 		return pr, nil
 	}
 	p, _, err := g.client.PullRequests.Get(ctx, g.owner, g.repo, number)
 	if err != nil {
 		return PullRequest{}, g.fail(err, "get pull request #%d", number)
 	}
-	pr = fromGitHub(p)
-	if pr.Merged {
-		g.mu.Lock()
-		if len(g.merged) >= maxMergedEntries {
-			clear(g.merged)
-		}
-		g.merged[number] = pr
-		g.mu.Unlock()
-	}
+	pr := fromGitHub(p)
+	g.memo.keepMerged(pr)
 	return pr, nil
 }
 
@@ -194,32 +172,9 @@ func (g *GitHub) OpenPullRequests(ctx context.Context) ([]PullRequest, error) {
 		}
 		opts.Page = resp.NextPage
 	}
-	open := make(map[int]bool, len(prs))
-	for i := range prs {
-		open[prs[i].Number] = true
-		g.mu.Lock()
-		cached, ok := g.files[prs[i].Number]
-		g.mu.Unlock()
-		if ok && cached.head == prs[i].HeadSHA {
-			prs[i].Files = cached.files
-			continue
-		}
-		files, err := g.ChangedFiles(ctx, prs[i].Number)
-		if err != nil {
-			return nil, err
-		}
-		prs[i].Files = files
-		g.mu.Lock()
-		g.files[prs[i].Number] = prFiles{head: prs[i].HeadSHA, files: files}
-		g.mu.Unlock()
+	if err := g.memo.withFiles(ctx, prs, g.ChangedFiles); err != nil {
+		return nil, err
 	}
-	g.mu.Lock()
-	for n := range g.files {
-		if !open[n] {
-			delete(g.files, n)
-		}
-	}
-	g.mu.Unlock()
 	return prs, nil
 }
 

@@ -58,6 +58,12 @@ func (f *forgeLog) UpsertComment(_ context.Context, pr int, key, body string) er
 func (f *forgeLog) SetStatus(context.Context, string, string, string, string, string) error {
 	return nil
 }
+func (f *forgeLog) Permission(context.Context, string) (string, error) {
+	return forge.PermissionNone, nil
+}
+func (f *forgeLog) PullRequestComments(context.Context, int) ([]forge.IssueComment, error) {
+	return nil, nil
+}
 
 func tree(files map[string]string) fstest.MapFS {
 	m := fstest.MapFS{}
