@@ -15,8 +15,12 @@ import (
 	"github.com/ferry-dev/ferry/internal/secretfile"
 )
 
-// TokenEnv is the environment variable TokenFromFile falls back to.
-const TokenEnv = "GITHUB_TOKEN"
+// The environment variables ReadToken falls back to: TokenEnv for GitHub,
+// GiteaTokenEnv for Gitea.
+const (
+	TokenEnv      = "GITHUB_TOKEN"
+	GiteaTokenEnv = "GITEA_TOKEN"
+)
 
 // Limits on how far the client pages through lists, so that one call cannot
 // spend a large share of the hourly rate limit.
@@ -31,20 +35,24 @@ const (
 // requestTimeout bounds one API request when the caller's context does not.
 const requestTimeout = 30 * time.Second
 
-// TokenFromFile reads an API token from path, trimming surrounding white
-// space (a trailing newline is the usual case), or from $GITHUB_TOKEN when
-// path is empty. Errors name the file or variable, never the token.
-func TokenFromFile(path string) (string, error) {
+// TokenFromFile reads a GitHub token: ReadToken(path, TokenEnv).
+func TokenFromFile(path string) (string, error) { return ReadToken(path, TokenEnv) }
+
+// ReadToken reads a forge's API token from path, trimming surrounding white
+// space (a trailing newline is the usual case), or from the environment
+// variable env when path is empty. Errors name the file or variable, never
+// the token.
+func ReadToken(path, env string) (string, error) {
 	if path == "" {
-		tok := strings.TrimSpace(os.Getenv(TokenEnv))
+		tok := strings.TrimSpace(os.Getenv(env))
 		if tok == "" {
-			return "", fmt.Errorf("read GitHub token: no token file given and $%s is empty", TokenEnv)
+			return "", fmt.Errorf("read forge token: no token file given and $%s is empty", env)
 		}
 		return tok, nil
 	}
 	tok, err := secretfile.Read(path)
 	if err != nil {
-		return "", fmt.Errorf("read GitHub token: %w", err)
+		return "", fmt.Errorf("read forge token: %w", err)
 	}
 	return tok, nil
 }
