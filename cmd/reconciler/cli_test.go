@@ -107,6 +107,10 @@ func TestDeprecatedSpellings(t *testing.T) {
 			"Flag --repo-root has been deprecated, use --repo-dir", "Flag -kubeconfig has been deprecated, use --kubeconfig", "missing.yaml"}},
 		{args: []string{"status", "-repo", "file:///nowhere", "--token-file", missing, "-o", "xml"}, wantCode: 2, wantStderr: []string{
 			"Flag -repo has been deprecated", "Flag --token-file has been deprecated, use --git-token-file"}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--github-repo", "no-slash", "--github-api-url", "https://ghe.example.com"}, wantCode: 2, wantStderr: []string{
+			"Flag --github-repo has been deprecated, use --forge-repo", "Flag --github-api-url has been deprecated, use --forge-url", `--forge-repo "no-slash": want owner/name`}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--forge", "gitlab"}, wantCode: 2, wantStderr: []string{`--forge "gitlab": want github or gitea`}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--forge", "gitea", "--forge-repo", "acme/plans"}, wantCode: 2, wantStderr: []string{"--forge-url is required with --forge gitea"}},
 		// After "--" nothing is a flag.
 		{args: []string{"validate", "--", "-repo"}, wantCode: 2, wantStderr: []string{"-repo"}},
 	} {
@@ -117,5 +121,10 @@ func TestDeprecatedSpellings(t *testing.T) {
 	run([]string{"plan", "--help"}, &help, &bytes.Buffer{})
 	if strings.Contains(help.String(), "repo-root") || strings.Contains(help.String(), "token-file") {
 		t.Errorf("plan --help shows a deprecated flag:\n%s", help.String())
+	}
+	help.Reset()
+	run([]string{"run", "--help"}, &help, &bytes.Buffer{})
+	if strings.Contains(help.String(), "github-") {
+		t.Errorf("run --help shows a deprecated flag:\n%s", help.String())
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,8 +24,12 @@ func newRunCommand() *cobra.Command {
 			"SIGINT or SIGTERM.",
 		Example: "  # In a management cluster, as deploy/ runs it:\n" +
 			"  reconciler run --repo https://github.com/acme/migrations.git --git-token-file /etc/ferry/git-token \\\n" +
-			"    --github-repo acme/migrations --webhook-addr :9090 --webhook-secret-file /etc/ferry/webhook-secret \\\n" +
+			"    --forge-repo acme/migrations --webhook-addr :9090 --webhook-secret-file /etc/ferry/webhook-secret \\\n" +
 			"    --leader-elect\n\n" +
+			"  # With the plans repository on a Gitea (or Forgejo) server:\n" +
+			"  reconciler run --repo https://gitea.example.com/acme/migrations.git --git-token-file /etc/ferry/git-token \\\n" +
+			"    --forge gitea --forge-url https://gitea.example.com --forge-repo acme/migrations \\\n" +
+			"    --forge-token-file /etc/ferry/git-token --webhook-addr :9090 --webhook-secret-file /etc/ferry/webhook-secret\n\n" +
 			"  # On a laptop, against a local checkout's repository:\n" +
 			"  reconciler run --repo file://$PWD --kubeconfig ~/.kube/mgmt --no-cloud",
 		Args: cobra.NoArgs,
@@ -37,7 +42,7 @@ func newRunCommand() *cobra.Command {
 	fs.DurationVar(&cfg.StallAfter, "stall-after", 0, "/healthz fails when the loop has not ended a pass, or one stage has run, for this long (0: 2×--interval + 2×--timeout + 1m)")
 	fs.StringVar(&cfg.StatusBranch, "status-branch", status.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
-	fs.StringVar(&cfg.WebhookAddr, "webhook-addr", "", "address for GitHub push and pull_request webhooks (e.g. :9090); empty: none")
+	fs.StringVar(&cfg.WebhookAddr, "webhook-addr", "", "address for the forge's push, pull_request and issue_comment webhooks, signed as --forge signs them (e.g. :9090); empty: none")
 	fs.StringVar(&cfg.WebhookSecretFile, "webhook-secret-file", "", "file holding the webhook's HMAC secret (required with --webhook-addr)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty: none")
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")
@@ -45,10 +50,15 @@ func newRunCommand() *cobra.Command {
 	fs.StringVar(&cfg.Leader.Namespace, "leader-election-namespace", "ferry-system", "namespace of the leader election Lease")
 	fs.StringVar(&cfg.Leader.Name, "leader-election-id", "ferry-reconciler", "name of the leader election Lease")
 	fs.StringVar(&cfg.Leader.Identity, "leader-election-identity", "", "this replica's identity in the Lease (default: the host name)")
-	fs.StringVar(&cfg.GitHub.Repo, "github-repo", "", "owner/name of the repository on GitHub, for PR comments and commit statuses; empty: none")
-	fs.StringVar(&cfg.GitHub.APIURL, "github-api-url", "", "GitHub Enterprise base URL (empty: api.github.com)")
-	fs.StringVar(&cfg.GitHub.TokenFile, "github-token-file", "", "file holding the GitHub token (default: $"+forge.TokenEnv+")")
-	fs.DurationVar(&cfg.GitHub.CommentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
+	fs.StringVar(&cfg.Forge.Kind, "forge", app.ForgeGitHub, "forge that hosts the repository, for PR comments, commit statuses and webhooks: "+strings.Join(app.Forges, " or "))
+	fs.StringVar(&cfg.Forge.Repo, "forge-repo", "", "owner/name of the repository on the forge, for PR comments and commit statuses; empty: none")
+	fs.StringVar(&cfg.Forge.URL, "forge-url", "", "the forge's base URL: a GitHub Enterprise server's (empty: api.github.com) or the Gitea server's (required with --forge gitea)")
+	fs.StringVar(&cfg.Forge.TokenFile, "forge-token-file", "", "file holding the forge's API token (default: $"+forge.TokenEnv+", or $"+forge.GiteaTokenEnv+" with --forge gitea)")
+	deprecatedAlias(fs, "github-repo", "forge-repo", &cfg.Forge.Repo)
+	deprecatedAlias(fs, "github-api-url", "forge-url", &cfg.Forge.URL)
+	deprecatedAlias(fs, "github-token-file", "forge-token-file", &cfg.Forge.TokenFile)
+	complete(cmd, "forge", app.Forges)
+	fs.DurationVar(&cfg.Forge.CommentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
 	fs.BoolVar(&cfg.InProcess, "executors", true, "run the executors in this process (false: separate replicas, reconciler executor, take the steps)")
 	fs.BoolVar(&cfg.NoCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	cmd.RunE = runE(func(ctx context.Context, _ []string) error {

@@ -41,8 +41,9 @@ type RunConfig struct {
 	// stage of a cycle; StallAfter is how long /healthz tolerates a loop
 	// that ended no pass (0: reconciler.StallAfter).
 	Interval, Timeout, StallAfter time.Duration
-	// WebhookAddr serves GitHub's webhooks, signed with the secret in
-	// WebhookSecretFile (required with it); empty: none.
+	// WebhookAddr serves the forge's webhooks (GitHub's or Gitea's, as
+	// Forge.Kind says), signed with the secret in WebhookSecretFile
+	// (required with it); empty: none.
 	WebhookAddr, WebhookSecretFile string
 	// MetricsAddr serves /metrics, /healthz and /readyz (and Go's profiles
 	// with Pprof); empty: none.
@@ -50,8 +51,8 @@ type RunConfig struct {
 	Pprof       bool
 	// Leader, when Elect is set, runs the loop only while holding a Lease.
 	Leader Leader
-	// GitHub, when its Repo is set, gets PR comments and commit statuses.
-	GitHub GitHub
+	// Forge, when its Repo is set, gets PR comments and commit statuses.
+	Forge Forge
 	// InProcess runs Executors in this process.
 	InProcess bool
 	Executors
@@ -80,6 +81,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	}
 	if cfg.WebhookAddr != "" && cfg.WebhookSecretFile == "" {
 		return usageErrorf("--webhook-secret-file is required with --webhook-addr")
+	}
+	if err := cfg.Forge.check(); err != nil {
+		return err
 	}
 	if err := checkKinds(cfg.Kinds); cfg.InProcess && err != nil {
 		return err
@@ -128,7 +132,7 @@ func (s *server) start(ctx context.Context) error {
 	}
 	s.store = &gitsource.Writer{URL: cfg.Git.URL, Auth: cfg.Git.Auth, Branch: cfg.StatusBranch,
 		CacheDir: filepath.Join(cfg.DataDir, "git", "status"), Timeout: cfg.Git.Timeout}
-	if s.forge, err = cfg.GitHub.open(s.log); err != nil {
+	if s.forge, err = cfg.Forge.open(s.log); err != nil {
 		return err
 	}
 	s.closers = append(s.closers, s.forge.close)

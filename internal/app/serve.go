@@ -15,46 +15,101 @@ import (
 	"github.com/ferry-dev/ferry/internal/reconciler"
 )
 
-// GitHub is the repository on GitHub that `reconciler run` comments on.
-type GitHub struct {
+// The forges `reconciler run --forge` knows.
+const (
+	ForgeGitHub = "github"
+	ForgeGitea  = "gitea"
+)
+
+// Forges lists the values of --forge, the default first.
+var Forges = []string{ForgeGitHub, ForgeGitea}
+
+// Forge is the forge that hosts the plans repository, which `reconciler
+// run` comments on and whose webhooks it receives.
+type Forge struct {
+	// Kind is ForgeGitHub (also when empty) or ForgeGitea.
+	Kind string
 	// Repo is owner/name; empty: no comments, no commit statuses.
 	Repo string
-	// APIURL is a GitHub Enterprise base URL (empty: api.github.com).
-	APIURL string
-	// TokenFile holds the token (empty: $GITHUB_TOKEN).
+	// URL is the API's base URL: a GitHub Enterprise server's (empty:
+	// api.github.com) or the Gitea server's (required).
+	URL string
+	// TokenFile holds the token (empty: $GITHUB_TOKEN, or $GITEA_TOKEN for
+	// Gitea).
 	TokenFile string
 	// CommentInterval allows at most one edit per PR comment and commit
 	// status per interval.
 	CommentInterval time.Duration
 }
 
-// forgeClient is GitHub behind a coalescer, or nothing.
+// check refuses an unknown kind, a repository not named owner/name, and a
+// Gitea without its URL.
+func (f Forge) check() error {
+	if _, _, ok := f.ownerName(); f.Repo != "" && !ok {
+		return usageErrorf("--forge-repo %q: want owner/name", f.Repo)
+	}
+	switch f.Kind {
+	case "", ForgeGitHub:
+	case ForgeGitea:
+		if f.Repo != "" && f.URL == "" {
+			return usageErrorf("--forge-url is required with --forge gitea")
+		}
+	default:
+		return usageErrorf("--forge %q: want %s", f.Kind, strings.Join(Forges, " or "))
+	}
+	return nil
+}
+
+func (f Forge) ownerName() (owner, name string, ok bool) {
+	owner, name, ok = strings.Cut(f.Repo, "/")
+	return owner, name, ok && owner != "" && name != "" && !strings.Contains(name, "/")
+}
+
+// webhooks is how the forge signs the webhooks it sends.
+func (f Forge) webhooks() gitsource.WebhookDialect {
+	if f.Kind == ForgeGitea {
+		return gitsource.GiteaWebhooks
+	}
+	return gitsource.GitHubWebhooks
+}
+
+// forgeClient is the forge behind a coalescer, or nothing.
 type forgeClient struct {
 	coalescer *forge.Coalescer
 }
 
-// open connects to GitHub when a repository is named.
-func (g GitHub) open(log *slog.Logger) (*forgeClient, error) {
-	if g.Repo == "" {
+// open connects to the forge when a repository is named.
+func (f Forge) open(log *slog.Logger) (*forgeClient, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	if f.Repo == "" {
 		return &forgeClient{}, nil
 	}
-	owner, name, ok := strings.Cut(g.Repo, "/")
-	if !ok {
-		return nil, usageErrorf("--github-repo %q: want owner/name", g.Repo)
+	owner, name, _ := f.ownerName()
+	var client forge.Forge
+	if f.Kind == ForgeGitea {
+		token, err := forge.ReadToken(f.TokenFile, forge.GiteaTokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		if client, err = forge.NewGitea(owner, name, token, f.URL); err != nil {
+			return nil, err
+		}
+	} else {
+		token, err := forge.ReadToken(f.TokenFile, forge.TokenEnv)
+		if err != nil {
+			return nil, err
+		}
+		if client, err = forge.New(owner, name, token, f.URL); err != nil {
+			return nil, err
+		}
 	}
-	token, err := forge.TokenFromFile(g.TokenFile)
-	if err != nil {
-		return nil, err
-	}
-	gh, err := forge.New(owner, name, token, g.APIURL)
-	if err != nil {
-		return nil, err
-	}
-	return &forgeClient{coalescer: forge.NewCoalescer(gh, forge.CoalescerOptions{Interval: g.CommentInterval, Logger: log})}, nil
+	return &forgeClient{coalescer: forge.NewCoalescer(client, forge.CoalescerOptions{Interval: f.CommentInterval, Logger: log})}, nil
 }
 
 // forge is the coalescer as a forge.Forge, nil (not a typed nil) without
-// GitHub.
+// a forge.
 func (f *forgeClient) forge() forge.Forge {
 	if f.coalescer == nil {
 		return nil
@@ -98,8 +153,8 @@ func (s *server) observe(ctx context.Context) error {
 	return nil
 }
 
-// serveWebhook serves GitHub's signed push and pull_request webhooks on
-// WebhookAddr until ctx ends; each wakes the loop.
+// serveWebhook serves the forge's signed push, pull_request and
+// issue_comment webhooks on WebhookAddr until ctx ends; each wakes the loop.
 func (s *server) serveWebhook(ctx context.Context) error {
 	if s.cfg.WebhookAddr == "" {
 		return nil
@@ -112,7 +167,7 @@ func (s *server) serveWebhook(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook address: %w", err)
 	}
-	srv := &http.Server{Handler: gitsource.WebhookHandler(secret, s.loop.Wake), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: gitsource.ForgeWebhookHandler(s.cfg.Forge.webhooks(), secret, s.loop.Wake), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	return nil

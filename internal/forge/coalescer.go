@@ -97,6 +97,16 @@ func (c *Coalescer) OpenPullRequests(ctx context.Context) ([]PullRequest, error)
 	return c.inner.OpenPullRequests(ctx)
 }
 
+// Permission calls the wrapped Forge.
+func (c *Coalescer) Permission(ctx context.Context, login string) (string, error) {
+	return c.inner.Permission(ctx, login)
+}
+
+// PullRequestComments calls the wrapped Forge.
+func (c *Coalescer) PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error) {
+	return c.inner.PullRequestComments(ctx, pr)
+}
+
 // UpsertComment queues body as the latest for the comment (pr, key).
 func (c *Coalescer) UpsertComment(_ context.Context, pr int, key, body string) error {
 	if err := checkKey(key); err != nil {

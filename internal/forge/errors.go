@@ -19,11 +19,12 @@ import (
 // least a minute before retrying a secondary rate limit.
 const DefaultRateLimitWait = time.Minute
 
-// RetryAfter reports whether err is a GitHub rate limit and how long to wait
-// before the next request: until X-RateLimit-Reset for the primary limit,
-// Retry-After for a secondary one, DefaultRateLimitWait when GitHub gave
-// neither. It understands go-github's RateLimitError and AbuseRateLimitError
-// and the 429 answers that go-github v60 leaves as plain ErrorResponses.
+// RetryAfter reports whether err is a rate limit and how long to wait
+// before the next request: until X-RateLimit-Reset for GitHub's primary
+// limit, Retry-After for a secondary one (or a 429 from Gitea or the proxy
+// in front of it), DefaultRateLimitWait when the answer gave neither. It
+// understands go-github's RateLimitError and AbuseRateLimitError, the 429
+// answers that go-github v60 leaves as plain ErrorResponses, and HTTPError.
 func RetryAfter(err error) (time.Duration, bool) {
 	at, ok := retryAt(err, time.Now(), DefaultRateLimitWait)
 	if !ok {
@@ -49,11 +50,10 @@ func retryAt(err error, now time.Time, fallback time.Duration) (time.Time, bool)
 		}
 		return now.Add(fallback), true
 	}
-	var er *github.ErrorResponse
-	if !errors.As(err, &er) || er.Response == nil || !isRateLimitAnswer(er.Response, er.Message) {
+	code, h, message := answer(err)
+	if !isRateLimitAnswer(code, h, message) {
 		return time.Time{}, false
 	}
-	h := er.Response.Header
 	if v := h.Get("Retry-After"); v != "" {
 		if s, err := strconv.Atoi(v); err == nil && s >= 0 {
 			return now.Add(time.Duration(s) * time.Second), true
@@ -73,17 +73,55 @@ func retryAt(err error, now time.Time, fallback time.Duration) (time.Time, bool)
 // isRateLimitAnswer reports whether a 403 or 429 answer is a rate limit as
 // GitHub documents them: 429 always; 403 with the primary limit exhausted,
 // a Retry-After header, or a message naming a rate limit (a 403 can also be
-// a plain permission refusal, which is not retried).
-func isRateLimitAnswer(resp *http.Response, message string) bool {
-	switch resp.StatusCode {
+// a plain permission refusal, which is not retried). Gitea has no rate limit
+// of its own, but the proxy in front of it may answer 429 with Retry-After.
+func isRateLimitAnswer(code int, h http.Header, message string) bool {
+	switch code {
 	case http.StatusTooManyRequests:
 		return true
 	case http.StatusForbidden:
-		return resp.Header.Get("X-RateLimit-Remaining") == "0" ||
-			resp.Header.Get("Retry-After") != "" ||
+		return h.Get("X-RateLimit-Remaining") == "0" ||
+			h.Get("Retry-After") != "" ||
 			strings.Contains(strings.ToLower(message), "rate limit")
 	}
 	return false
+}
+
+// HTTPError is an answer other than 2xx from a forge's API whose client
+// library has no error type of its own that keeps the status and headers
+// (Gitea's SDK returns plain errors). Message is the forge's message, never
+// a request header: it cannot hold the token.
+type HTTPError struct {
+	StatusCode int
+	// Header holds the answer's headers, for Retry-After.
+	Header  http.Header
+	Message string
+}
+
+func (e *HTTPError) Error() string {
+	if e.Message == "" {
+		return fmt.Sprintf("HTTP %d %s", e.StatusCode, http.StatusText(e.StatusCode))
+	}
+	return fmt.Sprintf("HTTP %d: %s", e.StatusCode, e.Message)
+}
+
+// answer returns the HTTP status, headers and message of a forge's error
+// answer; code 0 for errors that carry none (a refused connection, a
+// timeout).
+func answer(err error) (code int, h http.Header, message string) {
+	var er *github.ErrorResponse
+	if errors.As(err, &er) && er.Response != nil {
+		return er.Response.StatusCode, er.Response.Header, er.Message
+	}
+	var he *HTTPError
+	if errors.As(err, &he) {
+		h := he.Header
+		if h == nil {
+			h = http.Header{}
+		}
+		return he.StatusCode, h, he.Message
+	}
+	return 0, http.Header{}, ""
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -93,19 +131,16 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// statusCode returns the HTTP status of a GitHub error answer, 0 for errors
-// that carry none (a refused connection, a timeout).
+// statusCode returns the HTTP status of a forge's error answer, 0 for
+// errors that carry none (a refused connection, a timeout).
 func statusCode(err error) int {
-	var er *github.ErrorResponse
-	if errors.As(err, &er) && er.Response != nil {
-		return er.Response.StatusCode
-	}
-	return 0
+	code, _, _ := answer(err)
+	return code
 }
 
 // wrap names the operation in err and marks as terminal the client errors
 // (4xx) that are not rate limits: a missing pull request, a token without
-// the permission, a payload GitHub rejects. Retrying those cannot help.
+// the permission, a payload the forge rejects. Retrying those cannot help.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
@@ -119,7 +154,7 @@ func wrap(op string, err error) error {
 }
 
 // isCanceled reports whether err comes from the caller's context ending
-// rather than from GitHub.
+// rather than from the forge.
 func isCanceled(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }

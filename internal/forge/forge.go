@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Forge is what the reconciler needs from the forge that hosts the plans
@@ -28,14 +29,48 @@ type Forge interface {
 	// of StatePending, StateSuccess, StateFailure, StateError; description
 	// is cut to MaxStatusDescription characters.
 	SetStatus(ctx context.Context, sha, statusContext, state, description, targetURL string) error
+	// Permission returns the permission of the account login on the
+	// repository: PermissionAdmin, PermissionWrite, PermissionRead or
+	// PermissionNone (also for an account that does not exist). The
+	// forge's finer roles fold into these: GitHub's maintain and Gitea's
+	// owner count as admin or write as below.
+	Permission(ctx context.Context, login string) (string, error)
+	// PullRequestComments returns the comments on pull request pr, oldest
+	// first (at most 500), for the commands people write there.
+	PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error)
 }
 
 var (
 	_ Forge = (*GitHub)(nil)
+	_ Forge = (*Gitea)(nil)
 	_ Forge = (*Coalescer)(nil)
 )
 
-// Commit status states, as GitHub names them.
+// Permissions of an account on the repository, as Permission returns them,
+// from most to least.
+const (
+	PermissionAdmin = "admin"
+	PermissionWrite = "write"
+	PermissionRead  = "read"
+	PermissionNone  = "none"
+)
+
+// CanWrite reports whether permission allows pushing to the repository and
+// merging pull requests.
+func CanWrite(permission string) bool {
+	return permission == PermissionAdmin || permission == PermissionWrite
+}
+
+// IssueComment is a comment on a pull request's conversation.
+type IssueComment struct {
+	ID int64
+	// Author is the login of who wrote it.
+	Author  string
+	Body    string
+	Created time.Time
+}
+
+// Commit status states, as GitHub and Gitea name them.
 const (
 	StatePending = "pending"
 	StateSuccess = "success"
@@ -50,7 +85,7 @@ const MaxStatusDescription = 140
 // ErrClosed is returned by a Coalescer's writes after Close.
 var ErrClosed = errors.New("forge: coalescer closed")
 
-// PullRequest is the part of a GitHub pull request that ferry reads.
+// PullRequest is the part of a pull request that ferry reads.
 type PullRequest struct {
 	Number int
 	// State is "open" or "closed" (a merged pull request is closed).

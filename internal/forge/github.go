@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/go-github/v60/github"
@@ -16,8 +15,12 @@ import (
 	"github.com/ferry-dev/ferry/internal/secretfile"
 )
 
-// TokenEnv is the environment variable TokenFromFile falls back to.
-const TokenEnv = "GITHUB_TOKEN"
+// The environment variables ReadToken falls back to: TokenEnv for GitHub,
+// GiteaTokenEnv for Gitea.
+const (
+	TokenEnv      = "GITHUB_TOKEN"
+	GiteaTokenEnv = "GITEA_TOKEN"
+)
 
 // Limits on how far the client pages through lists, so that one call cannot
 // spend a large share of the hourly rate limit.
@@ -32,20 +35,24 @@ const (
 // requestTimeout bounds one API request when the caller's context does not.
 const requestTimeout = 30 * time.Second
 
-// TokenFromFile reads an API token from path, trimming surrounding white
-// space (a trailing newline is the usual case), or from $GITHUB_TOKEN when
-// path is empty. Errors name the file or variable, never the token.
-func TokenFromFile(path string) (string, error) {
+// TokenFromFile reads a GitHub token: ReadToken(path, TokenEnv).
+func TokenFromFile(path string) (string, error) { return ReadToken(path, TokenEnv) }
+
+// ReadToken reads a forge's API token from path, trimming surrounding white
+// space (a trailing newline is the usual case), or from the environment
+// variable env when path is empty. Errors name the file or variable, never
+// the token.
+func ReadToken(path, env string) (string, error) {
 	if path == "" {
-		tok := strings.TrimSpace(os.Getenv(TokenEnv))
+		tok := strings.TrimSpace(os.Getenv(env))
 		if tok == "" {
-			return "", fmt.Errorf("read GitHub token: no token file given and $%s is empty", TokenEnv)
+			return "", fmt.Errorf("read forge token: no token file given and $%s is empty", env)
 		}
 		return tok, nil
 	}
 	tok, err := secretfile.Read(path)
 	if err != nil {
-		return "", fmt.Errorf("read GitHub token: %w", err)
+		return "", fmt.Errorf("read forge token: %w", err)
 	}
 	return tok, nil
 }
@@ -61,16 +68,7 @@ type GitHub struct {
 	owner, repo string
 	client      *github.Client
 	count       *apiCounters
-
-	mu       sync.Mutex
-	comments map[commentKey]postedComment // ferry's comments found or written by this process
-	files    map[int]prFiles              // by pull request number
-	merged   map[int]PullRequest          // merged pull requests: they no longer change
-}
-
-type prFiles struct {
-	head  string
-	files []string
+	memo        *memo
 }
 
 // New returns a client for the repository owner/repo. token authenticates
@@ -99,13 +97,11 @@ func New(owner, repo, token, apiURL string) (*GitHub, error) {
 		}
 	}
 	return &GitHub{
-		owner:    owner,
-		repo:     repo,
-		client:   client,
-		count:    count,
-		comments: map[commentKey]postedComment{},
-		files:    map[int]prFiles{},
-		merged:   map[int]PullRequest{},
+		owner:  owner,
+		repo:   repo,
+		client: client,
+		count:  count,
+		memo:   newMemo(),
 	}, nil
 }
 
@@ -153,25 +149,15 @@ func (g *GitHub) PullRequestsForCommit(ctx context.Context, sha string) ([]PullR
 // mergedPullRequest reads the pull request number in full, for merged and
 // merged_by, and remembers it.
 func (g *GitHub) mergedPullRequest(ctx context.Context, number int) (PullRequest, error) {
-	g.mu.Lock()
-	pr, ok := g.merged[number]
-	g.mu.Unlock()
-	if ok {
+	if pr, ok := g.memo.mergedPR(number); ok {
 		return pr, nil
 	}
 	p, _, err := g.client.PullRequests.Get(ctx, g.owner, g.repo, number)
 	if err != nil {
 		return PullRequest{}, g.fail(err, "get pull request #%d", number)
 	}
-	pr = fromGitHub(p)
-	if pr.Merged {
-		g.mu.Lock()
-		if len(g.merged) >= maxMergedEntries {
-			clear(g.merged)
-		}
-		g.merged[number] = pr
-		g.mu.Unlock()
-	}
+	pr := fromGitHub(p)
+	g.memo.keepMerged(pr)
 	return pr, nil
 }
 
@@ -194,32 +180,9 @@ func (g *GitHub) OpenPullRequests(ctx context.Context) ([]PullRequest, error) {
 		}
 		opts.Page = resp.NextPage
 	}
-	open := make(map[int]bool, len(prs))
-	for i := range prs {
-		open[prs[i].Number] = true
-		g.mu.Lock()
-		cached, ok := g.files[prs[i].Number]
-		g.mu.Unlock()
-		if ok && cached.head == prs[i].HeadSHA {
-			prs[i].Files = cached.files
-			continue
-		}
-		files, err := g.ChangedFiles(ctx, prs[i].Number)
-		if err != nil {
-			return nil, err
-		}
-		prs[i].Files = files
-		g.mu.Lock()
-		g.files[prs[i].Number] = prFiles{head: prs[i].HeadSHA, files: files}
-		g.mu.Unlock()
+	if err := g.memo.withFiles(ctx, prs, g.ChangedFiles); err != nil {
+		return nil, err
 	}
-	g.mu.Lock()
-	for n := range g.files {
-		if !open[n] {
-			delete(g.files, n)
-		}
-	}
-	g.mu.Unlock()
 	return prs, nil
 }
 

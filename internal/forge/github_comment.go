@@ -1,110 +1,85 @@
-// GitHub's side of ferry's one comment per key: find it once, then edit or
-// create it, and remember it so that later updates cost one call or none.
+// GitHub's side of ferry's one comment per key (see upsertComment), the
+// comments people write, and their authors' permissions.
 
 package forge
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/google/go-github/v60/github"
 
 	"github.com/ferry-dev/ferry/internal/failure"
 )
 
-type commentKey struct {
-	pr  int
-	key string
-}
-
-type postedComment struct {
-	id   int64
-	body string
-}
-
 // UpsertComment keeps ferry's one comment for key on pull request pr equal
-// to body. It looks for the comment (the first one whose body starts with
-// Marker(key), among the pull request's first 500 comments) only when this
-// process has not written or found it before; then it edits the comment if
-// its body differs, creates it if there is none, and sends nothing when the
-// body is already there. Comments by anyone else never start with the
-// marker and are never edited. A comment deleted by hand is created again.
+// to body; see upsertComment for what it reads and sends.
 func (g *GitHub) UpsertComment(ctx context.Context, pr int, key, body string) error {
-	if err := checkKey(key); err != nil {
-		return failure.Terminal(fmt.Errorf("upsert comment on #%d: %w", pr, err))
-	}
-	body = frameBody(key, body)
-	ck := commentKey{pr: pr, key: key}
-	g.mu.Lock()
-	c, known := g.comments[ck]
-	g.mu.Unlock()
-	if !known {
-		var err error
-		if c, known, err = g.findComment(ctx, pr, key); err != nil {
-			return err
-		}
-	}
-	if known {
-		if c.body == body {
-			g.remember(ck, c)
-			g.count.unchanged.Add(1)
-			return nil
-		}
-		_, _, err := g.client.Issues.EditComment(ctx, g.owner, g.repo, c.id, &github.IssueComment{Body: &body})
-		switch {
-		case err == nil:
-			g.remember(ck, postedComment{id: c.id, body: body})
-			g.count.edited.Add(1)
-			return nil
-		case statusCode(err) == http.StatusNotFound:
-			// Deleted by hand since: forget it and post it again.
-			g.forget(ck)
-		default:
-			return g.fail(err, "edit comment %d on #%d", c.id, pr)
-		}
-	}
-	created, _, err := g.client.Issues.CreateComment(ctx, g.owner, g.repo, pr, &github.IssueComment{Body: &body})
+	return upsertComment(ctx, g, g.memo, g.count, pr, key, body)
+}
+
+// PullRequestComments lists the comments on pull request pr, oldest first,
+// at most 500.
+func (g *GitHub) PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error) {
+	return allComments(ctx, g, pr)
+}
+
+func (g *GitHub) listComments(ctx context.Context, pr, page int) ([]IssueComment, int, error) {
+	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: perPage, Page: page}}
+	list, resp, err := g.client.Issues.ListComments(ctx, g.owner, g.repo, pr, opts)
 	if err != nil {
-		return g.fail(err, "comment on #%d", pr)
+		return nil, 0, g.fail(err, "list comments of #%d", pr)
 	}
-	g.remember(ck, postedComment{id: created.GetID(), body: body})
-	g.count.created.Add(1)
+	cs := make([]IssueComment, 0, len(list))
+	for _, c := range list {
+		cs = append(cs, IssueComment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody(), Created: c.GetCreatedAt().Time})
+	}
+	return cs, resp.NextPage, nil
+}
+
+func (g *GitHub) editComment(ctx context.Context, pr int, id int64, body string) error {
+	if _, _, err := g.client.Issues.EditComment(ctx, g.owner, g.repo, id, &github.IssueComment{Body: &body}); err != nil {
+		return g.fail(err, "edit comment %d on #%d", id, pr)
+	}
 	return nil
 }
 
-// findComment pages through the pull request's comments (oldest first) for
-// the first that starts with the marker of key.
-func (g *GitHub) findComment(ctx context.Context, pr int, key string) (postedComment, bool, error) {
-	marker := Marker(key)
-	opts := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: perPage}}
-	for page := 0; page < maxCommentPages; page++ {
-		list, resp, err := g.client.Issues.ListComments(ctx, g.owner, g.repo, pr, opts)
-		if err != nil {
-			return postedComment{}, false, g.fail(err, "list comments of #%d", pr)
-		}
-		for _, c := range list {
-			if strings.HasPrefix(c.GetBody(), marker) {
-				return postedComment{id: c.GetID(), body: c.GetBody()}, true, nil
-			}
-		}
-		if resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
+func (g *GitHub) createComment(ctx context.Context, pr int, body string) (int64, error) {
+	c, _, err := g.client.Issues.CreateComment(ctx, g.owner, g.repo, pr, &github.IssueComment{Body: &body})
+	if err != nil {
+		return 0, g.fail(err, "comment on #%d", pr)
 	}
-	return postedComment{}, false, nil
+	return c.GetID(), nil
 }
 
-func (g *GitHub) remember(ck commentKey, c postedComment) {
-	g.mu.Lock()
-	g.comments[ck] = c
-	g.mu.Unlock()
+// Permission asks GitHub for login's permission on the repository
+// (collaborators/{login}/permission). GitHub answers admin, write, read or
+// none, folding maintain into write and triage into read; an account that
+// does not exist is none. The token needs push access to ask.
+func (g *GitHub) Permission(ctx context.Context, login string) (string, error) {
+	if login == "" {
+		return "", failure.Terminal(errors.New("permission: empty login"))
+	}
+	p, _, err := g.client.Repositories.GetPermissionLevel(ctx, g.owner, g.repo, login)
+	if err != nil {
+		if statusCode(err) == http.StatusNotFound {
+			return PermissionNone, nil
+		}
+		return "", g.fail(err, "permission of %s", login)
+	}
+	return foldPermission(p.GetPermission()), nil
 }
 
-func (g *GitHub) forget(ck commentKey) {
-	g.mu.Lock()
-	delete(g.comments, ck)
-	g.mu.Unlock()
+// foldPermission maps a forge's role name to one of Permission's four.
+func foldPermission(p string) string {
+	switch p {
+	case "admin", "owner":
+		return PermissionAdmin
+	case "write", "maintain":
+		return PermissionWrite
+	case "read", "triage":
+		return PermissionRead
+	}
+	return PermissionNone
 }

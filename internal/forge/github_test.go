@@ -403,3 +403,29 @@ func prEqual(a, b PullRequest) bool {
 		a.HeadSHA == b.HeadSHA && a.BaseRef == b.BaseRef && a.MergeCommitSHA == b.MergeCommitSHA &&
 		a.Title == b.Title && a.URL == b.URL && slices.Equal(a.Files, b.Files)
 }
+
+// Permission folds GitHub's answer into four values; an unknown account is
+// none. PullRequestComments lists everyone's comments with their authors.
+func TestPermissionAndComments(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeGitHub(t)
+	f.SetPermission("alice", "write")
+	f.SetPermission("mallory", "read")
+	f.SetPermission("root", "admin")
+	f.AddPR(fakegithub.PR{Number: 4, State: "open", Head: "aaa", Base: "main"})
+	f.AddComment(4, "alice", "/ferry retry")
+	f.AddComment(4, "mallory", "/ferry retry")
+	g := client(t, f)
+	for login, want := range map[string]string{"alice": PermissionWrite, "mallory": PermissionRead, "root": PermissionAdmin, "ghost": PermissionNone} {
+		if got, err := g.Permission(ctx, login); err != nil || got != want {
+			t.Errorf("Permission(%s) = %q, %v; want %q", login, got, err, want)
+		}
+	}
+	cs, err := g.PullRequestComments(ctx, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 2 || cs[0].Author != "alice" || cs[1].Author != "mallory" || cs[0].Body != "/ferry retry" || cs[0].ID == 0 || cs[0].Created.IsZero() {
+		t.Errorf("comments %+v", cs)
+	}
+}

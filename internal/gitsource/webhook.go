@@ -17,11 +17,39 @@ import (
 const MaxWebhookBody = 1 << 20
 
 // WebhookHandler returns the handler for a GitHub webhook of the plans
-// repository. A push or pull_request event whose X-Hub-Signature-256 is
-// the HMAC-SHA256 of the body under secret calls trigger and is answered
-// 202 Accepted. The payload is not read beyond the signature check: the
-// event only says "poll now", and the poll decides what changed, so a
-// forged or replayed event can cost at most one early poll.
+// repository: ForgeWebhookHandler(GitHubWebhooks, secret, trigger).
+func WebhookHandler(secret []byte, trigger func()) http.Handler {
+	return ForgeWebhookHandler(GitHubWebhooks, secret, trigger)
+}
+
+// WebhookDialect is how a forge signs its webhook deliveries and names
+// their events.
+type WebhookDialect struct {
+	// Name names the forge in answers.
+	Name string
+	// SignatureHeader carries the hex HMAC-SHA256 of the body, after
+	// SignaturePrefix.
+	SignatureHeader, SignaturePrefix string
+	// EventHeader names the event.
+	EventHeader string
+}
+
+// The dialects of the forges ferry knows. Gitea also sends GitHub's
+// headers, so a GitHub receiver accepts Gitea's deliveries; a Gitea
+// receiver reads Gitea's headers only, and refuses a delivery signed the
+// GitHub way alone.
+var (
+	GitHubWebhooks = WebhookDialect{Name: "GitHub", SignatureHeader: "X-Hub-Signature-256", SignaturePrefix: "sha256=", EventHeader: "X-GitHub-Event"}
+	GiteaWebhooks  = WebhookDialect{Name: "Gitea", SignatureHeader: "X-Gitea-Signature", EventHeader: "X-Gitea-Event"}
+)
+
+// ForgeWebhookHandler returns the handler for a webhook of the plans
+// repository on the forge that speaks dialect. A push, pull_request or
+// issue_comment event whose signature header holds the HMAC-SHA256 of the
+// body under secret calls trigger and is answered 202 Accepted. The
+// payload is not read beyond the signature check: the event only says
+// "poll now", and the poll decides what changed, so a forged or replayed
+// event can cost at most one early poll.
 //
 // Answers: 405 for a method other than POST, 413 for a body over
 // MaxWebhookBody, 401 for a missing or wrong signature, 204 for other
@@ -30,18 +58,20 @@ const MaxWebhookBody = 1 << 20
 //
 // trigger must not block: the handler runs in the HTTP server. Pass
 // (*Trigger).Fire.
-func WebhookHandler(secret []byte, trigger func()) http.Handler {
-	return &webhook{secret: append([]byte(nil), secret...), trigger: trigger}
+func ForgeWebhookHandler(dialect WebhookDialect, secret []byte, trigger func()) http.Handler {
+	return &webhook{dialect: dialect, secret: append([]byte(nil), secret...), trigger: trigger}
 }
 
 type webhook struct {
+	dialect WebhookDialect
 	secret  []byte
 	trigger func()
 }
 
-// Events that mean the plans may have changed: a push to any branch, a
-// pull request opened, updated or merged.
-var webhookEvents = map[string]bool{"push": true, "pull_request": true}
+// Events that mean the plans or the commands on them may have changed: a
+// push to any branch, a pull request opened, updated or merged, a comment
+// on a pull request (Gitea and GitHub both name it issue_comment).
+var webhookEvents = map[string]bool{"push": true, "pull_request": true, "issue_comment": true}
 
 func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -65,11 +95,11 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// The signature is checked before the event type, so that a caller
 	// without the secret learns nothing about what is accepted.
-	if !h.signed(r.Header.Get("X-Hub-Signature-256"), body) {
-		http.Error(w, "missing or wrong X-Hub-Signature-256", http.StatusUnauthorized)
+	if !h.signed(r.Header.Get(h.dialect.SignatureHeader), body) {
+		http.Error(w, "missing or wrong "+h.dialect.SignatureHeader, http.StatusUnauthorized)
 		return
 	}
-	if !webhookEvents[r.Header.Get("X-GitHub-Event")] {
+	if !webhookEvents[r.Header.Get(h.dialect.EventHeader)] {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -77,13 +107,13 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// signed reports whether header is "sha256=" and the hex HMAC-SHA256 of
-// body under the secret, compared in constant time.
+// signed reports whether header is the dialect's prefix and the hex
+// HMAC-SHA256 of body under the secret, compared in constant time.
 func (h *webhook) signed(header string, body []byte) bool {
-	if len(h.secret) == 0 {
+	if len(h.secret) == 0 || header == "" {
 		return false
 	}
-	sig, ok := strings.CutPrefix(header, "sha256=")
+	sig, ok := strings.CutPrefix(header, h.dialect.SignaturePrefix)
 	if !ok {
 		return false
 	}

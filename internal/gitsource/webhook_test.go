@@ -109,6 +109,45 @@ func TestWebhookEmptySecret(t *testing.T) {
 	}
 }
 
+// TestWebhookDialects: each receiver reads its own forge's headers, and a
+// delivery signed only the other forge's way is refused. (The real Gitea's
+// deliveries are tested in internal/testenv.)
+func TestWebhookDialects(t *testing.T) {
+	secret := []byte("webhook-secret")
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	hexSig := strings.TrimPrefix(sign(secret, body), "sha256=")
+	for _, tc := range []struct {
+		name    string
+		dialect gitsource.WebhookDialect
+		headers map[string]string
+		status  int
+	}{
+		{"gitea push", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": hexSig}, http.StatusAccepted},
+		{"gitea comment", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "issue_comment", "X-Gitea-Signature": hexSig}, http.StatusAccepted},
+		{"gitea, GitHub's signature only", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "push", "X-Hub-Signature-256": sign(secret, body)}, http.StatusUnauthorized},
+		{"gitea, prefixed signature", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": sign(secret, body)}, http.StatusUnauthorized},
+		{"gitea, wrong secret", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": strings.TrimPrefix(sign([]byte("other"), body), "sha256=")}, http.StatusUnauthorized},
+		{"gitea, GitHub's event header", gitsource.GiteaWebhooks, map[string]string{"X-GitHub-Event": "push", "X-Gitea-Signature": hexSig}, http.StatusNoContent},
+		{"gitea, issues", gitsource.GiteaWebhooks, map[string]string{"X-Gitea-Event": "issues", "X-Gitea-Signature": hexSig}, http.StatusNoContent},
+		{"github comment", gitsource.GitHubWebhooks, map[string]string{"X-GitHub-Event": "issue_comment", "X-Hub-Signature-256": sign(secret, body)}, http.StatusAccepted},
+		{"github, Gitea's signature only", gitsource.GitHubWebhooks, map[string]string{"X-GitHub-Event": "push", "X-Gitea-Signature": hexSig}, http.StatusUnauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			called := false
+			h := gitsource.ForgeWebhookHandler(tc.dialect, secret, func() { called = true })
+			req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+			for k, v := range tc.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status || called != (tc.status == http.StatusAccepted) {
+				t.Errorf("status %d, triggered %v; want %d", rec.Code, called, tc.status)
+			}
+		})
+	}
+}
+
 // TestTrigger coalesces fires while a poll is pending, and never blocks.
 func TestTrigger(t *testing.T) {
 	tr := gitsource.NewTrigger()

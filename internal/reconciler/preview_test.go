@@ -63,6 +63,12 @@ func (f *forgeLog) SetStatus(_ context.Context, sha, statusContext, state, descr
 	f.statuses[sha+" "+statusContext] = state + ": " + description
 	return nil
 }
+func (f *forgeLog) Permission(context.Context, string) (string, error) {
+	return forge.PermissionNone, nil
+}
+func (f *forgeLog) PullRequestComments(context.Context, int) ([]forge.IssueComment, error) {
+	return nil, nil
+}
 
 func tree(files map[string]string) fstest.MapFS {
 	m := fstest.MapFS{}

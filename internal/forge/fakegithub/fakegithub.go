@@ -47,6 +47,7 @@ type Server struct {
 	pulls       map[int]*PR
 	commitPulls map[string][]int
 	files       map[int][]File
+	permissions map[string]string // by login
 	requests    []Request
 	faults      []fault
 	gate        chan struct{} // when set, every request waits for it to close
@@ -106,6 +107,7 @@ func New(owner, repo, token string) *Server {
 		pulls:       map[int]*PR{},
 		commitPulls: map[string][]int{},
 		files:       map[int][]File{},
+		permissions: map[string]string{},
 	}
 	mux := http.NewServeMux()
 	base := "/api/v3/repos/{owner}/{repo}"
@@ -117,6 +119,7 @@ func New(owner, repo, token string) *Server {
 	mux.HandleFunc("GET "+base+"/pulls", f.listPulls)
 	mux.HandleFunc("GET "+base+"/pulls/{number}", f.getPull)
 	mux.HandleFunc("GET "+base+"/pulls/{number}/files", f.listFiles)
+	mux.HandleFunc("GET "+base+"/collaborators/{login}/permission", f.permission)
 	f.srv = httptest.NewServer(f.middleware(mux))
 	f.URL = f.srv.URL
 	return f

@@ -4,6 +4,7 @@
 package fakegithub
 
 import (
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -119,4 +120,27 @@ func appendNew(list []int, n int) []int {
 		return list
 	}
 	return append(list, n)
+}
+
+// SetPermission gives the account login a permission on the repository as
+// GitHub reports it (admin, write, read, none); accounts never given one
+// do not exist (404).
+func (f *Server) SetPermission(login, permission string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.permissions[login] = permission
+}
+
+// permission answers GET collaborators/{login}/permission as GitHub does:
+// the permission, its role name and the user.
+func (f *Server) permission(w http.ResponseWriter, r *http.Request) {
+	login := r.PathValue("login")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.permissions[login]
+	if !ok {
+		notFound(w)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"permission": p, "role_name": p, "user": f.user(login)})
 }

@@ -1,0 +1,429 @@
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+)
+
+// The accounts StartGitea creates, and the repository.
+const (
+	// GiteaBot is a site admin, owner of the organization: ferry's account,
+	// whose token ferry uses.
+	GiteaBot = "ferry"
+	// GiteaMaintainer has write access to the repository: she pushes
+	// branches, opens and merges pull requests.
+	GiteaMaintainer = "alice"
+	// GiteaReader has read access only: she can comment, not merge.
+	GiteaReader = "mallory"
+	// GiteaOwner and GiteaRepo name the plans repository (private).
+	GiteaOwner = "acme"
+	GiteaRepo  = "plans"
+)
+
+// Gitea is a real Gitea server (the binary `make tools` builds) with its own
+// work directory and sqlite database, three accounts with tokens
+// (GiteaBot, GiteaMaintainer, GiteaReader) and a private repository
+// GiteaOwner/GiteaRepo whose main branch holds the seed files.
+type Gitea struct {
+	// URL is the server's root, such as http://127.0.0.1:20001, without a
+	// trailing slash: forge.NewGitea's base URL.
+	URL string
+	// Owner and Repo name the plans repository.
+	Owner, Repo string
+	// Dir is the server's work directory; LogFile its output.
+	Dir, LogFile string
+	// StartupTime is how long StartGitea took, from the first command to
+	// the seeded repository.
+	StartupTime time.Duration
+
+	bin, config, custom string
+	tokens              map[string]string // login -> API token
+	passwords           map[string]string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// StartGitea runs `gitea web` on a free loopback port with a work
+// directory of its own, creates the accounts, their tokens and the
+// repository, and pushes the files under seed (a README when seed is
+// empty) to its main branch as GiteaBot. Everything goes when t ends. The
+// binary and the templates come from $FERRY_GITEA_DIR or `hack/tools.sh
+// --gitea-dir`; when they are missing the test fails and says to run
+// `make tools`. A *Program is a T: the demo starts it the same way.
+func StartGitea(t T, seed string) *Gitea {
+	t.Helper()
+	start := time.Now()
+	dir, err := toolsScriptDir("FERRY_GITEA_DIR", "--gitea-dir")
+	if err != nil {
+		t.Fatalf("testenv: find gitea: %v", err)
+	}
+	bin := filepath.Join(dir, "gitea")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("testenv: gitea not found in %s: run `make tools` (`make test` builds it when missing)", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "src", "templates")); err != nil {
+		t.Fatalf("testenv: Gitea's templates not found under %s/src: run `make tools`", dir)
+	}
+	work, err := filepath.Abs(t.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	addr := FreeAddr(t)
+	g := &Gitea{
+		URL: "http://" + addr, Owner: GiteaOwner, Repo: GiteaRepo,
+		Dir: work, LogFile: filepath.Join(work, "gitea.log"),
+		bin: bin, config: filepath.Join(work, "custom", "conf", "app.ini"), custom: filepath.Join(work, "custom"),
+		tokens: map[string]string{}, passwords: map[string]string{},
+	}
+	if err := writeGiteaConfig(g.config, work, filepath.Join(dir, "src"), addr); err != nil {
+		t.Fatalf("testenv: gitea: %v", err)
+	}
+	g.run(t, "migrate")
+	for _, u := range []struct {
+		login string
+		admin bool
+	}{{GiteaBot, true}, {GiteaMaintainer, false}, {GiteaReader, false}} {
+		g.passwords[u.login] = "pw-" + randomHex(8)
+		args := []string{"admin", "user", "create", "--username", u.login, "--password", g.passwords[u.login],
+			"--email", u.login + "@ferry.invalid", "--must-change-password=false"}
+		if u.admin {
+			args = append(args, "--admin")
+		}
+		g.run(t, args...)
+		g.tokens[u.login] = g.run(t, "admin", "user", "generate-access-token", "--username", u.login,
+			"--token-name", "ferry-test", "--scopes", "all", "--raw")
+	}
+	t.Cleanup(func() {
+		g.Stop()
+		if failed, ok := t.(interface{ Failed() bool }); ok && failed.Failed() {
+			t.Logf("testenv: gitea's log, %s:\n%s", g.LogFile, tail(g.LogFile, 40))
+		}
+	})
+	g.Start(t)
+	g.API(t, GiteaBot, http.MethodPost, "/orgs", map[string]any{"username": GiteaOwner}, nil)
+	g.API(t, GiteaBot, http.MethodPost, "/orgs/"+GiteaOwner+"/repos",
+		map[string]any{"name": GiteaRepo, "private": true, "default_branch": "main"}, nil)
+	for login, perm := range map[string]string{GiteaMaintainer: "write", GiteaReader: "read"} {
+		g.API(t, GiteaBot, http.MethodPut, g.repoPath("/collaborators/"+login), map[string]any{"permission": perm}, nil)
+	}
+	g.seed(t, seed)
+	g.StartupTime = time.Since(start)
+	t.Logf("testenv: Gitea %s ready in %s (work directory %s)", g.URL, g.StartupTime.Round(time.Millisecond), work)
+	return g
+}
+
+// writeGiteaConfig writes the app.ini of a test server: sqlite, no
+// mailer, no SSH, offline, in-memory queues and caches, no cron, and
+// webhooks allowed to loopback addresses (the receivers under test).
+func writeGiteaConfig(path, work, static, addr string) error {
+	host, port, _ := strings.Cut(addr, ":")
+	ini := fmt.Sprintf(`APP_NAME = ferry test
+RUN_MODE = prod
+WORK_PATH = %[1]s
+I_AM_BEING_UNSAFE_RUNNING_AS_ROOT = true
+
+[server]
+PROTOCOL = http
+HTTP_ADDR = %[2]s
+HTTP_PORT = %[3]s
+DOMAIN = %[2]s
+ROOT_URL = http://%[2]s:%[3]s/
+APP_DATA_PATH = %[1]s/data
+STATIC_ROOT_PATH = %[4]s
+DISABLE_SSH = true
+START_SSH_SERVER = false
+OFFLINE_MODE = true
+LFS_START_SERVER = false
+
+[database]
+DB_TYPE = sqlite3
+PATH = %[1]s/data/gitea.db
+SQLITE_JOURNAL_MODE = WAL
+
+[repository]
+ROOT = %[1]s/repositories
+DEFAULT_BRANCH = main
+
+[security]
+INSTALL_LOCK = true
+SECRET_KEY = %[5]s
+INTERNAL_TOKEN = %[6]s
+PASSWORD_HASH_ALGO = pbkdf2_hi
+
+[oauth2]
+ENABLED = false
+
+[service]
+DISABLE_REGISTRATION = true
+REQUIRE_SIGNIN_VIEW = true
+DEFAULT_ALLOW_CREATE_ORGANIZATION = true
+
+[mailer]
+ENABLED = false
+
+[webhook]
+ALLOWED_HOST_LIST = *
+DELIVER_TIMEOUT = 5
+SKIP_TLS_VERIFY = true
+
+[queue]
+TYPE = channel
+
+[cache]
+ADAPTER = memory
+
+[session]
+PROVIDER = memory
+
+[indexer]
+ISSUE_INDEXER_TYPE = db
+REPO_INDEXER_ENABLED = false
+
+[cron]
+ENABLED = false
+
+[cron.update_checker]
+ENABLED = false
+
+[actions]
+ENABLED = false
+
+[picture]
+DISABLE_GRAVATAR = true
+
+[log]
+MODE = console
+LEVEL = Warn
+`, work, host, port, static, randomHex(32), randomHex(32))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(ini), 0o600)
+}
+
+// run runs one gitea command on the server's configuration and returns its
+// output, trimmed.
+func (g *Gitea) run(t T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(g.bin, append(args, g.pathFlags()...)...)
+	cmd.Env = g.env()
+	cmd.Dir = g.Dir
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = string(ee.Stderr)
+		}
+		// The arguments may hold a password: name the command only.
+		t.Fatalf("testenv: gitea %s: %v: %s%s", strings.Join(args[:min(3, len(args))], " "), err, out, stderr)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (g *Gitea) pathFlags() []string {
+	return []string{"--config", g.config, "--custom-path", g.custom, "--work-path", g.Dir}
+}
+
+func (g *Gitea) env() []string {
+	return append(os.Environ(), "HOME="+g.Dir, "GITEA_WORK_DIR="+g.Dir, "USER=root",
+		"GIT_CONFIG_NOSYSTEM=1")
+}
+
+// Start starts `gitea web` and waits until its API answers. StartGitea
+// calls it; call it again after Stop, to bring a killed forge back with
+// its data.
+func (g *Gitea) Start(t T) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd != nil {
+		t.Fatalf("testenv: gitea is already running")
+	}
+	log, err := os.OpenFile(g.LogFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	cmd := exec.Command(g.bin, append([]string{"web"}, g.pathFlags()...)...)
+	cmd.Env, cmd.Dir = g.env(), g.Dir
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		t.Fatalf("testenv: start gitea: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
+	g.cmd, g.exited = cmd, exited
+
+	deadline := time.Now().Add(time.Minute)
+	for {
+		select {
+		case <-exited:
+			g.cmd = nil
+			t.Fatalf("testenv: gitea exited at start:\n%s", tail(g.LogFile, 30))
+		default:
+		}
+		resp, err := http.Get(g.URL + "/api/v1/version")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: gitea at %s not ready within a minute:\n%s", g.URL, tail(g.LogFile, 30))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Stop kills the server (SIGKILL: a forge that dies) and waits for it to
+// exit. Its data stay, for Start.
+func (g *Gitea) Stop() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-g.cmd.Process.Pid, syscall.SIGKILL)
+	<-g.exited
+	g.cmd = nil
+}
+
+// Token is the API token of login (GiteaBot, GiteaMaintainer,
+// GiteaReader), with every scope.
+func (g *Gitea) Token(login string) string { return g.tokens[login] }
+
+// RepoURL is the repository's clone URL, without credentials.
+func (g *Gitea) RepoURL() string { return g.URL + "/" + g.Owner + "/" + g.Repo + ".git" }
+
+// CloneURL is the repository's clone URL with login's token in it, for git
+// on the command line. Never log it.
+func (g *Gitea) CloneURL(login string) string {
+	return strings.Replace(g.RepoURL(), "://", "://"+login+":"+g.tokens[login]+"@", 1)
+}
+
+// Auth is login's credentials for go-git.
+func (g *Gitea) Auth(login string) *githttp.BasicAuth {
+	return &githttp.BasicAuth{Username: login, Password: g.tokens[login]}
+}
+
+func (g *Gitea) repoPath(p string) string { return "/repos/" + g.Owner + "/" + g.Repo + p }
+
+// seed pushes the files under seed (a README when empty) as main's first
+// commit, as GiteaBot.
+func (g *Gitea) seed(t T, seed string) {
+	t.Helper()
+	dir := t.TempDir()
+	repo, err := git.PlainInit(dir, false)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if seed == "" {
+		seed = SeedDir(t, map[string]string{"README.md": "# plans\n"})
+	}
+	if err := os.CopyFS(dir, os.DirFS(seed)); err != nil {
+		t.Fatalf("testenv: copy the seed: %v", err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := wt.AddWithOptions(&git.AddOptions{All: true}); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	h, err := wt.Commit("Seed the plans", &git.CommitOptions{Author: g.signature(GiteaBot)})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if _, err := repo.CreateRemote(&config.RemoteConfig{Name: "origin", URLs: []string{g.RepoURL()}}); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	err = repo.Push(&git.PushOptions{Auth: g.Auth(GiteaBot),
+		RefSpecs: []config.RefSpec{config.RefSpec(h.String() + ":refs/heads/main")}})
+	if err != nil {
+		t.Fatalf("testenv: push the seed to gitea: %v", err)
+	}
+}
+
+func (g *Gitea) signature(login string) *object.Signature {
+	return &object.Signature{Name: login, Email: login + "@ferry.invalid", When: time.Now()}
+}
+
+// PushBranch commits files (path -> content; "" deletes the file) as login
+// onto branch, which it creates from main when it does not exist, with
+// message, and pushes; it returns the commit.
+func (g *Gitea) PushBranch(t T, login, branch, message string, files map[string]string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	repo, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: g.RepoURL(), Auth: g.Auth(login)})
+	if err != nil {
+		t.Fatalf("testenv: clone %s as %s: %v", g.RepoURL(), login, err)
+	}
+	wt, err := repo.Worktree()
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	remote := "refs/remotes/origin/" + branch
+	opts := &git.CheckoutOptions{Branch: plumbing.NewBranchReferenceName(branch), Create: true}
+	if ref, err := repo.Reference(plumbing.ReferenceName(remote), true); err == nil {
+		opts.Hash = ref.Hash()
+	}
+	if err := wt.Checkout(opts); err != nil {
+		t.Fatalf("testenv: check out %s: %v", branch, err)
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if content == "" {
+			if _, err := wt.Remove(name); err != nil {
+				t.Fatalf("testenv: remove %s: %v", name, err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		if _, err := wt.Add(name); err != nil {
+			t.Fatalf("testenv: add %s: %v", name, err)
+		}
+	}
+	h, err := wt.Commit(message, &git.CommitOptions{Author: g.signature(login)})
+	if err != nil {
+		t.Fatalf("testenv: commit: %v", err)
+	}
+	err = repo.PushContext(ctx, &git.PushOptions{Auth: g.Auth(login),
+		RefSpecs: []config.RefSpec{config.RefSpec("refs/heads/" + branch + ":refs/heads/" + branch)}})
+	if err != nil {
+		t.Fatalf("testenv: push %s as %s: %v", branch, login, err)
+	}
+	return h.String()
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
