@@ -148,7 +148,8 @@ func (s *server) observe(ctx context.Context) error {
 		// Previews read pull requests' trees: their own observer, same cloud.
 		previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 		s.loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: s.src}, Observer: previewObs,
-			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir()}
+			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(),
+			Running: func(plan string) string { return reconciler.RunningPhase(s.rec.Status(plan)) }}
 	}
 	return nil
 }
