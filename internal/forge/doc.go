@@ -1,8 +1,9 @@
 // Package forge talks to the Git forge (GitHub and GitHub Enterprise through
-// go-github): preview and progress comments on pull requests, commit statuses,
-// and who merged the pull request that approved a phase.
+// go-github; Gitea and Forgejo through Gitea's SDK): preview and progress
+// comments on pull requests, commit statuses, who merged the pull request
+// that approved a phase, the comments people write and their permissions.
 //
-// GitHub is the client: one API call per operation, errors wrapped with the
+// GitHub and Gitea are the clients: one API call per operation, errors wrapped with the
 // operation and typed by what happens next (failure.Terminal for answers
 // that retrying cannot fix; RetryAfter for rate limits). Coalescer wraps any
 // Forge for the reconciler loop: it accepts comment and status updates

@@ -64,8 +64,8 @@ func TestGitea(t *testing.T) {
 				t.Fatal(err)
 			}
 			ss := g.Statuses(t, head)
-			if len(ss) == 0 {
-				t.Fatal("no status on the head")
+			if len(ss) != 1 {
+				t.Fatalf("statuses on the head: %+v, want one context", ss)
 			}
 			newest := ss[0]
 			if newest.Context != "ferry/preview" || newest.Status != "success" || newest.TargetURL != "https://ferry.invalid/p/1" ||

@@ -108,8 +108,10 @@ func StartGitea(t T, seed string) *Gitea {
 			args = append(args, "--admin")
 		}
 		g.run(t, args...)
-		g.tokens[u.login] = g.run(t, "admin", "user", "generate-access-token", "--username", u.login,
+		out := g.run(t, "admin", "user", "generate-access-token", "--username", u.login,
 			"--token-name", "ferry-test", "--scopes", "all", "--raw")
+		// The token is the last line: Gitea warns about root before it.
+		g.tokens[u.login] = out[strings.LastIndexByte(out, '\n')+1:]
 	}
 	t.Cleanup(func() {
 		g.Stop()
@@ -169,7 +171,9 @@ INTERNAL_TOKEN = %[6]s
 PASSWORD_HASH_ALGO = pbkdf2_hi
 
 [oauth2]
-ENABLED = false
+; Gitea reads API tokens through its OAuth2 method: disabling OAuth2
+; refuses every token.
+JWT_SECRET = %[7]s
 
 [service]
 DISABLE_REGISTRATION = true
@@ -212,7 +216,7 @@ DISABLE_GRAVATAR = true
 [log]
 MODE = console
 LEVEL = Warn
-`, work, host, port, static, randomHex(32), randomHex(32))
+`, work, host, port, static, randomHex(32), randomHex(32), randomHex(32))
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
@@ -281,7 +285,7 @@ func (g *Gitea) Start(t T) {
 			t.Fatalf("testenv: gitea exited at start:\n%s", tail(g.LogFile, 30))
 		default:
 		}
-		resp, err := http.Get(g.URL + "/api/v1/version")
+		resp, err := http.Get(g.URL + "/api/healthz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {

@@ -166,12 +166,15 @@ type GiteaStatus struct {
 	TargetURL   string `json:"target_url"`
 }
 
-// Statuses reads the commit statuses of sha back, newest first.
+// Statuses reads back the latest commit status of each context on sha
+// (Gitea's combined status).
 func (g *Gitea) Statuses(t T, sha string) []GiteaStatus {
 	t.Helper()
-	var ss []GiteaStatus
-	g.API(t, GiteaBot, http.MethodGet, g.repoPath("/commits/"+sha+"/statuses"), nil, &ss)
-	return ss
+	var combined struct {
+		Statuses []GiteaStatus `json:"statuses"`
+	}
+	g.API(t, GiteaBot, http.MethodGet, g.repoPath("/commits/"+sha+"/status"), nil, &combined)
+	return combined.Statuses
 }
 
 // AddWebhook makes Gitea deliver the repository's push, pull_request (with
