@@ -211,7 +211,14 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc 
 		if err != nil {
 			return err
 		}
-		return run.migrate(ctx, w, f)
+		err = run.migrate(ctx, w, f)
+		if err != nil && ctx.Err() != nil {
+			// Timed out: say what Cluster API shows, for the CI log.
+			diagCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			err = fmt.Errorf("%w; Cluster API: %s", err, w.capiState(diagCtx))
+		}
+		return err
 	})
 	r.Close()
 	switch {

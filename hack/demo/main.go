@@ -282,6 +282,11 @@ func waitPhase(ctx context.Context, out *display, reader status.Store, plan, pha
 				other++
 				if s.State == status.StepRunning || s.State == status.StepRetrying {
 					detail += "; running " + s.Title()
+					if s.Message != "" {
+						// What the executor last said of it (a wait's
+						// progress): a run that times out shows why.
+						detail += " (" + s.Message + ")"
+					}
 				}
 			}
 		}
