@@ -59,6 +59,7 @@ func newRunCommand() *cobra.Command {
 	deprecatedAlias(fs, "github-token-file", "forge-token-file", &cfg.Forge.TokenFile)
 	complete(cmd, "forge", app.Forges)
 	fs.DurationVar(&cfg.Forge.CommentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
+	fs.BoolVar(&cfg.Forge.AllowPushApprovals, "allow-push-approvals", false, "with a forge, also act on approvals pushed without a pull request (their approver is the commit's author, which anyone can write)")
 	fs.BoolVar(&cfg.InProcess, "executors", true, "run the executors in this process (false: separate replicas, reconciler executor, take the steps)")
 	fs.BoolVar(&cfg.NoCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	cmd.RunE = runE(func(ctx context.Context, _ []string) error {

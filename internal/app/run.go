@@ -176,9 +176,10 @@ func (s *server) newLoop() {
 	s.metrics = reconciler.NewMetrics(counters)
 	s.metrics.Profiling = s.cfg.Pprof
 	fg := s.forge.forge()
-	s.rec = &reconciler.StatusRecorder{Store: status.Store{Git: s.store}, Forge: fg, Approvals: reconciler.GitApprovals{Source: s.src, Forge: fg}, Metrics: s.metrics}
+	approvals := &reconciler.GitApprovals{Source: s.src, Forge: fg, AllowPush: s.cfg.Forge.AllowPushApprovals}
+	s.rec = &reconciler.StatusRecorder{Store: status.Store{Git: s.store}, Forge: fg, Approvals: approvals, Metrics: s.metrics}
 	s.loop = &reconciler.Loop{
-		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec,
+		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec, Verifier: approvals,
 		Path: s.src.PlansDir(), AfterCycle: s.metrics.ObserveCycle, Latency: s.metrics.ObserveRoundTrip, Timeout: s.cfg.Timeout,
 	}
 }

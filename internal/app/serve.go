@@ -40,6 +40,10 @@ type Forge struct {
 	// CommentInterval allows at most one edit per PR comment and commit
 	// status per interval.
 	CommentInterval time.Duration
+	// AllowPushApprovals acts on approvals pushed without a pull request
+	// although a forge is configured; otherwise only a merged pull
+	// request approves a phase or a rollback.
+	AllowPushApprovals bool
 }
 
 // check refuses an unknown kind, a repository not named owner/name, and a

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -10,20 +12,86 @@ import (
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
+// ApprovalContext is the commit status ferry sets on a commit whose
+// approval it does not act on.
+const ApprovalContext = "ferry/approval"
+
 // GitApprovals finds approvers in the plans repository's history: the
 // commit that raised spec.approve to the phase, and, when it merged a pull
 // request and a forge is configured, that pull request's merger.
+//
+// With a forge, only a merged pull request approves (Verify): anyone who
+// can push can write a commit's author name, but only the forge says who
+// merged. Without a forge, or with AllowPush, the commit's author does.
 type GitApprovals struct {
 	Source *gitsource.Source
 	Forge  forge.Forge // nil: the commit's author approves
+	// AllowPush accepts approvals pushed without a pull request although
+	// a forge is configured (--allow-push-approvals).
+	AllowPush bool
+
+	mu      sync.Mutex
+	refused map[string]bool // commits whose ApprovalContext status was set
+	// found are the approvals found at revision foundAt, by file and
+	// phase: the loop and the recorder ask each cycle until the phase
+	// runs, and history and forge do not change under a revision.
+	found   map[string]foundApproval
+	foundAt string
 }
 
-var _ Approvals = GitApprovals{}
+type foundApproval struct {
+	approval status.Approval
+	merged   bool
+}
+
+var (
+	_ Approvals        = (*GitApprovals)(nil)
+	_ ApprovalVerifier = (*GitApprovals)(nil)
+)
 
 // Find returns the approval of phase in the plan file at revision: the
 // commit that raised spec.approve to it, or for a rollback's approval
-// (status.RollbackApproval) the one that set spec.rollback.to.
-func (g GitApprovals) Find(ctx context.Context, revision, file, phase string) (status.Approval, error) {
+// (status.RollbackApproval) the one that set spec.rollback.to. With a
+// forge (and without AllowPush), an approval no merged pull request made
+// is no approval: Find returns an error, and the status names no
+// approver.
+func (g *GitApprovals) Find(ctx context.Context, revision, file, phase string) (status.Approval, error) {
+	a, merged, err := g.find(ctx, revision, file, phase)
+	if err == nil && g.Forge != nil && !g.AllowPush && !merged {
+		err = fmt.Errorf("%s was pushed without a pull request (commit %s): not an approval", approvalName(phase), short(a.Commit))
+	}
+	return a, err
+}
+
+// find is Find, and whether a merged pull request made the approval (a
+// question only asked of the forge: a rebase merge leaves no number in
+// the commit), from the cache when asked before at revision.
+func (g *GitApprovals) find(ctx context.Context, revision, file, phase string) (status.Approval, bool, error) {
+	key := file + "\x00" + phase
+	g.mu.Lock()
+	f, ok := g.found[key]
+	if g.foundAt != revision {
+		ok = false
+	}
+	g.mu.Unlock()
+	if ok {
+		return f.approval, f.merged, nil
+	}
+	a, merged, err := g.lookUp(ctx, revision, file, phase)
+	if err != nil {
+		return a, false, err
+	}
+	g.mu.Lock()
+	if g.foundAt != revision {
+		g.found, g.foundAt = map[string]foundApproval{}, revision
+	}
+	g.found[key] = foundApproval{approval: a, merged: merged}
+	g.mu.Unlock()
+	return a, merged, nil
+}
+
+// lookUp is find without the cache.
+func (g *GitApprovals) lookUp(ctx context.Context, revision, file, phase string) (status.Approval, bool, error) {
 	c, err := g.Source.Introduced(ctx, gitsource.Revision(revision), file, func(data []byte) bool {
 		f, err := planfile.Decode(file, data)
 		if err != nil {
@@ -35,20 +103,69 @@ func (g GitApprovals) Find(ctx context.Context, revision, file, phase string) (s
 		return f.Plan.Spec.Approve == phase
 	})
 	if err != nil {
-		return status.Approval{}, fmt.Errorf("find the commit that approved %s in %s: %w", phase, file, err)
+		return status.Approval{}, false, fmt.Errorf("find the commit that approved %s in %s: %w", phase, file, err)
 	}
 	a := status.Approval{Phase: phase, By: c.Author.Name, Commit: string(c.Hash)}
 	if n, ok := c.PullRequest(); ok {
 		a.PR = n
-		if g.Forge != nil {
-			prs, err := g.Forge.PullRequestsForCommit(ctx, string(c.Hash))
-			if err != nil {
-				return a, fmt.Errorf("pull request of approving commit %s: %w", c.Hash.Short(), err)
-			}
-			if pr, ok := forge.ApprovingPullRequest(prs, string(c.Hash)); ok && pr.MergedBy != "" {
-				a.By, a.PR = pr.MergedBy, pr.Number
-			}
+	}
+	if g.Forge == nil {
+		return a, false, nil
+	}
+	prs, err := g.Forge.PullRequestsForCommit(ctx, string(c.Hash))
+	if err != nil {
+		return a, false, fmt.Errorf("pull request of approving commit %s: %w", c.Hash.Short(), err)
+	}
+	pr, ok := forge.ApprovingPullRequest(prs, string(c.Hash))
+	if ok {
+		a.PR = pr.Number
+		if pr.MergedBy != "" {
+			a.By = pr.MergedBy
 		}
 	}
-	return a, nil
+	return a, ok, nil
+}
+
+// Verify reports whether ferry may act on the approval of phase in file
+// at revision: always without a forge or with AllowPush; with a forge,
+// only when a merged pull request made it. A refused approval's commit
+// gets the ApprovalContext commit status, once, saying why.
+func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string) (Verdict, error) {
+	if g.Forge == nil || g.AllowPush {
+		return Verdict{OK: true}, nil
+	}
+	a, merged, err := g.find(ctx, revision, file, phase)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if merged {
+		return Verdict{OK: true}, nil
+	}
+	v := Verdict{Commit: a.Commit, Reason: fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request; approve it in one",
+		approvalName(phase), short(a.Commit), a.By)}
+	g.mu.Lock()
+	done := g.refused[a.Commit]
+	g.mu.Unlock()
+	if !done {
+		desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
+		if err := g.Forge.SetStatus(ctx, a.Commit, ApprovalContext, forge.StateFailure, desc, ""); err != nil {
+			return v, fmt.Errorf("set %s on %s: %w", ApprovalContext, short(a.Commit), err)
+		}
+		g.mu.Lock()
+		if g.refused == nil {
+			g.refused = map[string]bool{}
+		}
+		g.refused[a.Commit] = true
+		g.mu.Unlock()
+	}
+	return v, nil
+}
+
+// approvalName names an approval in a sentence: "phase workers" or
+// "rollback to cluster".
+func approvalName(phase string) string {
+	if to, ok := strings.CutPrefix(phase, status.RollbackApproval("")); ok {
+		return "spec.rollback to " + to
+	}
+	return "phase " + phase
 }

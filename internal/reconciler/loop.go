@@ -88,6 +88,9 @@ type Loop struct {
 	// Latency, when set, is told how long each step took from its
 	// publication to its final result (metrics).
 	Latency func(ev *events.ResultEvent, d time.Duration)
+	// Verifier, when set, is asked before the loop acts on an approval
+	// for the first time; an approval it refuses is not acted on.
+	Verifier ApprovalVerifier
 	// Previews, when set, keeps the preview comments of open pull requests
 	// up to date after each cycle.
 	Previews *Previews

@@ -47,6 +47,10 @@ type planState struct {
 	observedAt time.Time
 	namespaces []string
 	cluster    string
+	// verdicts are the approvals verified at revision verdictsAt, by
+	// revision, file and approval.
+	verdicts   map[string]Verdict
+	verdictsAt string
 }
 
 // Restore seeds the loop's memory from recorded statuses (after a restart),

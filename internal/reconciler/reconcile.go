@@ -76,14 +76,22 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 		}
 		return err
 	}
-	res, err := planner.Plan(p, snap)
+	planned := p
+	refused := l.verify(ctx, cycle, file, p, st, record)
+	if refused != nil {
+		planned = refused.plan
+	}
+	res, err := planner.Plan(planned, snap)
 	if err != nil {
 		return err
+	}
+	if refused != nil {
+		refused.explain(p, res)
 	}
 	var published []step.Step
 	next := res.Next()
 	if next != nil && !busy {
-		published, err = l.publish(ctx, cycle, p, res.Runnable, next, st)
+		published, err = l.publish(ctx, cycle, planned, res.Runnable, next, st)
 	}
 	l.mu.Lock()
 	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res)
