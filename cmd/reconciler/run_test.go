@@ -35,22 +35,7 @@ import (
 // cloud steps stay in flight (TestRunOpenStack runs the migration to its
 // end).
 func TestRunPullRequests(t *testing.T) {
-	mgmt := testenv.StartKube(t)
-	workload := testenv.StartKube(t)
-	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
-		Name: "capi-quickstart", Namespace: "default", BackupNamespace: "capi-backup",
-		ControlPlaneNodes: []string{"capi-quickstart-control-plane-7xk2p"},
-		WorkerNodes:       []string{"capi-quickstart-md-0-wq8fz"},
-		KubeletVersion:    "v1.31.4",
-	})
-	mustCreate(t, mgmt, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}})
-	mustCreate(t, mgmt, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
-		Data: map[string][]byte{
-			"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      password: " + fakePassword + "\n"),
-			"cacert":      []byte("-----BEGIN CERTIFICATE-----\nplaceholder\n-----END CERTIFICATE-----\n"),
-		},
-	})
+	mgmt := orphanedQuickstart(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 
@@ -211,6 +196,29 @@ func TestRunPullRequests(t *testing.T) {
 	}
 }
 
+// orphanedQuickstart starts a management and a workload API server with
+// seed 000's orphaned capi-quickstart cluster, and the OpenStack
+// credentials the example plan copies; it returns the management one.
+func orphanedQuickstart(t *testing.T) *testenv.Kube {
+	mgmt := testenv.StartKube(t)
+	workload := testenv.StartKube(t)
+	testenv.Orphan(t, mgmt, workload, testenv.OrphanedCluster{
+		Name: "capi-quickstart", Namespace: "default", BackupNamespace: "capi-backup",
+		ControlPlaneNodes: []string{"capi-quickstart-control-plane-7xk2p"},
+		WorkerNodes:       []string{"capi-quickstart-md-0-wq8fz"},
+		KubeletVersion:    "v1.31.4",
+	})
+	mustCreate(t, mgmt, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}})
+	mustCreate(t, mgmt, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
+		Data: map[string][]byte{
+			"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      password: " + fakePassword + "\n"),
+			"cacert":      []byte("-----BEGIN CERTIFICATE-----\nplaceholder\n-----END CERTIFICATE-----\n"),
+		},
+	})
+	return mgmt
+}
+
 // running is a `reconciler run` started by startRun.
 type running struct {
 	t             *testing.T
@@ -233,22 +241,30 @@ type running struct {
 // default): a migration that needs more than that fails.
 func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.Server, mgmt *testenv.Kube, namespaces []string, extra ...string) *running {
 	t.Helper()
+	return startRunWith(t, ctx, mgmt, namespaces, gh.Token, append([]string{"--repo", g.URL,
+		"--github-repo", gh.Owner + "/" + gh.Repo, "--github-api-url", gh.URL}, extra...)...)
+}
+
+// startRunWith is startRun with the repository and forge flags in args,
+// and token in the file that --forge-token-file names.
+func startRunWith(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, token string, extra ...string) *running {
+	t.Helper()
 	testenv.ApplyKustomization(t, mgmt, "../../deploy")
 	for _, ns := range namespaces {
 		testenv.ApplyKustomizationIn(t, mgmt, "../../deploy/plan-namespace", ns)
 	}
 	dir := t.TempDir()
 	asServiceAccount := mgmt.KubeconfigAs(t, "system:serviceaccount:ferry-system:ferry-reconciler")
-	for name, content := range map[string]string{"kubeconfig": string(asServiceAccount), "token": gh.Token + "\n", "secret": "webhook-secret\n"} {
+	for name, content := range map[string]string{"kubeconfig": string(asServiceAccount), "token": token + "\n", "secret": "webhook-secret\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	hook := testenv.FreeAddr(t)
 	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret"), exited: make(chan struct{})}
-	args := append([]string{"--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
+	args := append([]string{"--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
 		"--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
-		"--github-repo", gh.Owner + "/" + gh.Repo, "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token")}, extra...)
+		"--forge-token-file", filepath.Join(dir, "token")}, extra...)
 	runCtx, stop := context.WithCancel(ctx)
 	go func() {
 		defer close(r.exited)

@@ -41,6 +41,9 @@ type verdict struct {
 	state   string
 	reasons []string
 	files   int
+	// conflict: another open pull request raises the same plan; closing
+	// it changes no head, so the verdict is judged again every pass.
+	conflict bool
 }
 
 // description is the commit status's description: the first reason (and
@@ -139,6 +142,7 @@ func gate(n int, pp *pullPlans, base basePlans, raisedBy map[string][]int, runni
 		if to > from {
 			if others := slices.DeleteFunc(slices.Clone(raisedBy[name]), func(m int) bool { return m == n }); len(others) > 0 {
 				fail("raises spec.approve of plan %s, as %s also does: merge one at a time", name, pullList(others))
+				v.conflict = true
 			}
 		}
 	}

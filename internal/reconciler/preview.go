@@ -69,12 +69,13 @@ type Previews struct {
 	// the pull request's page.
 	StatusURL string
 
-	heads    map[int]string     // pull heads when the last pass completed
-	base     string             // the branch revision of the last completed pass
-	shown    map[int]string     // pull request -> head and verdict its comment shows
-	plans    map[int]*pullPlans // pull request -> what its head changes, when it touches plans
-	gated    map[int]string     // pull request -> head, state and description of its gate
-	unlisted map[int]unlisted   // heads Git lists and the API did not
+	heads     map[int]string     // pull heads when the last pass completed
+	base      string             // the branch revision of the last completed pass
+	conflicts bool               // a gate failed because two pull requests raise one plan
+	shown     map[int]string     // pull request -> head and verdict its comment shows
+	plans     map[int]*pullPlans // pull request -> what its head changes, when it touches plans
+	gated     map[int]string     // pull request -> head, state and description of its gate
+	unlisted  map[int]unlisted   // heads Git lists and the API did not
 }
 
 // unlisted is a pull-request head the forge's API did not list, since when.
@@ -90,7 +91,7 @@ type unlisted struct {
 // would do. It is called from the loop's goroutine only.
 func (p *Previews) Update(ctx context.Context, base Base, record func(plan string) observed.Record) error {
 	heads := p.Pulls.PullHeads()
-	if p.heads != nil && maps.Equal(heads, p.heads) && base.Revision == p.base {
+	if p.heads != nil && maps.Equal(heads, p.heads) && base.Revision == p.base && !p.conflicts {
 		return nil
 	}
 	if p.shown == nil {
@@ -135,12 +136,14 @@ func (p *Previews) Update(ctx context.Context, base Base, record func(plan strin
 			raisedBy[name] = append(raisedBy[name], n)
 		}
 	}
+	p.conflicts = false
 	for _, pr := range prs {
 		pp := p.plans[pr.Number]
 		if pp == nil || loaded[pr.Number] == nil {
 			continue
 		}
 		v := gate(pr.Number, pp, bp, raisedBy, p.Running)
+		p.conflicts = p.conflicts || v.conflict
 		if err := p.preview(ctx, pr, loaded[pr.Number], v, record); err != nil {
 			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
 		}

@@ -393,8 +393,12 @@ func (g *Gitea) PushBranch(t T, login, branch, message string, files map[string]
 	if ref, err := repo.Reference(plumbing.ReferenceName(remote), true); err == nil {
 		opts.Hash = ref.Hash()
 	}
-	if err := wt.Checkout(opts); err != nil {
-		t.Fatalf("testenv: check out %s: %v", branch, err)
+	if head, err := repo.Head(); err != nil || head.Name() != opts.Branch {
+		// The clone has main checked out already: a push to main
+		// commits onto it.
+		if err := wt.Checkout(opts); err != nil {
+			t.Fatalf("testenv: check out %s: %v", branch, err)
+		}
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
