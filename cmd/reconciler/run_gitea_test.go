@@ -124,4 +124,3 @@ func TestRunOnGitea(t *testing.T) {
 		t.Errorf("the log does not say the approval was refused, or holds a secret:\n%s", tail(log, 20))
 	}
 }
-
