@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
-	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -21,9 +25,48 @@ import (
 // it; a second pull request raising the same plan fails both until it is
 // closed; a merge approves the phase, credited to the merger; a push to
 // main that raises spec.approve runs nothing, and the status, the phase
-// and a commit status on that commit say why.
+// and a commit status on that commit say why. A step that failed for good
+// during an outage (an admission policy that refuses the cloud
+// credentials' Secret) is retried by `/ferry retry` on the pull request
+// that approved its phase, once the outage is over; the same command from
+// a reader is refused; each command is answered and carried out once.
+// refuseSecret makes mgmt refuse to create the Secret name (in any
+// namespace), as an outage of the admission chain would, and returns what
+// ends the outage.
+func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "outage"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != '" + name + "'", Message: "an outage: this Secret cannot be written now"}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "outage"},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "outage",
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
+	}
+	mustCreate(t, mgmt, policy)
+	mustCreate(t, mgmt, binding)
+	return func() {
+		if err := mgmt.Client.Delete(ctx, binding); err != nil {
+			t.Fatalf("end the outage: %v", err)
+		}
+		time.Sleep(2 * time.Second) // the API server's policy informer
+	}
+}
+
 func TestRunOnGitea(t *testing.T) {
 	mgmt := orphanedQuickstart(t)
+	outage := refuseSecret(t, mgmt, "capi-quickstart-cloud-config")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	plan := func(approve string) string { return testenv.ExamplePlan(t, approve) }
@@ -83,22 +126,65 @@ func TestRunOnGitea(t *testing.T) {
 	gt.API(t, alice, "PATCH", "/repos/"+gt.Owner+"/"+gt.Repo+"/pulls/"+strconv.Itoa(second), map[string]any{"state": "closed"}, nil)
 	r.waitFor("ferry/preview passing again once the other is closed", gateIs(head, "success: ", ""))
 
-	// The merge approves cluster: it runs, credited to the merger.
+	// The merge approves cluster: it runs, credited to the merger, and
+	// fails for good on the Secret the outage refuses.
 	merge := gt.MergePullRequest(t, alice, first, testenv.MergeCommit)
-	r.waitFor("a copy-secret step of phase cluster to succeed", func() bool {
+	const cloudConfig = "cluster/copy-secret/secret/capi-quickstart-cloud-config"
+	stepState := func(key string) status.StepState {
 		st := readStatus()
 		if st == nil || st.Revision != merge {
-			return false
+			return ""
 		}
 		for _, s := range st.Phase("cluster").Steps {
-			if s.Action == step.CopySecret && s.State == status.StepSucceeded {
-				return true
+			if s.Key == key {
+				return s.State
 			}
 		}
-		return false
+		return ""
+	}
+	r.waitFor("phase cluster to fail on the refused Secret", func() bool {
+		st := readStatus()
+		return stepState(cloudConfig) == status.StepFailed && st.Phase("cluster").State == status.PhaseFailed
 	})
 	if st := readStatus(); len(st.ApprovedBy) != 1 || st.ApprovedBy[0] != (status.Approval{Phase: "cluster", By: alice, PR: first, Commit: merge}) {
 		t.Errorf("approvedBy = %+v; want cluster by %s in #%d at %s", st.ApprovedBy, alice, first, merge)
+	}
+
+	// A reader's retry is refused; after the outage, alice's runs the
+	// step to success, published once although the webhook and the poll
+	// both bring the command.
+	answer := func(id int64) string {
+		for _, c := range gt.Comments(t, first) {
+			if strings.HasPrefix(c.Body, forge.Marker("command/"+strconv.FormatInt(id, 10))) {
+				return c.Body
+			}
+		}
+		return ""
+	}
+	byMallory := gt.Comment(t, testenv.GiteaReader, first, "/ferry retry")
+	r.waitFor("the reader's retry refused", func() bool { return strings.Contains(answer(byMallory), "refused: commands need write access") })
+	if stepState(cloudConfig) != status.StepFailed {
+		t.Errorf("the refused retry ran the step: %s", stepState(cloudConfig))
+	}
+	outage()
+	published := strings.Count(r.log(), "step="+cloudConfig+" executor")
+	byAlice := gt.Comment(t, alice, first, "/ferry retry")
+	r.waitFor("the retried step to succeed", func() bool { return stepState(cloudConfig) == status.StepSucceeded })
+	if a := answer(byAlice); !strings.Contains(a, "retrying 1 failed step(s) of phase cluster of plan capi-quickstart") {
+		t.Errorf("answer to alice's retry: %q", a)
+	}
+	time.Sleep(3 * time.Second) // a second delivery or poll would publish now
+	if n := strings.Count(r.log(), "step="+cloudConfig+" executor") - published; n != 1 {
+		t.Errorf("the retried step was published %d times; want once", n)
+	}
+	answers := 0
+	for _, c := range gt.Comments(t, first) {
+		if strings.Contains(c.Body, "<!-- ferry:command/") {
+			answers++
+		}
+	}
+	if answers != 2 {
+		t.Errorf("%d answers on #%d; want one per command", answers, first)
 	}
 
 	// A push to main that raises spec.approve: not acted on, and said.

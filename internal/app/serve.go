@@ -154,6 +154,8 @@ func (s *server) observe(ctx context.Context) error {
 		s.loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: s.src}, Observer: previewObs,
 			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(),
 			Running: func(plan string) string { return reconciler.RunningPhase(s.rec.Status(plan)) }}
+		s.loop.Commands = &reconciler.Commands{Forge: fg, Statuses: s.rec.Statuses, Retry: s.loop.Retry,
+			Preview: s.loop.Previews.Redo, Open: s.loop.Previews.Open}
 	}
 	return nil
 }

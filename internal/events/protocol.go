@@ -3,6 +3,7 @@ package events
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -43,6 +44,14 @@ func ResultSubject(plan string) string { return ResultsPrefix + plan }
 // again within the duplicate window is dropped by JetStream.
 func StepID(plan, revision, phase, key string) string {
 	sum := sha256.Sum256([]byte(plan + "\x00" + revision + "\x00" + phase + "\x00" + key))
+	return hex.EncodeToString(sum[:16])
+}
+
+// RetryID is the ID of a step published again by the n-th retry a
+// person asked for: a new message for JetStream, which would drop the
+// step's own ID as a duplicate within its window.
+func RetryID(id string, n int) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00retry\x00%d", id, n)))
 	return hex.EncodeToString(sum[:16])
 }
 

@@ -91,6 +91,9 @@ type Loop struct {
 	// Verifier, when set, is asked before the loop acts on an approval
 	// for the first time; an approval it refuses is not acted on.
 	Verifier ApprovalVerifier
+	// Commands, when set, carries out the commands in pull requests'
+	// comments after each pass.
+	Commands *Commands
 	// Previews, when set, keeps the preview comments of open pull requests
 	// up to date after each cycle.
 	Previews *Previews

@@ -26,6 +26,9 @@ type planState struct {
 	// failedAt; they are not published again until the revision changes.
 	failed   map[string]bool
 	failedAt string
+	// retries counts `/ferry retry` commands carried out: the steps of a
+	// retry are published under IDs of their own.
+	retries int
 	// succeeded are the IDs of steps whose success was reported, and
 	// when: the informers the observer reads may not show a step's effect
 	// yet, and such a step is not published again (see cacheLag).
@@ -51,6 +54,31 @@ type planState struct {
 	// revision, file and approval.
 	verdicts   map[string]Verdict
 	verdictsAt string
+}
+
+// Retry forgets the failures of plan's steps in phases, so that the next
+// cycle publishes them again, under new IDs (JetStream would drop the old
+// ones as duplicates), and returns how many there were.
+func (l *Loop) Retry(plan string, phases []string) int {
+	l.init()
+	st := l.state(plan)
+	l.mu.Lock()
+	n := 0
+	for key := range st.failed {
+		if slices.ContainsFunc(phases, func(ph string) bool { return strings.HasPrefix(key, ph+"/") }) {
+			delete(st.failed, key)
+			n++
+		}
+	}
+	if n > 0 {
+		st.retries++
+		st.dirty, st.settled = true, false
+	}
+	l.mu.Unlock()
+	if n > 0 {
+		l.queue.Add(plan)
+	}
+	return n
 }
 
 // Restore seeds the loop's memory from recorded statuses (after a restart),

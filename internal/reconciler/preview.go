@@ -163,6 +163,20 @@ func (p *Previews) Update(ctx context.Context, base Base, record func(plan strin
 	return nil
 }
 
+// Open returns the open pull requests that have a preview (or had one), for
+// comment commands.
+func (p *Previews) Open() []int {
+	return slices.Sorted(maps.Keys(p.plans))
+}
+
+// Redo makes the next Update preview pull request n again and set its
+// gate again (`/ferry preview`).
+func (p *Previews) Redo(n int) {
+	delete(p.shown, n)
+	delete(p.gated, n)
+	p.heads = nil
+}
+
 // Base is the tracked branch as the loop last loaded it: the merge gate
 // compares pull requests with its plans.
 type Base struct {

@@ -131,6 +131,9 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 		}
 		ev := events.NewStepEvent(p, cycle.Revision, s, cycle.At)
 		l.mu.Lock()
+		if st.retries > 0 {
+			ev.ID = events.RetryID(ev.ID, st.retries)
+		}
 		doneAt, done := st.succeeded[ev.ID]
 		l.mu.Unlock()
 		if done && l.Now().Sub(doneAt) < cacheLag {

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -276,6 +278,17 @@ func commitState(s status.PhaseState) (string, bool) {
 		return forge.StatePending, true
 	}
 	return "", false
+}
+
+// Statuses returns a copy of every plan's current status, by plan name.
+func (r *StatusRecorder) Statuses() []*status.PlanStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*status.PlanStatus, 0, len(r.statuses))
+	for _, name := range slices.Sorted(maps.Keys(r.statuses)) {
+		out = append(out, r.statuses[name].Clone())
+	}
+	return out
 }
 
 // Status returns a copy of a plan's current status (for tests and the

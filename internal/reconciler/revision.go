@@ -51,6 +51,14 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 			return cycle, todo, err
 		}
 	}
+	if l.Commands != nil {
+		l.enter(stageCommands)
+		commandsCtx, cancel := context.WithTimeout(ctx, l.Timeout)
+		defer cancel()
+		if err := l.Commands.Update(commandsCtx); err != nil {
+			return cycle, todo, err
+		}
+	}
 	return cycle, todo, nil
 }
 

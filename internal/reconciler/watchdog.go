@@ -30,6 +30,7 @@ const (
 	stagePoll     = "polling the plans repository"
 	stageLoad     = "loading the plan files"
 	stagePreviews = "previewing pull requests"
+	stageCommands = "reading comment commands"
 )
 
 // enter records that the pass entered stage.
