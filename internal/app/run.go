@@ -225,6 +225,13 @@ func (s *server) lead(ctx context.Context) {
 	if err := s.rec.Restore(ctx, s.loop); err != nil && !errors.Is(err, status.ErrNoStatus) {
 		s.log.Warn("no recorded status read; starting from the observed state", "error", err)
 	}
+	// Results a killed predecessor took but had not acted on.
+	since := time.Now().Add(-events.DuplicateWindow)
+	if n, err := events.ReplayResults(ctx, s.bus.JS, since, s.loop.OnResult); err != nil {
+		s.log.Warn("recent step results not replayed; a step whose result was lost waits until it is stale", "error", err)
+	} else if n > 0 {
+		s.log.Info("replayed recent step results", "results", n, "since", since.Format(time.RFC3339))
+	}
 	go func() {
 		if err := events.RunResults(ctx, s.bus.JS, "ferry-reconciler", s.loop.OnResult); err != nil {
 			s.log.Error("results consumer stopped", "error", err)

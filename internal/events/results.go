@@ -69,3 +69,68 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 		_ = msg.Ack()
 	}
 }
+
+// ReplayResults delivers to fn, in order, the results published on
+// FERRY_RESULTS since since and up to the last one there now, through an
+// ordered consumer that acks nothing and leaves the durable one alone.
+//
+// A reconciler that starts (or becomes leader) replays the last
+// DuplicateWindow of results before it publishes: a result that its
+// predecessor took and acked but had not acted on when it was killed is
+// not delivered again by the durable consumer, and the step, published
+// again, is dropped as a duplicate for as long as that window lasts, so
+// without the replay nothing would ever end it. Errors of fn are ignored:
+// the durable consumer delivers what comes after.
+func ReplayResults(ctx context.Context, js jetstream.JetStream, since time.Time, fn func(context.Context, *ResultEvent) error) (int, error) {
+	stream, err := js.Stream(ctx, StreamResults)
+	if err != nil {
+		return 0, fmt.Errorf("replay results: %w", err)
+	}
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("replay results: %w", err)
+	}
+	last := info.State.LastSeq
+	if last == 0 || info.State.LastTime.Before(since) {
+		return 0, nil
+	}
+	cons, err := js.OrderedConsumer(ctx, StreamResults, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{ResultsPrefix + ">"},
+		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+		OptStartTime:   &since,
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replay results: %w", err)
+	}
+	n := 0
+	for {
+		batch, err := cons.Fetch(256, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			return n, fmt.Errorf("replay results: %w", err)
+		}
+		got := false
+		for msg := range batch.Messages() {
+			got = true
+			meta, err := msg.Metadata()
+			if err != nil {
+				return n, fmt.Errorf("replay results: %w", err)
+			}
+			var ev ResultEvent
+			if json.Unmarshal(msg.Data(), &ev) == nil && ev.Type == TypeResult {
+				_ = fn(ctx, &ev)
+				n++
+			}
+			if meta.Sequence.Stream >= last {
+				return n, nil
+			}
+		}
+		if !got {
+			// Nothing up to last (the rest was removed by MaxAge, or
+			// the fetch failed): the durable consumer goes on.
+			if err := ctx.Err(); err != nil {
+				return n, err
+			}
+			return n, batch.Error()
+		}
+	}
+}

@@ -116,6 +116,9 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	case events.Succeeded:
 		delete(st.inFlight, ev.StepID)
 		st.succeeded[ev.StepID] = l.Now()
+		if st.failedAt == ev.Revision {
+			delete(st.failed, ev.StepKey) // a retry succeeded
+		}
 		if isCheck(ev.StepKey) && !slices.Contains(st.record.Checks, ev.StepKey) {
 			st.record.Checks = append(st.record.Checks, ev.StepKey)
 			sort.Strings(st.record.Checks)
