@@ -11,15 +11,14 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// migration drives one plan through pull requests, as a team does on
-// GitHub, against a running `reconciler run`: each pull request approves
-// a phase, is previewed, merged, and its phase waited for on the status
+// migration drives one plan through pull requests on a real Gitea, as a
+// team does, against a running `reconciler run --forge gitea`: each pull
+// request approves a phase, is previewed, merged through Gitea's API with
+// the migration's merge style, and its phase waited for on the status
 // branch and in the progress comment. Every wait ends at once when the
 // reconciler exits, and fails with the last thing it saw and the end of
 // the reconciler's log.
@@ -27,20 +26,21 @@ type migration struct {
 	t      *testing.T
 	ctx    context.Context
 	r      *running
-	gh     *fakegithub.Server
-	repo   *testenv.PlansRepo
+	gt     *testenv.Gitea
+	style  string // how pull requests are merged: testenv.MergeCommit, …
 	reader status.Store
 	plan   string // the plan's name: plans/<plan>.yaml
 	pr     int    // the last pull request opened
+	branch string // its branch
 }
 
-// newMigration acts on g's plans repository for plan, delivering webhooks
-// to r and reading the status branch.
-func newMigration(t *testing.T, ctx context.Context, r *running, g *testenv.Git, gh *fakegithub.Server, plan string) *migration {
-	repo := testenv.NewPlansRepo(t, g, gh)
-	repo.WebhookURL, repo.WebhookSecret = r.webhookURL, r.webhookSecret
-	return &migration{t: t, ctx: ctx, r: r, gh: gh, repo: repo, plan: plan,
-		reader: status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}}
+// startMigration starts Gitea with files in its plans repository and
+// `reconciler run` on it (startRunOnGitea, extra flags last), on the
+// management cluster mgmt, for plan, merging with style.
+func startMigration(t *testing.T, ctx context.Context, mgmt *testenv.Kube, plan, style string, files map[string]string, extra ...string) *migration {
+	t.Helper()
+	gt, r, reader := startRunOnGitea(t, ctx, mgmt, nil, files, extra...)
+	return &migration{t: t, ctx: ctx, r: r, gt: gt, style: style, reader: reader, plan: plan}
 }
 
 func (m *migration) path() string { return "plans/" + m.plan + ".yaml" }
@@ -49,9 +49,30 @@ func (m *migration) path() string { return "plans/" + m.plan + ".yaml" }
 // and returns its preview once it lists the steps of phase.
 func (m *migration) open(title, phase, content string) string {
 	m.t.Helper()
-	m.pr++
-	m.repo.OpenPR(m.pr, title, "alice", map[string]string{m.path(): content})
+	m.openPR(title, content)
 	return m.comment(m.pr, "preview", "Steps of phase "+phase+":")
+}
+
+// openPR pushes the plan's content to a new branch as alice and opens a
+// pull request from it.
+func (m *migration) openPR(title, content string) {
+	m.t.Helper()
+	m.branch = fmt.Sprintf("pr-%d-%s", m.pr+1, strings.ReplaceAll(strings.ToLower(title), " ", "-"))
+	m.gt.PushBranch(m.t, testenv.GiteaMaintainer, m.branch, title, map[string]string{m.path(): content})
+	m.pr = m.gt.OpenPullRequest(m.t, testenv.GiteaMaintainer, m.branch, title)
+}
+
+// push adds a commit with the plan's content to the last pull request.
+func (m *migration) push(msg, content string) {
+	m.t.Helper()
+	m.gt.PushBranch(m.t, testenv.GiteaMaintainer, m.branch, msg, map[string]string{m.path(): content})
+}
+
+// mergePR merges the last pull request as merger with the migration's
+// style and returns the commit it wrote on main.
+func (m *migration) mergePR(merger string) string {
+	m.t.Helper()
+	return m.gt.MergePullRequest(m.t, merger, m.pr, m.style)
 }
 
 // merge merges the last pull request as merger, which approves phase:
@@ -60,7 +81,7 @@ func (m *migration) open(title, phase, content string) string {
 // phase Succeeded; it returns the status and the merge commit.
 func (m *migration) merge(phase, merger string, want map[string]status.PhaseState) (*status.PlanStatus, string) {
 	m.t.Helper()
-	sha := m.repo.MergePR(m.pr, merger)
+	sha := m.mergePR(merger)
 	approval := status.Approval{Phase: phase, By: merger, PR: m.pr, Commit: sha}
 	st := m.until(fmt.Sprintf("%+v and phases %v", approval, want), func(st *status.PlanStatus) bool {
 		return slices.Contains(st.ApprovedBy, approval) && phasesAre(st, want)
@@ -74,7 +95,7 @@ func (m *migration) merge(phase, merger string, want map[string]status.PhaseStat
 func (m *migration) approve(phase, content string, want map[string]status.PhaseState) *status.PlanStatus {
 	m.t.Helper()
 	m.open("Approve "+phase, phase, content)
-	st, _ := m.merge(phase, "bob", want)
+	st, _ := m.merge(phase, testenv.GiteaReviewer, want)
 	return st
 }
 
@@ -113,7 +134,7 @@ func (m *migration) comment(pr int, key, want string) string {
 	m.t.Helper()
 	var body string
 	m.wait(fmt.Sprintf("a %s comment on #%d with %q", key, pr, want), func() bool {
-		for _, c := range m.gh.Comments(pr) {
+		for _, c := range m.gt.Comments(m.t, pr) {
 			if strings.HasPrefix(c.Body, forge.Marker(key)) {
 				body = c.Body
 				if strings.Contains(c.Body, want) {
@@ -130,15 +151,17 @@ func (m *migration) comment(pr int, key, want string) string {
 // phases on commit sha.
 func (m *migration) successStatuses(sha string, n int) {
 	m.t.Helper()
+	var last []testenv.GiteaStatus
 	m.wait(fmt.Sprintf("%d success statuses for the phases on %s", n, sha), func() bool {
+		last = m.gt.Statuses(m.t, sha)
 		success := 0
-		for _, s := range m.gh.Statuses() {
-			if s.SHA == sha && s.State == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/"+m.plan+"/") {
+		for _, s := range last {
+			if s.Status == forge.StateSuccess && strings.HasPrefix(s.Context, "ferry/"+m.plan+"/") {
 				success++
 			}
 		}
 		return success >= n
-	}, func() string { return fmt.Sprintf("statuses: %+v", m.gh.Statuses()) })
+	}, func() string { return fmt.Sprintf("statuses: %+v", last) })
 }
 
 // wait polls done until it holds; when the reconciler exits or ctx ends

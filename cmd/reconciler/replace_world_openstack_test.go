@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -69,10 +68,10 @@ func drained(ctx context.Context, wl *testenv.Kube, nodes []string) bool {
 }
 
 // checkBridgeKept checks that network-bridge stayed done once the
-// infrastructure moved: every status of it on the merge commits of
+// infrastructure moved: its latest status on each merge commit of
 // workers, cutover and cleanup is success, though the new nodes joined
 // with no VPN client pod yet.
-func checkBridgeKept(t *testing.T, gh *fakegithub.Server, st *status.PlanStatus) {
+func checkBridgeKept(t *testing.T, m *migration, st *status.PlanStatus) {
 	t.Helper()
 	later := map[string]string{}
 	for _, a := range st.ApprovedBy {
@@ -81,11 +80,13 @@ func checkBridgeKept(t *testing.T, gh *fakegithub.Server, st *status.PlanStatus)
 		}
 	}
 	seen := 0
-	for _, s := range gh.Statuses() {
-		if phase, ok := later[s.SHA]; ok && s.Context == "ferry/"+st.Plan+"/network-bridge" {
-			seen++
-			if s.State != forge.StateSuccess {
-				t.Errorf("network-bridge reopened after %s was approved: commit status %s (%s)", phase, s.State, s.Description)
+	for sha, phase := range later {
+		for _, s := range m.gt.Statuses(t, sha) {
+			if s.Context == "ferry/"+st.Plan+"/network-bridge" {
+				seen++
+				if s.Status != forge.StateSuccess {
+					t.Errorf("network-bridge reopened after %s was approved: commit status %s (%s)", phase, s.Status, s.Description)
+				}
 			}
 		}
 	}

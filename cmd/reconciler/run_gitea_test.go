@@ -20,16 +20,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// TestRunOnGitea: `reconciler run --forge gitea` against a real Gitea.
-// The merge gate fails on an invalid plan and succeeds once a push fixes
-// it; a second pull request raising the same plan fails both until it is
-// closed; a merge approves the phase, credited to the merger; a push to
-// main that raises spec.approve runs nothing, and the status, the phase
-// and a commit status on that commit say why. A step that failed for good
-// during an outage (an admission policy that refuses the cloud
-// credentials' Secret) is retried by `/ferry retry` on the pull request
-// that approved its phase, once the outage is over; the same command from
-// a reader is refused; each command is answered and carried out once.
 // refuseSecret makes mgmt refuse to create the Secret name (in any
 // namespace), as an outage of the admission chain would, and returns what
 // ends the outage.
@@ -64,27 +54,47 @@ func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
 	}
 }
 
+// startRunOnGitea starts a Gitea whose plans repository holds files, and
+// `reconciler run --forge gitea` on it (startRunWith, with extra flags
+// last) as Gitea's bot account, with Gitea's webhook delivered to it; it
+// returns them and a reader of the status branch.
+func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *running, status.Store) {
+	t.Helper()
+	gt := testenv.StartGitea(t, testenv.SeedDir(t, files))
+	bot := testenv.GiteaBot
+	gitToken := filepath.Join(t.TempDir(), "git-token")
+	if err := os.WriteFile(gitToken, []byte(gt.Token(bot)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := startRunWith(t, ctx, mgmt, namespaces, gt.Token(bot), append([]string{
+		"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken,
+		"--forge", "gitea", "--forge-url", gt.URL, "--forge-repo", gt.Owner + "/" + gt.Repo}, extra...)...)
+	gt.AddWebhook(t, r.webhookURL, string(r.webhookSecret))
+	reader := status.Store{Git: &gitsource.Writer{URL: gt.RepoURL(), Branch: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
+	return gt, r, reader
+}
+
+// TestRunOnGitea: `reconciler run --forge gitea` against a real Gitea.
+// The merge gate fails on an invalid plan and succeeds once a push fixes
+// it; a second pull request raising the same plan fails both until it is
+// closed; a merge approves the phase, credited to the merger; a push to
+// main that raises spec.approve runs nothing, and the status, the phase
+// and a commit status on that commit say why. A step that failed for good
+// during an outage (an admission policy that refuses the cloud
+// credentials' Secret) is retried by `/ferry retry` on the pull request
+// that approved its phase, once the outage is over; the same command from
+// a reader is refused; each command is answered and carried out once.
 func TestRunOnGitea(t *testing.T) {
 	mgmt := orphanedQuickstart(t)
 	outage := refuseSecret(t, mgmt, "capi-quickstart-cloud-config")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	plan := func(approve string) string { return testenv.ExamplePlan(t, approve) }
-	gt := testenv.StartGitea(t, testenv.SeedDir(t, map[string]string{
+	gt, r, reader := startRunOnGitea(t, ctx, mgmt, []string{"capi-backup"}, map[string]string{
 		"plans/capi-quickstart.yaml":                        plan(""),
 		"manifests/openstack-cloud-controller-manager.yaml": testenv.CCMManifest,
-	}))
+	}, "--interval", "2s", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
 	bot := testenv.GiteaBot
-	gitToken := filepath.Join(t.TempDir(), "git-token")
-	if err := os.WriteFile(gitToken, []byte(gt.Token(bot)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	r := startRunWith(t, ctx, mgmt, []string{"capi-backup"}, gt.Token(bot),
-		"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken,
-		"--forge", "gitea", "--forge-url", gt.URL, "--forge-repo", gt.Owner+"/"+gt.Repo,
-		"--interval", "2s", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
-	gt.AddWebhook(t, r.webhookURL, string(r.webhookSecret))
-	reader := status.Store{Git: &gitsource.Writer{URL: gt.RepoURL(), Branch: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
 	readStatus := func() *status.PlanStatus {
 		st, err := reader.Read(ctx, "capi-quickstart")
 		if err != nil {

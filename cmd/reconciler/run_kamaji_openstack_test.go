@@ -11,14 +11,14 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // TestRunKamajiOpenStack is a seed 004 migration driven through pull
-// requests, as TestRunOpenStack drives seed 000's: a cluster whose control
+// requests, as TestRunOpenStack drives seed 000's, on Gitea with squash
+// merges (pull request 1 has two commits): a cluster whose control
 // plane Kamaji hosts (a KamajiControlPlane in the management cluster; the
 // workload API server stands for the hosted one and is the Cluster's
 // endpoint) and whose workers run on servers of the local OpenStack moves
@@ -51,23 +51,21 @@ func TestRunKamajiOpenStack(t *testing.T) {
 
 	const planPath, ccmPath = "plans/kamaji-quickstart.yaml", "manifests/ccm.yaml"
 	plan := func(approve string) string { return h.Plan(approve, ccmPath) }
-	seed := testenv.SeedDir(t, map[string]string{planPath: plan(`""`), ccmPath: testenv.CCMManifest})
-	g := testenv.StartGit(t, seed)
-	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
-	t.Cleanup(gh.Close)
-	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
-	m := newMigration(t, ctx, r, g, gh, h.Name)
+	m := startMigration(t, ctx, mgmt, h.Name, testenv.MergeSquash,
+		map[string]string{planPath: plan(`""`), ccmPath: testenv.CCMManifest},
+		"--interval", "2s", "--comment-interval", "200ms")
+	bob, alice := testenv.GiteaReviewer, testenv.GiteaMaintainer
 	S, P := status.PhaseSucceeded, status.PhasePending
 
 	refuseBrokenRule(t, m, h, plan("cluster"))
-	m.repo.PushPR(m.pr, "Keep the kubelet address order of seed 004", "alice", map[string]string{planPath: plan("cluster")})
+	m.push("Keep the kubelet address order of seed 004", plan("cluster"))
 	preview := m.comment(m.pr, "preview", "Steps of phase cluster:")
 	for _, want := range []string{"patch Cluster default/kamaji-quickstart", "create OpenStackCluster default/kamaji-quickstart", "apiServerLoadBalancer=false", "disableAPIServerFloatingIP=true"} {
 		if !strings.Contains(preview, want) {
 			t.Errorf("preview of #1 lacks %q:\n%s", want, preview)
 		}
 	}
-	m.merge("cluster", "bob", map[string]status.PhaseState{"cluster": S, "control-plane": P})
+	m.merge("cluster", bob, map[string]status.PhaseState{"cluster": S, "control-plane": P})
 	var cl clusterv1.Cluster
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: h.Name}, &cl); err != nil || cl.Spec.Paused || cl.Spec.InfrastructureRef.Kind != "OpenStackCluster" {
 		t.Fatalf("Cluster after phase cluster: paused=%t, infrastructureRef %v, %v", cl.Spec.Paused, cl.Spec.InfrastructureRef, err)
@@ -79,10 +77,10 @@ func TestRunKamajiOpenStack(t *testing.T) {
 			t.Errorf("preview of #2 lacks %q:\n%s", want, preview)
 		}
 	}
-	m.merge("control-plane", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
+	m.merge("control-plane", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
 
 	m.open("Approve workers", "workers", plan("workers"))
-	_, merge3 := m.merge("workers", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
+	_, merge3 := m.merge("workers", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
 	unpaused := time.Now() // the workers' unpause was before this
 	m.successStatuses(merge3, 3)
 
@@ -105,8 +103,7 @@ func refuseBrokenRule(t *testing.T, m *migration, h *ostest.Hosted, plan string)
 	if broken == plan {
 		t.Fatal("the plan has no preferredAddressTypes to break")
 	}
-	m.pr++
-	m.repo.OpenPR(m.pr, "Approve cluster", "alice", map[string]string{m.path(): broken})
+	m.openPR("Approve cluster", broken)
 	preview := m.comment(m.pr, "preview", "spec.target.controlPlane.kubelet.preferredAddressTypes")
 	for _, want := range []string{"`plans/kamaji-quickstart.yaml`: invalid", "must be [InternalIP, ExternalIP, Hostname] with KamajiControlPlane"} {
 		if !strings.Contains(preview, want) {

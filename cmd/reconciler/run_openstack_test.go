@@ -11,15 +11,16 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // TestRunOpenStack is a seed 000 migration driven through three pull
-// requests: `reconciler run` (executors in process, embedded NATS) watches
-// a real Git server and writes to the GitHub stand-in; the management and
+// requests on a real Gitea, merged with merge commits: `reconciler run
+// --forge gitea` (executors in process, embedded NATS) reads the plans
+// repository, the approvals, the webhooks from Gitea and writes its
+// comments and statuses there; the management and
 // workload clusters are real API servers, and the real Cluster API (core,
 // kubeadm bootstrap, KubeadmControlPlane) and CAPO managers act on what
 // ferry creates; the nodes' servers are in the local OpenStack. Pull
@@ -44,19 +45,17 @@ func TestRunOpenStack(t *testing.T) {
 	plan := func(approve string) string {
 		return f.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	seed := testenv.SeedDir(t, map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
-	g := testenv.StartGit(t, seed)
-	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
-	t.Cleanup(gh.Close)
-	r := startRun(t, ctx, g, gh, mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
-	m := newMigration(t, ctx, r, g, gh, "capi-quickstart")
+	m := startMigration(t, ctx, mgmt, "capi-quickstart", testenv.MergeCommit,
+		map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest},
+		"--interval", "2s", "--comment-interval", "200ms")
+	bob, alice := testenv.GiteaReviewer, testenv.GiteaMaintainer
 	S, P := status.PhaseSucceeded, status.PhasePending
 
 	preview := m.open("Approve cluster", "cluster", plan("cluster"))
 	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) {
 		t.Errorf("preview of #1 lacks the keypair step:\n%s", preview)
 	}
-	m.merge("cluster", "bob", map[string]status.PhaseState{"cluster": S, "control-plane": P})
+	m.merge("cluster", bob, map[string]status.PhaseState{"cluster": S, "control-plane": P})
 	var cl clusterv1.Cluster
 	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capi-quickstart"}, &cl); err != nil || cl.Spec.Paused {
 		t.Fatalf("Cluster after phase cluster: paused=%t, %v", cl.Spec.Paused, err)
@@ -70,11 +69,11 @@ func TestRunOpenStack(t *testing.T) {
 	endpointKept("cluster")
 
 	m.open("Approve control-plane", "control-plane", plan("control-plane"))
-	m.merge("control-plane", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
+	m.merge("control-plane", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
 	endpointKept("control-plane")
 
 	m.open("Approve workers", "workers", plan("workers"))
-	_, merge3 := m.merge("workers", "carol", map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
+	_, merge3 := m.merge("workers", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
 	unpaused := time.Now() // the workers' unpause was before this
 	endpointKept("workers")
 	var mds clusterv1.MachineDeploymentList

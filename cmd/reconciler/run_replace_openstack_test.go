@@ -12,14 +12,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
 // TestRunReplaceOpenStack is seed 003 driven through pull requests on the
-// real controllers: a cluster whose workers are CAPD machines (the real
+// real controllers and a real Gitea, merged by rebase: a cluster whose workers are CAPD machines (the real
 // Cluster API controllers built them; CAPD's own controller is a labelled
 // stand-in, as is Kamaji's for the hosted control plane) moves its
 // workload onto a new pool that the real CAPO builds in the local Nova.
@@ -47,12 +46,9 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	}
 	x.probe = f.Workload.NewProbe()
 	t.Cleanup(x.probe.Close)
-	seed := testenv.SeedDir(t, map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": testenv.VPNClientManifest})
-	g := testenv.StartGit(t, seed)
-	gh := fakegithub.New("ferry-dev", "plans", "ghp_stand_in_token")
-	t.Cleanup(gh.Close)
-	r := startRun(t, ctx, g, gh, f.Mgmt, nil, "--interval", "2s", "--comment-interval", "200ms")
-	x.m = newMigration(t, ctx, r, g, gh, "tenant-a")
+	x.m = startMigration(t, ctx, f.Mgmt, "tenant-a", testenv.MergeRebase,
+		map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": testenv.VPNClientManifest},
+		"--interval", "2s", "--comment-interval", "200ms")
 	m, S, P := x.m, status.PhaseSucceeded, status.PhasePending
 
 	m.approve("prepare", x.plan("prepare"), map[string]status.PhaseState{"prepare": S, "network-bridge": P})
@@ -70,7 +66,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	st := m.approve("cleanup", x.plan("cleanup"), map[string]status.PhaseState{"cutover": S, "cleanup": S})
 	checkCleanedUp(ctx, t, f)
 	x.gw.waitNone(t)
-	checkBridgeKept(t, gh, st)
+	checkBridgeKept(t, m, st)
 	t.Logf("the old cloud's inventory in the status: %+v", st.Inventory)
 	if len(st.Inventory) == 0 {
 		t.Errorf("the status after cleanup has no inventory of the old cloud")
@@ -111,7 +107,7 @@ func (x *replaceRun) resizeGateway() {
 	// The phase was approved by #2 already: this merge changes the plan,
 	// not the approval, and the progress stays on #2.
 	m.open("Resize the VPN gateway", "network-bridge", x.plan("network-bridge"))
-	m.repo.MergePR(m.pr, "bob")
+	m.mergePR(testenv.GiteaReviewer)
 	if second := x.gw.waitOne(t, flavor2ID); second == first {
 		t.Errorf("the gateway kept server %s after its flavor changed", first)
 	}
@@ -133,7 +129,7 @@ func (x *replaceRun) cutover() {
 	}
 	least := wl.WatchLeastHealthy(ctx, "default", testenv.WebLabels)
 	m.open("Approve cutover", "cutover", x.plan("cutover"))
-	m.repo.MergePR(m.pr, "bob")
+	m.mergePR(testenv.GiteaReviewer)
 	t.Logf("progress comment while the budget holds:\n%s", m.comment(m.pr, "progress/tenant-a", "PodDisruptionBudget default/db"))
 	checkHeld(t, wl, f.OldNodes)
 	if err := wl.Client.Delete(ctx, &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}}); err != nil {

@@ -29,6 +29,8 @@ const (
 	// GiteaMaintainer has write access to the repository: she pushes
 	// branches, opens and merges pull requests.
 	GiteaMaintainer = "alice"
+	// GiteaReviewer has write access too: a second person to merge.
+	GiteaReviewer = "bob"
 	// GiteaReader has read access only: she can comment, not merge.
 	GiteaReader = "mallory"
 	// GiteaOwner and GiteaRepo name the plans repository (private).
@@ -37,8 +39,8 @@ const (
 )
 
 // Gitea is a real Gitea server (the binary `make tools` builds) with its own
-// work directory and sqlite database, three accounts with tokens
-// (GiteaBot, GiteaMaintainer, GiteaReader) and a private repository
+// work directory and sqlite database, four accounts with tokens
+// (GiteaBot, GiteaMaintainer, GiteaReviewer, GiteaReader) and a private repository
 // GiteaOwner/GiteaRepo whose main branch holds the seed files.
 type Gitea struct {
 	// URL is the server's root, such as http://127.0.0.1:20001, without a
@@ -100,7 +102,7 @@ func StartGitea(t T, seed string) *Gitea {
 	for _, u := range []struct {
 		login string
 		admin bool
-	}{{GiteaBot, true}, {GiteaMaintainer, false}, {GiteaReader, false}} {
+	}{{GiteaBot, true}, {GiteaMaintainer, false}, {GiteaReviewer, false}, {GiteaReader, false}} {
 		g.passwords[u.login] = "pw-" + randomHex(8)
 		args := []string{"admin", "user", "create", "--username", u.login, "--password", g.passwords[u.login],
 			"--email", u.login + "@ferry.invalid", "--must-change-password=false"}
@@ -123,7 +125,7 @@ func StartGitea(t T, seed string) *Gitea {
 	g.API(t, GiteaBot, http.MethodPost, "/orgs", map[string]any{"username": GiteaOwner}, nil)
 	g.API(t, GiteaBot, http.MethodPost, "/orgs/"+GiteaOwner+"/repos",
 		map[string]any{"name": GiteaRepo, "private": true, "default_branch": "main"}, nil)
-	for login, perm := range map[string]string{GiteaMaintainer: "write", GiteaReader: "read"} {
+	for login, perm := range map[string]string{GiteaMaintainer: "write", GiteaReviewer: "write", GiteaReader: "read"} {
 		g.API(t, GiteaBot, http.MethodPut, g.repoPath("/collaborators/"+login), map[string]any{"permission": perm}, nil)
 	}
 	g.seed(t, seed)
