@@ -248,7 +248,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	hook, metrics := testenv.FreeAddr(p), testenv.FreeAddr(p)
 	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
-		"--metrics-addr", metrics, "--github-repo", "acme/fleet", "--github-api-url", gh.URL, "--github-token-file", filepath.Join(dir, "token"), "--pprof"}
+		"--metrics-addr", metrics, "--forge", "github", "--forge-url", gh.URL, "--forge-repo", "acme/fleet", "--forge-token-file", filepath.Join(dir, "token"), "--pprof"}
 	logFile := filepath.Join("bin", fmt.Sprintf("bench-%d-reconciler.log", n))
 	var env []string
 	var limitMiB float64

@@ -33,26 +33,34 @@ type fault struct {
 	inject func(ctx context.Context, w *world, run int) error
 }
 
-// outage is how long the Git remote refuses connections and GitHub fails.
+// outage is how long the Git remote refuses connections and the forge
+// fails.
 const outage = 30 * time.Second
 
-// faults are the kinds, in the order the runs take them.
-var faults = []fault{
-	{name: "kill -9 the reconciler", inject: func(_ context.Context, w *world, _ int) error { return w.kill9("reconciler", time.Second) }},
-	{name: "kill -9 an executor replica", inject: func(_ context.Context, w *world, run int) error {
-		return w.kill9(fmt.Sprintf("executor-%d", 1+run%executorReplicas), time.Second)
-	}},
-	{name: "restart the NATS server", inject: func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
-	{name: "Git remote refuses connections for 30s", inject: func(ctx context.Context, w *world, _ int) error {
-		w.gitProxy.Refuse()
-		sleep(ctx, outage)
-		return w.gitProxy.Pass()
-	}},
-	{name: "GitHub answers 502, then 403 secondary rate limit, for 30s", inject: func(ctx context.Context, w *world, _ int) error {
-		sleep(ctx, time.Until(w.gh.Outage(outage)))
-		return nil
-	}},
-	{name: "restart the management API server", inject: func(_ context.Context, w *world, _ int) error { w.fx.cloud.Mgmt.RestartAPIServer(w.r); return nil }},
+// adoptFaults are the adopt runs' faults on the forge of kind, in the
+// order the runs take them. Two depend on the forge: on Gitea, Git and the
+// API share one port, so the proxy refuses both, and the forge's outage
+// is Gitea killed and started again; on the GitHub stand-in the proxy
+// refuses Git only, and the outage is the stand-in's 502 and 403 answers.
+func adoptFaults(kind string) []fault {
+	refuse, down := "Git remote refuses connections for 30s", "GitHub stand-in answers 502, then 403 secondary rate limit, for 30s"
+	if kind == forgeGitea {
+		refuse, down = "Gitea's port refuses ferry's connections (Git and API) for 30s", "kill -9 Gitea, start it again after 30s"
+	}
+	return []fault{
+		{name: "kill -9 the reconciler", inject: func(_ context.Context, w *world, _ int) error { return w.kill9("reconciler", time.Second) }},
+		{name: "kill -9 an executor replica", inject: func(_ context.Context, w *world, run int) error {
+			return w.kill9(fmt.Sprintf("executor-%d", 1+run%executorReplicas), time.Second)
+		}},
+		{name: "restart the NATS server", inject: func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
+		{name: refuse, inject: func(ctx context.Context, w *world, _ int) error {
+			w.gitProxy.Refuse()
+			sleep(ctx, outage)
+			return w.gitProxy.Pass()
+		}},
+		{name: down, inject: func(ctx context.Context, w *world, _ int) error { return w.forge.outage(ctx, outage) }},
+		{name: "restart the management API server", inject: func(_ context.Context, w *world, _ int) error { w.fx.cloud.Mgmt.RestartAPIServer(w.r); return nil }},
+	}
 }
 
 // chaosRun is what one run of `make chaos` saw.
@@ -77,10 +85,15 @@ type chaosRun struct {
 // when a run did not finish, ended differently, did something twice, let
 // a secret out, broke the cutover's promises or left the world otherwise
 // than before its rollback.
-func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed uint64, perRun time.Duration) error {
+func chaos(ctx context.Context, out *display, bin, logDir, kind string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	scs, fs := chaosPlan(runs)
-	out.say("==> make chaos: %d migrations with a fault each on the real backends and the real CAPI and CAPO managers (seed %d)", runs, seed)
+	adopt := adoptFaults(kind)
+	scs, fs := chaosPlan(runs, adopt)
+	forgeText := "a real Gitea"
+	if kind == forgeGitHub {
+		forgeText = "the GitHub stand-in (not GitHub)"
+	}
+	out.say("==> make chaos: %d migrations with a fault each on the real backends, the real CAPI and CAPO managers and %s (seed %d)", runs, forgeText, seed)
 	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a kill -9 during a cutover drain", replaceEvery, 2*replaceEvery)
 	out.say("    runs %d, %d, … migrate the adopt scenario and roll it back (spec.rollback.to: none) with a kill -9 during the undo, compared with the world before", rollbackFirst, rollbackFirst+rollbackEvery)
 	out.say("    the others migrate the adopt scenario (seed 000) with a fault at a random moment")
@@ -91,7 +104,7 @@ func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed
 		if !slices.Contains(scs, sc) && sc.name != "adopt" {
 			continue
 		}
-		base := chaosOnce(ctx, out, bin, logDir, 0, sc, nil, 0, perRun)
+		base := chaosOnce(ctx, out, bin, logDir, kind, 0, sc, nil, 0, perRun)
 		if base.err != nil {
 			return fmt.Errorf("the undisturbed %s run failed: %w", sc.name, base.err)
 		}
@@ -104,21 +117,21 @@ func chaos(ctx context.Context, out *display, bin, logDir string, runs int, seed
 	for i := 1; i <= runs && ctx.Err() == nil; i++ {
 		f, base := fs[i-1], baselines[scs[i-1]]
 		at := time.Duration(rng.Int64N(int64(base.took) * 8 / 10))
-		run := chaosOnce(ctx, out, bin, logDir, i, scs[i-1], &f, at, perRun)
+		run := chaosOnce(ctx, out, bin, logDir, kind, i, scs[i-1], &f, at, perRun)
 		if run.state != nil {
 			run.diffs = base.state.diff(run.state)
 		}
 		results = append(results, run)
 	}
-	return report(out, results, baselines, runs)
+	return report(out, results, baselines, runs, adopt)
 }
 
 // chaosPlan is which scenario and fault each chaos run takes: every
 // replaceEvery-th run the replace scenario with the drain faults in turn;
 // runs rollbackFirst, rollbackFirst+rollbackEvery, … the rollback
 // scenario with the undo faults in turn; the others the adopt scenario
-// with the adopt faults in turn.
-func chaosPlan(runs int) (scs []*scenario, fs []fault) {
+// with the adopt faults (adoptFaults) in turn.
+func chaosPlan(runs int, adoptFaults []fault) (scs []*scenario, fs []fault) {
 	adopt, _ := scenarioNamed("adopt")
 	replace, _ := scenarioNamed("replace")
 	rollback, _ := scenarioNamed("rollback")
@@ -132,7 +145,7 @@ func chaosPlan(runs int) (scs []*scenario, fs []fault) {
 			scs, fs = append(scs, rollback), append(fs, undoFaults[u%len(undoFaults)])
 			u++
 		default:
-			scs, fs = append(scs, adopt), append(fs, faults[a%len(faults)])
+			scs, fs = append(scs, adopt), append(fs, adoptFaults[a%len(adoptFaults)])
 			a++
 		}
 	}
@@ -177,10 +190,10 @@ func (w *world) executorRunning(match func(line string) bool) (name, running str
 	return name, running
 }
 
-// chaosOnce is one run of scenario sc in a world of its own, with f at at,
-// or at its moment (a drain, an undo), none when f is nil, given up after
-// timeout.
-func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
+// chaosOnce is one run of scenario sc in a world of its own on the forge
+// of kind, with f at at, or at its moment (a drain, an undo), none when f
+// is nil, given up after timeout.
+func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	run := &chaosRun{n: n, sc: sc, fault: "none (the baseline)", at: at}
@@ -207,7 +220,7 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir string, n int, sc 
 	out.say("==> run %d (%s): %s", n, sc.name, run.fault)
 	r := testenv.NewProgram(func(format string, args ...any) { runOut.say("    "+format, args...) })
 	run.err = r.Do(func() error {
-		w, err := newWorld(ctx, r, runOut, bin, dir, external, sc)
+		w, err := newWorld(ctx, r, runOut, bin, dir, external, sc, kind)
 		if err != nil {
 			return err
 		}
@@ -393,7 +406,7 @@ func (r *recorder) all() []string {
 // report prints the figures of a chaos run and fails when a run failed,
 // ended differently, repeated an effect, let a secret out or broke a
 // promise of the cutover or the rollback.
-func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int) error {
+func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int, adoptFaults []fault) error {
 	out.say("\n==> chaos: %d runs with a fault and %d without", runs, len(baselines))
 	var t tally
 	kinds := map[string]int{}
@@ -403,7 +416,7 @@ func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun
 			kinds[run.fault]++
 		}
 	}
-	for _, f := range slices.Concat(faults, drainFaults, undoFaults) {
+	for _, f := range slices.Concat(adoptFaults, drainFaults, undoFaults) {
 		out.say("    %-60s %d runs", f.name, kinds[f.name])
 	}
 	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, cutover or rollback violations %d",

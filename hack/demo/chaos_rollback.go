@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
@@ -55,7 +54,7 @@ const (
 // migration goes forward, every statusPoll once every phase has
 // succeeded.
 func (w *world) waitRollingBack(ctx context.Context) error {
-	reader := status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "undo-watch")}}
+	reader := w.forge.remote().store(filepath.Join(w.dir, "undo-watch"))
 	every := time.Second
 	for {
 		if st, err := reader.Read(ctx, w.sc.cluster); err == nil {

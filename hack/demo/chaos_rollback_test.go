@@ -2,15 +2,21 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
 // TestChaosPlan: runs 3, 6, 9, … are replace runs with the drain faults
 // in turn; runs 5, 11, 17, … rollback runs with the undo faults in turn,
 // one of them among CI's six runs; the others adopt runs with the adopt
-// faults in turn.
+// faults in turn (Gitea's, which kill Gitea where the GitHub stand-in's
+// answer 502 and 403).
 func TestChaosPlan(t *testing.T) {
-	scs, fs := chaosPlan(20)
+	faults := adoptFaults(forgeGitea)
+	if got, stand := faults[4].name, adoptFaults(forgeGitHub)[4].name; got != "kill -9 Gitea, start it again after 30s" || !strings.Contains(stand, "stand-in answers 502") {
+		t.Errorf("the forge's outage: %q on Gitea, %q on the GitHub stand-in", got, stand)
+	}
+	scs, fs := chaosPlan(20, faults)
 	var got []string
 	for i := range scs {
 		got = append(got, fmt.Sprintf("%d %s %s", i+1, scs[i].name, fs[i].name))
@@ -37,7 +43,7 @@ func TestChaosPlan(t *testing.T) {
 			t.Errorf("run %d: scenario %s with fault %q", i+1, scs[i].name, f.name)
 		}
 	}
-	ci, _ := chaosPlan(6)
+	ci, _ := chaosPlan(6, faults)
 	rollbacks := 0
 	for _, sc := range ci {
 		if sc.rollback {

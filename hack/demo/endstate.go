@@ -13,6 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
 	"github.com/ferry-dev/ferry/internal/forge"
 )
 
@@ -78,7 +82,10 @@ func capture(ctx context.Context, w *world, msgs *recorder, prs int) (*endState,
 		return nil, err
 	}
 	st.repeated = append(st.repeated, created...)
-	lines, repeated, texts := w.forgeLines(prs)
+	lines, repeated, texts, err := w.forgeLines(prs)
+	if err != nil {
+		return nil, err
+	}
 	st.lines = append(st.lines, lines...)
 	st.repeated = append(st.repeated, repeated...)
 
@@ -124,20 +131,23 @@ func repeatedCreates(auditLog string) ([]string, error) {
 }
 
 // forgeLines reads ferry's comments on pull requests 1 to prs and its
-// commit statuses: a line per comment key and pull request and per status
-// context's final state, the comments not there exactly once (one preview
+// commit statuses on their heads and main's commits, back from the forge:
+// a line per comment key and pull request and per status context's final
+// state on each commit, the comments not there exactly once (one preview
 // and one progress comment per pull request), and every comment's and
-// status's text, for the secret scan.
-func (w *world) forgeLines(prs int) (lines, repeated, texts []string) {
+// status's text, for the secret scan. It fails when the forge does not
+// answer.
+func (w *world) forgeLines(prs int) (lines, repeated, texts []string, err error) {
 	for n := 1; n <= prs; n++ {
-		comments := w.gh.Comments(n)
-		for _, cm := range comments {
-			texts = append(texts, cm.Body)
+		comments, err := w.forge.comments(n)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("read the comments on #%d: %w", n, err)
 		}
+		texts = append(texts, comments...)
 		for _, key := range []string{reconcilerPreviewKey, w.sc.progressKey()} {
 			count := 0
-			for _, cm := range comments {
-				if strings.HasPrefix(cm.Body, forge.Marker(key)) {
+			for _, body := range comments {
+				if strings.HasPrefix(body, forge.Marker(key)) {
 					count++
 				}
 			}
@@ -147,23 +157,56 @@ func (w *world) forgeLines(prs int) (lines, repeated, texts []string) {
 			}
 		}
 	}
-	final := map[string]string{} // commit status context and commit -> last state
-	for _, s := range w.gh.Statuses() {
-		final[s.Context+" "+s.SHA] = s.State
-		texts = append(texts, s.Description)
+	shas, err := mainCommits(w.forge.repoDir())
+	if err != nil {
+		return nil, nil, nil, err
 	}
+	for _, head := range w.heads {
+		shas = append(shas, head)
+	}
+	// Commit status context and commit -> last state.
+	final, statusTexts, err := w.forge.statuses(shas)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read the commit statuses: %w", err)
+	}
+	texts = append(texts, statusTexts...)
 	for key, state := range final {
 		context, _, _ := strings.Cut(key, " ")
 		lines = append(lines, fmt.Sprintf("commit status %s: %s", context, state))
 	}
-	return lines, repeated, texts
+	return lines, repeated, texts, nil
 }
 
-// scanSecrets looks for the values of secrets, GitHub's token, the webhook
-// secret and the cloud's password in ferry's logs, the NATS messages
-// msgs, the plans repository and texts (scanWorld).
+// mainCommits are the commits on the main branch of the repository at
+// dir: where ferry posts statuses besides pull requests' heads.
+func mainCommits(dir string) ([]string, error) {
+	repo, err := git.PlainOpen(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open the plans repository: %w", err)
+	}
+	ref, err := repo.Reference(plumbing.NewBranchReferenceName("main"), true)
+	if err != nil {
+		return nil, fmt.Errorf("read main: %w", err)
+	}
+	commits, err := repo.Log(&git.LogOptions{From: ref.Hash()})
+	if err != nil {
+		return nil, err
+	}
+	var shas []string
+	err = commits.ForEach(func(c *object.Commit) error {
+		shas = append(shas, c.Hash.String())
+		return nil
+	})
+	return shas, err
+}
+
+// scanSecrets looks for the values of secrets, the forge's tokens (every
+// Gitea account's, or the stand-in's), the webhook secret and the cloud's
+// password in ferry's logs, the NATS messages msgs, the plans repository
+// and texts (scanWorld).
 func (w *world) scanSecrets(secrets []corev1.Secret, msgs, texts []string) (*scanner, error) {
-	sc := &scanner{values: secretValues(secrets, w.gh.Token, string(w.repo.WebhookSecret), w.fx.cloud.Password)}
+	extra := append(w.forge.secrets(), w.webhookSecret, w.fx.cloud.Password)
+	sc := &scanner{values: secretValues(secrets, extra...)}
 	return sc, sc.scanWorld(w, msgs, texts)
 }
 

@@ -1,6 +1,7 @@
 // Command demo is `make demo`: it shows ferry migrate a cluster onto
 // OpenStack end to end, with everything on this machine, and acts as the
-// team would on GitHub. --scenario chooses the cluster: adopt (seed 000,
+// team would on their forge: a real Gitea by default (--forge gitea), or
+// the GitHub stand-in (--forge github). --scenario chooses the cluster: adopt (seed 000,
 // the default and what follows describes), replace (seed 003 with a seed
 // 002 gateway: scenario.go, replace.go), kamaji (seed 004), or one of the
 // rollbacks: rollback (seed 000 migrated up to each phase in turn and
@@ -16,11 +17,18 @@
 // scripts find it, a project with servers named like the nodes in the local
 // OpenStack (hack/openstack-up.sh must be running: `make demo` starts it),
 // the real Cluster API (core, kubeadm bootstrap, KubeadmControlPlane) and
-// CAPO managers (`make tools` builds them), a Git server with the plans
-// repository and a stand-in for GitHub's API. It then runs `reconciler run`
-// (the real binary, unchanged) against all of them, and for each phase
-// opens a pull request, prints ferry's preview comment, merges, waits for
-// the phase and prints the progress comment. It ends with `reconciler
+// CAPO managers (`make tools` builds them), and the forge with the plans
+// repository (forge.go): a real Gitea (`make tools` builds it too), where
+// ferry's account is the admin "ferry", alice pushes a branch and opens
+// each pull request, bob merges it through Gitea's API (the merge styles in
+// turn: a merge commit, squash, rebase) and Gitea delivers signed webhooks;
+// or, with --forge github, a plain Git server with the GitHub stand-in
+// (internal/forge/fakegithub, not GitHub), whose webhooks the demo
+// delivers. ferry's processes reach the repository, and Gitea's API, through
+// a fault proxy. It then runs `reconciler run` (the real binary,
+// unchanged) against all of them, and for each phase opens a pull request,
+// prints ferry's preview comment, merges, waits for the phase and prints
+// the progress comment, read back from the forge. It ends with `reconciler
 // status`, the status commits and the checks of what the real controllers
 // made of the adopted cluster (the same servers, every Machine Running,
 // nothing rolled out, no certificate regenerated, no stray port), and exits
@@ -48,7 +56,6 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/openstack/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
@@ -64,10 +71,16 @@ func main() {
 	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
 		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
 		"or rollback-replace (seed 003 moved up to the cutover, then rolled back to infrastructure); --chaos chooses its own")
+	forgeKind := flag.String("forge", forgeGitea, "where the plans repository and its pull requests live: gitea (a real Gitea server) or github (a Git server and the GitHub stand-in, an in-process fake of GitHub's API)")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		flag.Usage()
+		os.Exit(2)
+	}
+	if *forgeKind != forgeGitea && *forgeKind != forgeGitHub {
+		fmt.Fprintf(os.Stderr, "demo: --forge %q: gitea or github\n", *forgeKind)
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -87,7 +100,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *runs > 0 {
-		if err := chaos(interrupted, out, bin, *logDir, *runs, *seed, *timeout); err != nil {
+		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, *runs, *seed, *timeout); err != nil {
 			out.say("chaos failed: %v", err)
 			os.Exit(1)
 		}
@@ -101,7 +114,7 @@ func main() {
 	err = r.Do(func() error {
 		began := time.Now()
 		defer func() { took = time.Since(began) }()
-		return demo(ctx, r, out, bin, *logDir, sc)
+		return demo(ctx, r, out, bin, *logDir, sc, *forgeKind)
 	})
 	out.say("==> cleaning up: stopping the reconciler, the controllers and the servers, deleting the OpenStack fixture")
 	r.Close()
@@ -122,9 +135,9 @@ func main() {
 	}
 }
 
-func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, sc *scenario) error {
+func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, sc *scenario, kind string) error {
 	out.say("==> scenario %s: %s", sc.name, sc.seed)
-	w, err := newWorld(ctx, r, out, bin, logDir, inProcess, sc)
+	w, err := newWorld(ctx, r, out, bin, logDir, inProcess, sc, kind)
 	if err != nil {
 		return err
 	}
@@ -155,16 +168,17 @@ func every(phases []string, want status.PhaseState) map[string]status.PhaseState
 // endStatus prints `reconciler status` and the status branch's commits,
 // and fails when a phase of want is not in the state want gives it.
 func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState) error {
-	out, url := w.out, w.git.URL
-	out.say("\n==> reconciler status --repo %s", url)
-	cmd := exec.CommandContext(ctx, w.bin, "status", "--repo", url)
+	out, remote := w.out, w.forge.remote()
+	args := append([]string{"status"}, remote.flags()...)
+	out.say("\n==> reconciler %s", strings.Join(args, " "))
+	cmd := exec.CommandContext(ctx, w.bin, args...)
 	text, err := cmd.CombinedOutput()
 	out.say("%s", strings.TrimRight(string(text), "\n"))
 	if err != nil {
 		return fmt.Errorf("reconciler status: %v", err)
 	}
 	out.say("\n==> the status commits on branch %s", status.DefaultBranch)
-	if err := statusLog(ctx, out, url); err != nil {
+	if err := statusLog(ctx, out, remote); err != nil {
 		return err
 	}
 	st, err := w.reader.Read(ctx, w.sc.cluster)
@@ -239,14 +253,19 @@ func flagSet(name string) bool {
 const reconcilerPreviewKey = "preview"
 
 // waitComment waits for ferry's comment with key on pull request n that
-// contains want, and returns it.
-func waitComment(ctx context.Context, out *display, gh *fakegithub.Server, n int, key, what, want string) (string, error) {
+// contains want, read back from the forge, and returns it. A forge that
+// does not answer (killed by a fault) is waited for.
+func waitComment(ctx context.Context, out *display, host forgeHost, n int, key, what, want string) (string, error) {
 	var body string
 	err := out.wait(ctx, what, func() (bool, string) {
-		for _, c := range gh.Comments(n) {
-			if strings.HasPrefix(c.Body, forge.Marker(key)) {
-				body = c.Body
-				return strings.Contains(c.Body, want), "ferry has commented; waiting for the update"
+		bodies, err := host.comments(n)
+		if err != nil {
+			return false, "the forge does not answer: " + err.Error()
+		}
+		for _, b := range bodies {
+			if strings.HasPrefix(b, forge.Marker(key)) {
+				body = b
+				return strings.Contains(b, want), "ferry has commented; waiting for the update"
 			}
 		}
 		return false, "no comment yet"
@@ -306,9 +325,13 @@ const statusLogMax = 12
 
 // statusLog prints the newest commits of the status branch, newest first,
 // and how many older ones it leaves out.
-func statusLog(ctx context.Context, out *display, url string) error {
+func statusLog(ctx context.Context, out *display, remote gitRemote) error {
+	url, auth, err := remote.goGit()
+	if err != nil {
+		return err
+	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
-		URL: url, ReferenceName: plumbing.NewBranchReferenceName(status.DefaultBranch), SingleBranch: true,
+		URL: url, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(status.DefaultBranch), SingleBranch: true,
 	})
 	if err != nil {
 		return fmt.Errorf("clone the status branch: %w", err)

@@ -209,14 +209,14 @@ func (w *world) rollbackPR(ctx context.Context, u undo, full bool) error {
 	if w.fx.endpoint != nil {
 		watching = fmt.Sprintf("; the endpoint is checked every %s meanwhile", endpointEvery)
 	}
-	out.say("==> bob merges #%d: the merge approves the rollback%s", n, watching)
+	out.say("==> bob merges #%d %s: the merge approves the rollback%s", n, w.forge.mergeStyle(n), watching)
 	waitCtx, fail := context.WithCancelCause(ctx)
 	defer fail(nil)
 	watch := func() *downtime { return nil }
 	if w.fx.endpoint != nil {
 		watch = watchEndpoint(waitCtx, w.fx.endpoint, fail)
 	}
-	merged := w.repo.MergePR(n, "bob")
+	merged := w.forge.merge(n, "bob")
 	err := waitRolledBack(waitCtx, out, w.reader, w.sc.cluster, u.undone)
 	seen := watch()
 	if err != nil {
@@ -475,7 +475,10 @@ func (w *world) judgeWorld(ctx context.Context, before *worldLines, file, label 
 func (w *world) effects(repeated []string, secrets []corev1.Secret) ([]string, error) {
 	out := w.out
 	var problems []string
-	_, comments, texts := w.forgeLines(w.prs)
+	_, comments, texts, err := w.forgeLines(w.prs)
+	if err != nil {
+		return nil, err
+	}
 	repeated = slices.Concat(repeated, comments)
 	for _, r := range repeated {
 		out.say("    ✗ repeated: %s", r)

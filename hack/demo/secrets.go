@@ -96,7 +96,8 @@ func (sc *scanner) look(where, text string) {
 }
 
 // scanWorld looks in ferry's logs, the NATS messages, every commit and
-// blob of the plans repository, and the comments and statuses.
+// blob of the plans repository (on the forge's disk), and the comments
+// and statuses.
 func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
 	look := sc.look
 	logs, err := filepath.Glob(filepath.Join(w.logDir, "*.log"))
@@ -116,7 +117,7 @@ func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
 	for i, t := range texts {
 		look(fmt.Sprintf("comment or status %d", i), t)
 	}
-	repo, err := git.PlainOpen(w.git.Dir)
+	repo, err := git.PlainOpen(w.forge.repoDir())
 	if err != nil {
 		return err
 	}

@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"maps"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,8 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -40,16 +39,17 @@ const (
 const executorReplicas = 2
 
 // world is everything one migration runs on: the scenario's cluster with
-// its cloud and API servers, the real CAPI and CAPO managers, a Git server
-// with the plans repository, the GitHub stand-in, and ferry's processes.
+// its cloud and API servers, the real CAPI and CAPO managers, the forge
+// with the plans repository (a real Gitea, or a Git server with the GitHub
+// stand-in), and ferry's processes.
 type world struct {
-	r    *testenv.Program
-	out  *display
-	sc   *scenario
-	fx   *fixture
-	git  *testenv.Git
-	gh   *fakegithub.Server
-	repo *testenv.PlansRepo
+	r     *testenv.Program
+	out   *display
+	sc    *scenario
+	fx    *fixture
+	forge forgeHost
+	// webhookSecret signs the forge's webhooks to the reconciler.
+	webhookSecret string
 	// reader reads the status branch as `reconciler status` does.
 	reader status.Store
 	// dir holds the files ferry's processes read (kubeconfig, tokens) and
@@ -57,7 +57,8 @@ type world struct {
 	dir, logDir string
 	bin         string
 	layout      layout
-	// gitProxy stands between ferry's processes and the Git server, for
+	// gitProxy stands between ferry's processes and the forge's Git
+	// remote (and its API, when they share a port as on Gitea), for
 	// faults; nats is the external layout's NATS server.
 	gitProxy *testenv.Proxy
 	nats     *testenv.NATS
@@ -79,9 +80,10 @@ type proc struct {
 	start int // how many times it was started
 }
 
-// newWorld builds a world and starts ferry in it, waiting for the
-// reconciler's first cycle.
-func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout, sc *scenario) (*world, error) {
+// newWorld builds a world on the forge of kind (forgeGitea,
+// forgeGitHub) and starts ferry in it, waiting for the reconciler's first
+// cycle.
+func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, lay layout, sc *scenario, kind string) (*world, error) {
 	w := &world{r: r, out: out, sc: sc, bin: bin, logDir: logDir, layout: lay, procs: map[string]*proc{}}
 	fx, err := sc.build(ctx, r, out)
 	if err != nil {
@@ -91,38 +93,38 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	files := maps.Clone(fx.files)
 	files[sc.planPath()] = fx.plan(`""`, "")
 	seed := testenv.SeedDir(r, files)
-	out.say("==> starting a Git server with the plans repository and a stand-in for GitHub's API")
-	w.git = testenv.StartGit(r, seed)
-	base, err := url.Parse(w.git.BaseURL)
-	if err != nil {
+	out.say("==> starting the forge with the plans repository (--forge %s)", kind)
+	if w.forge, err = startForge(r, kind, seed); err != nil {
 		return nil, err
 	}
-	w.gitProxy = testenv.StartProxy(r, base.Host)
-	repoURL := "http://" + w.gitProxy.Addr + "/plans.git"
-	w.gh = fakegithub.New("acme", "migrations", "demo-token")
-	r.Cleanup(w.gh.Close)
+	out.say("    %s", w.forge.describe())
+	w.gitProxy = testenv.StartProxy(r, w.forge.upstream())
 
 	hook := testenv.FreeAddr(r)
 	w.metrics = testenv.FreeAddr(r)
 	w.dir = r.TempDir()
-	secrets := map[string]string{"kubeconfig": string(fx.cloud.Mgmt.Kubeconfig(r)), "github-token": w.gh.Token, "webhook-secret": "demo-webhook-secret"}
+	w.webhookSecret = "demo-webhook-secret-" + randomHex(8)
+	secrets := map[string]string{"kubeconfig": string(fx.cloud.Mgmt.Kubeconfig(r)), "webhook-secret": w.webhookSecret}
 	for name, content := range secrets {
 		if err := os.WriteFile(filepath.Join(w.dir, name), []byte(content), 0o600); err != nil {
 			return nil, err
 		}
 	}
+	gitFlags, forgeFlags, err := w.forge.ferryFlags(w.gitProxy.Addr, w.dir)
+	if err != nil {
+		return nil, err
+	}
 	kubeconfig := filepath.Join(w.dir, "kubeconfig")
-	args := []string{"run", "--repo", repoURL, "--kubeconfig", kubeconfig, "--data-dir", filepath.Join(w.dir, "data"),
+	args := slices.Concat([]string{"run"}, gitFlags, []string{"--kubeconfig", kubeconfig, "--data-dir", filepath.Join(w.dir, "data"),
 		"--interval", "10s", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(w.dir, "webhook-secret"),
-		"--metrics-addr", w.metrics, "--github-repo", "acme/migrations", "--github-api-url", w.gh.URL,
-		"--github-token-file", filepath.Join(w.dir, "github-token"), "--comment-interval", "1s"}
+		"--metrics-addr", w.metrics}, forgeFlags, []string{"--comment-interval", "1s"})
 	if lay == external {
 		w.nats = testenv.StartNATS(r)
 		args = append(args, "--executors=false", "--nats-url", w.nats.URL)
 		for i := 1; i <= executorReplicas; i++ {
 			name := fmt.Sprintf("executor-%d", i)
-			exec := []string{"executor", "--nats-url", w.nats.URL, "--kubeconfig", kubeconfig,
-				"--repo", repoURL, "--data-dir", filepath.Join(w.dir, name)}
+			exec := slices.Concat([]string{"executor", "--nats-url", w.nats.URL, "--kubeconfig", kubeconfig}, gitFlags,
+				[]string{"--data-dir", filepath.Join(w.dir, name)})
 			if err := w.startProc(name, exec); err != nil {
 				return nil, err
 			}
@@ -136,16 +138,20 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	if err := w.waitReady(ctx); err != nil {
 		return nil, err
 	}
-	w.repo = testenv.NewPlansRepo(r, w.git, w.gh)
-	w.repo.WebhookURL, w.repo.WebhookSecret = "http://"+hook+"/", []byte(secrets["webhook-secret"])
-	w.repo.Undelivered = func(event string, err error) {
-		out.say("    GitHub's %s webhook was not delivered (%v): like GitHub, the demo does not retry it; the reconciler's poll finds the change", event, err)
-	}
-	w.reader = status.Store{Git: &gitsource.Writer{URL: w.git.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(w.dir, "status-reader")}}
+	w.forge.deliver("http://"+hook+"/", w.webhookSecret)
+	w.reader = w.forge.remote().store(filepath.Join(w.dir, "status-reader"))
 	if fx.drain != nil {
 		fx.drain.reader, fx.drain.plan = w.reader, sc.cluster
 	}
 	return w, nil
+}
+
+// randomHex is n random bytes in hex: a secret of this run only, which
+// the secret scan can tell from anything else in the logs.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // logFile is the log of the start-th run of process name.
@@ -231,8 +237,8 @@ func (w *world) approve(ctx context.Context, phases []string, full bool) (unpaus
 		if err := w.showComment(ctx, n, reconcilerPreviewKey, "preview", w.heads[n][:12], full); err != nil {
 			return time.Time{}, err
 		}
-		out.say("==> bob merges #%d: the merge approves phase %s", n, phase)
-		w.repo.MergePR(n, "bob")
+		out.say("==> bob merges #%d %s: the merge approves phase %s", n, w.forge.mergeStyle(n), phase)
+		w.forge.merge(n, "bob")
 		want, err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase)
 		if err != nil {
 			return time.Time{}, err
@@ -248,13 +254,17 @@ func (w *world) approve(ctx context.Context, phases []string, full bool) (unpaus
 // openPR opens the world's next pull request with plan as the scenario's
 // plan file, saying what it does, and returns its number.
 func (w *world) openPR(what, title, plan string) int {
-	w.prs++
-	n := w.prs
-	w.out.say("\n==> pull request #%d by %s", n, what)
+	want := w.prs + 1
+	w.out.say("\n==> pull request #%d by %s", want, what)
+	n, head := w.forge.openPR(want, title, "alice", map[string]string{w.sc.planPath(): plan})
+	if n != want {
+		// Only the demo opens pull requests: the forge numbers them on.
+		w.out.say("    (the forge numbered it #%d)", n)
+	}
 	if w.heads == nil {
 		w.heads = map[int]string{}
 	}
-	w.heads[n] = w.repo.OpenPR(n, title, "alice", map[string]string{w.sc.planPath(): plan})
+	w.prs, w.heads[n] = n, head
 	return n
 }
 
@@ -262,7 +272,7 @@ func (w *world) openPR(what, title, plan string) int {
 // "preview" or "progress") until it contains want, and prints it: whole
 // when full, otherwise its phase table (shortComment).
 func (w *world) showComment(ctx context.Context, n int, key, what, want string, full bool) error {
-	body, err := waitComment(ctx, w.out, w.gh, n, key, fmt.Sprintf("the %s comment on #%d", what, n), want)
+	body, err := waitComment(ctx, w.out, w.forge, n, key, fmt.Sprintf("the %s comment on #%d", what, n), want)
 	if err != nil {
 		return err
 	}
@@ -341,8 +351,9 @@ func aligned(rows [][]string) []string {
 func (w *world) progressElsewhere(n int, revision string) []string {
 	var prs []string
 	for m := 1; m <= w.prs; m++ {
-		for _, c := range w.gh.Comments(m) {
-			if m != n && strings.HasPrefix(c.Body, forge.Marker(w.sc.progressKey())) && strings.Contains(c.Body, "at revision "+shortRev(revision)) {
+		bodies, _ := w.forge.comments(m)
+		for _, body := range bodies {
+			if m != n && strings.HasPrefix(body, forge.Marker(w.sc.progressKey())) && strings.Contains(body, "at revision "+shortRev(revision)) {
 				prs = append(prs, fmt.Sprintf("#%d", m))
 			}
 		}
