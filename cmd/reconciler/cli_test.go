@@ -128,3 +128,19 @@ func TestDeprecatedSpellings(t *testing.T) {
 		t.Errorf("run --help shows a deprecated flag:\n%s", help.String())
 	}
 }
+
+// TestNonPositiveFlags: an interval, timeout or concurrency of zero or
+// below is a usage error naming the flag, before anything starts (a zero
+// --interval used to panic in a ticker; --concurrency -1 was taken).
+func TestNonPositiveFlags(t *testing.T) {
+	for _, tc := range []cliCase{
+		{args: []string{"run", "--repo", "file:///nowhere", "--interval", "0s"}, wantCode: 2, wantStderr: []string{"--interval must be above zero, not 0s"}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--interval", "-5s"}, wantCode: 2, wantStderr: []string{"--interval must be above zero, not -5s"}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--timeout", "0s"}, wantCode: 2, wantStderr: []string{"--timeout must be above zero"}},
+		{args: []string{"run", "--repo", "file:///nowhere", "--comment-interval", "-1s"}, wantCode: 2, wantStderr: []string{"--comment-interval must be above zero"}},
+		{args: []string{"executor", "--nats-url", "nats://127.0.0.1:1", "--concurrency", "-1"}, wantCode: 2, wantStderr: []string{"--concurrency must be above zero, not -1"}},
+		{args: []string{"status", "--repo", "file:///nowhere", "--git-timeout", "0s"}, wantCode: 2, wantStderr: []string{"--git-timeout must be above zero"}},
+	} {
+		tc.check(t)
+	}
+}

@@ -35,7 +35,7 @@ func gitFlags(fs *pflag.FlagSet, g *app.Git, withBranch bool) {
 	if withBranch {
 		fs.StringVar(&g.Branch, "branch", gitsource.DefaultBranch, "branch of the plans repository to follow: spec.approve on it approves phases")
 	}
-	fs.StringVar(&g.Auth.Username, "git-username", "git", "user name sent with --git-token-file")
+	fs.StringVar(&g.Auth.Username, "git-username", "", "user name sent with --git-token-file or over ssh (default: the URL's user, then git)")
 	fs.StringVar(&g.Auth.TokenFile, "git-token-file", "", "file holding a token for https access to the repository")
 	fs.StringVar(&g.Auth.SSHKeyFile, "ssh-key-file", "", "private key for ssh access to the repository")
 	fs.StringVar(&g.Auth.KnownHostsFile, "ssh-known-hosts", "", "known_hosts file that ssh host keys are checked against")

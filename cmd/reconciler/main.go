@@ -100,11 +100,43 @@ func (e *commandError) Unwrap() error { return e.err }
 // command's.
 func runE(f func(ctx context.Context, args []string) error) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
+		if err := checkPositive(cmd); err != nil {
+			return err // a usage error: exit 2
+		}
 		if err := f(cmd.Context(), args); err != nil {
 			return &commandError{err: err}
 		}
 		return nil
 	}
+}
+
+// positive are the flags whose value must be above zero: a zero or
+// negative interval, timeout or concurrency would panic deep inside (a
+// ticker), wait for nothing or run nothing.
+var positive = []string{"interval", "timeout", "git-timeout", "comment-interval", "concurrency"}
+
+// checkPositive fails, naming the flag, when one of positive is not above
+// zero on cmd.
+func checkPositive(cmd *cobra.Command) error {
+	for _, name := range positive {
+		f := cmd.Flags().Lookup(name)
+		if f == nil {
+			continue
+		}
+		var bad bool
+		switch f.Value.Type() {
+		case "duration":
+			d, err := cmd.Flags().GetDuration(name)
+			bad = err != nil || d <= 0
+		case "int":
+			n, err := cmd.Flags().GetInt(name)
+			bad = err != nil || n <= 0
+		}
+		if bad {
+			return fmt.Errorf("--%s must be above zero, not %s", name, f.Value.String())
+		}
+	}
+	return nil
 }
 
 // streams are where a command writes.

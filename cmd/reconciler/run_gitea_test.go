@@ -83,7 +83,8 @@ func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, name
 // during an outage (an admission policy that refuses the cloud
 // credentials' Secret) is retried by `/ferry retry` on the pull request
 // that approved its phase, once the outage is over; the same command from
-// a reader is refused; each command is answered and carried out once.
+// a reader is refused; each command is answered and carried out once,
+// across a restart of the reconciler too.
 func TestRunOnGitea(t *testing.T) {
 	mgmt := orphanedQuickstart(t)
 	outage := refuseSecret(t, mgmt, "capi-quickstart-cloud-config")
@@ -176,6 +177,11 @@ func TestRunOnGitea(t *testing.T) {
 	if stepState(cloudConfig) != status.StepFailed {
 		t.Errorf("the refused retry ran the step: %s", stepState(cloudConfig))
 	}
+	// A restart forgets what it answered in memory: the answer's marker
+	// on the pull request keeps the refusal from being answered again
+	// (counted below), and the failed step stays failed (its result is
+	// replayed from the bus).
+	r.restart()
 	outage()
 	published := strings.Count(r.log(), "step="+cloudConfig+" executor")
 	byAlice := gt.Comment(t, alice, first, "/ferry retry")

@@ -231,6 +231,9 @@ type running struct {
 	// code: a wait ends at once rather than at the test's deadline.
 	exited chan struct{}
 	code   int
+	// args are the command line; stopRun stops the command.
+	args    []string
+	stopRun context.CancelFunc
 }
 
 // startRun runs `reconciler run` until the test ends (then it must exit
@@ -261,22 +264,32 @@ func startRunWith(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespa
 		}
 	}
 	hook := testenv.FreeAddr(t)
-	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret"), exited: make(chan struct{})}
-	args := append([]string{"--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
+	r := &running{t: t, ctx: ctx, webhookURL: "http://" + hook + "/", webhookSecret: []byte("webhook-secret")}
+	r.args = append([]string{"run", "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", t.TempDir(),
 		"--metrics-addr", "", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--forge-token-file", filepath.Join(dir, "token")}, extra...)
-	runCtx, stop := context.WithCancel(ctx)
-	go func() {
-		defer close(r.exited)
-		r.code = runContext(runCtx, append([]string{"run"}, args...), &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
-	}()
+	r.start()
 	t.Cleanup(func() {
-		stop()
+		r.stopRun()
 		if <-r.exited; r.code != 0 && !t.Failed() {
 			t.Errorf("reconciler run exited %d; its log ends:\n%s", r.code, tail(r.log(), 30))
 		}
 	})
-	// Ready when the webhook listens (after the informers synced).
+	return r
+}
+
+// start runs the command in the background and waits until its webhook
+// listens (after the informers synced).
+func (r *running) start() {
+	r.t.Helper()
+	runCtx, stop := context.WithCancel(r.ctx)
+	exited := make(chan struct{})
+	r.stopRun, r.exited = stop, exited
+	go func() {
+		defer close(exited)
+		r.code = runContext(runCtx, r.args, &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
+	}()
+	hook := strings.TrimSuffix(strings.TrimPrefix(r.webhookURL, "http://"), "/")
 	r.waitFor("the webhook endpoint", func() bool {
 		c, err := net.DialTimeout("tcp", hook, time.Second)
 		if err == nil {
@@ -284,7 +297,21 @@ func startRunWith(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespa
 		}
 		return err == nil
 	})
-	return r
+}
+
+// restart stops the command as a rolling update would (it must exit 0)
+// and starts it again with the same flags and data directory; its log
+// goes on after a line that marks the restart.
+func (r *running) restart() {
+	r.t.Helper()
+	r.stopRun()
+	if <-r.exited; r.code != 0 {
+		r.fatalf("reconciler run exited %d when stopped for a restart", r.code)
+	}
+	r.mu.Lock()
+	r.logs.WriteString("--- restarted ---\n")
+	r.mu.Unlock()
+	r.start()
 }
 
 // log returns what the reconciler logged so far.

@@ -139,6 +139,15 @@ func TestStatusCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("file URL", func(t *testing.T) {
+		// The README's laptop setup: a repository on disk, no flags
+		// about credentials.
+		var stdout, stderr bytes.Buffer
+		if code := run([]string{"status", "alpha", "--repo", "file://" + g.Dir}, &stdout, &stderr); code != 0 || stdout.String() != tables[0] {
+			t.Errorf("status of a file:// repository: exit %d, stdout %q, stderr %q", code, stdout.String(), stderr.String())
+		}
+	})
+
 	t.Run("token file", func(t *testing.T) {
 		// The test server ignores credentials: this checks that a token
 		// is read and sent without breaking anything, and never printed.
