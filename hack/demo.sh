@@ -4,7 +4,10 @@
 # builds the demo, and runs it against bin/reconciler (see
 # hack/demo/main.go for what it does).
 # Arguments are passed to the demo (e.g. --scenario replace, --timeout 10m;
-# an unknown scenario is a usage error that names the scenarios).
+# an unknown scenario is a usage error that names the scenarios). The demo
+# hosts the plans repository on a real Gitea (`make tools` builds it);
+# --forge github runs it on a plain Git server with the GitHub stand-in
+# instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -164,6 +165,9 @@ func (w *world) forgeLines(prs int) (lines, repeated, texts []string, err error)
 	for _, head := range w.heads {
 		shas = append(shas, head)
 	}
+	// A merge commit's log holds the pull request's head too.
+	slices.Sort(shas)
+	shas = slices.Compact(shas)
 	// Commit status context and commit -> last state.
 	final, statusTexts, err := w.forge.statuses(shas)
 	if err != nil {

@@ -81,11 +81,11 @@ var (
 )
 
 // startForge starts the forge of kind with seed as its repository's main
-// branch.
-func startForge(r *testenv.Program, kind, seed string) (forgeHost, error) {
+// branch; a forge with a log of its own leaves a copy in logDir.
+func startForge(r *testenv.Program, kind, seed, logDir string) (forgeHost, error) {
 	switch kind {
 	case forgeGitea:
-		return startGitea(r, seed)
+		return startGitea(r, seed, logDir)
 	case forgeGitHub:
 		return startGitHubStandIn(r, seed), nil
 	}
@@ -143,8 +143,15 @@ type giteaHost struct {
 	up sync.RWMutex
 }
 
-func startGitea(r *testenv.Program, seed string) (*giteaHost, error) {
+func startGitea(r *testenv.Program, seed, logDir string) (*giteaHost, error) {
 	gt := testenv.StartGitea(r, seed)
+	// Gitea's work directory goes at the end: its log stays with
+	// ferry's, for a run that failed.
+	r.Cleanup(func() {
+		if data, err := os.ReadFile(gt.LogFile); err == nil {
+			_ = os.WriteFile(filepath.Join(logDir, "gitea.log"), data, 0o644)
+		}
+	})
 	h := &giteaHost{r: r, gt: gt, tokenFile: filepath.Join(r.TempDir(), "gitea-token")}
 	// ferry reads its token from a file, as from a mounted Secret.
 	if err := os.WriteFile(h.tokenFile, []byte(gt.Token(testenv.GiteaBot)+"\n"), 0o600); err != nil {
@@ -154,7 +161,8 @@ func startGitea(r *testenv.Program, seed string) (*giteaHost, error) {
 }
 
 func (h *giteaHost) describe() string {
-	return fmt.Sprintf("a real Gitea at %s (took %s) with the private repository %s/%s; accounts %s (ferry's, admin), %s and %s (write), %s (read); its log: %s",
+	return fmt.Sprintf("a real Gitea at %s (ready in %s) with the private repository %s/%s; accounts %s (ferry's, admin), %s and %s (write), %s (read); "+
+		"pull requests merged in turn with a merge commit, squashed, rebased; its log: %s (copied to the log directory at the end)",
 		h.gt.URL, h.gt.StartupTime.Round(100*time.Millisecond), h.gt.Owner, h.gt.Repo,
 		testenv.GiteaBot, testenv.GiteaMaintainer, testenv.GiteaReviewer, testenv.GiteaReader, h.gt.LogFile)
 }

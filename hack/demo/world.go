@@ -94,7 +94,7 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	files[sc.planPath()] = fx.plan(`""`, "")
 	seed := testenv.SeedDir(r, files)
 	out.say("==> starting the forge with the plans repository (--forge %s)", kind)
-	if w.forge, err = startForge(r, kind, seed); err != nil {
+	if w.forge, err = startForge(r, kind, seed, logDir); err != nil {
 		return nil, err
 	}
 	out.say("    %s", w.forge.describe())
