@@ -36,7 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // runContext runs the command line args until it ends or ctx does, and
 // returns the process exit code: 0 on success, 1 when the command failed, 2
-// on a usage error.
+// on a usage error, or the code of an app.ExitError (`status`: a phase
+// Failed or Blocked).
 func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCommand(stdout, stderr)
 	root.SetArgs(rewriteSingleDash(root, args, stderr))
@@ -48,6 +49,11 @@ func runContext(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		c = root
 	}
 	var failed *commandError
+	var exit *app.ExitError
+	if errors.As(err, &exit) {
+		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
+		return exit.Code
+	}
 	if errors.As(err, &failed) && !app.IsUsageError(err) {
 		fmt.Fprintf(stderr, "%s: %v\n", c.CommandPath(), err)
 		return 1

@@ -18,7 +18,9 @@ func newStatusCommand() *cobra.Command {
 		Long: "Prints each plan's phase table (phase, state, steps done/left, current\n" +
 			"step, attempts, last error, who approved) from status/<plan>.yaml at the\n" +
 			"head of the status branch: all plans, or the one named. It changes\n" +
-			"nothing. Exits 1 when there is no status yet.",
+			"nothing. Exits 0 when no phase needs a person, 3 when a phase is Failed,\n" +
+			"4 when one is Blocked (and none Failed), 1 when there is no status yet or\n" +
+			"the repository cannot be read, 2 on a usage error.",
 		Example: "  reconciler status --repo https://github.com/acme/migrations.git\n\n" +
 			"  # One plan, as YAML:\n" +
 			"  reconciler status capi-quickstart --repo https://github.com/acme/migrations.git -o yaml",

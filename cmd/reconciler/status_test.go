@@ -139,6 +139,30 @@ func TestStatusCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("exit codes", func(t *testing.T) {
+		// A script tells a failed phase (3) from a blocked one (4).
+		for _, tc := range []struct {
+			state status.PhaseState
+			code  int
+			say   string
+		}{{status.PhaseFailed, 3, "failed: delta/cluster"}, {status.PhaseBlocked, 4, "blocked: delta/cluster"}} {
+			branch := "status-" + strings.ToLower(string(tc.state))
+			st := statusOf("delta")
+			st.Phases[0].State = tc.state
+			w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: branch, CacheDir: t.TempDir()}}
+			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
+				t.Fatal(err)
+			}
+			for _, args := range [][]string{{"status", "--repo", g.URL, "--status-branch", branch}, {"status", "delta", "--repo", g.URL, "--status-branch", branch, "-o", "json"}} {
+				var stdout, stderr bytes.Buffer
+				code := run(args, &stdout, &stderr)
+				if code != tc.code || !strings.Contains(stderr.String(), tc.say) || !strings.Contains(stdout.String(), string(tc.state)) {
+					t.Errorf("run(%q) with a phase %s = %d, stderr %q; want %d, %q and the status printed", args, tc.state, code, stderr.String(), tc.code, tc.say)
+				}
+			}
+		}
+	})
+
 	t.Run("file URL", func(t *testing.T) {
 		// The README's laptop setup: a repository on disk, no flags
 		// about credentials.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -48,7 +49,7 @@ func Status(ctx context.Context, cfg StatusConfig) error {
 	if cfg.Plan != "" {
 		v = sts[0]
 	}
-	return write(cfg.Out, cfg.Output, v, func(w io.Writer) error {
+	err = write(cfg.Out, cfg.Output, v, func(w io.Writer) error {
 		for i, st := range sts {
 			if i > 0 {
 				fmt.Fprintln(w)
@@ -59,6 +60,50 @@ func Status(ctx context.Context, cfg StatusConfig) error {
 		}
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return needsAction(sts)
+}
+
+// Exit codes of `reconciler status` besides 0 (nothing to act on), 1 (no
+// status, or the repository not read) and 2 (a usage error): a script
+// tells a phase that failed from one that waits for a person.
+const (
+	ExitPhaseFailed  = 3 // a phase is Failed
+	ExitPhaseBlocked = 4 // a phase is Blocked (and none Failed)
+)
+
+// ExitError is an error with the exit code the command ends with.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// needsAction is an ExitError naming every Failed or Blocked phase of
+// sts, or nil.
+func needsAction(sts []*status.PlanStatus) error {
+	var failed, blocked []string
+	for _, st := range sts {
+		for _, p := range st.Phases {
+			switch p.State {
+			case status.PhaseFailed:
+				failed = append(failed, st.Plan+"/"+p.Name)
+			case status.PhaseBlocked:
+				blocked = append(blocked, st.Plan+"/"+p.Name)
+			}
+		}
+	}
+	switch {
+	case len(failed) > 0:
+		return &ExitError{Code: ExitPhaseFailed, Err: fmt.Errorf("failed: %s", strings.Join(append(failed, blocked...), ", "))}
+	case len(blocked) > 0:
+		return &ExitError{Code: ExitPhaseBlocked, Err: fmt.Errorf("blocked: %s", strings.Join(blocked, ", "))}
+	}
+	return nil
 }
 
 // read reads the named plan's status, or all of them; none is an error.
