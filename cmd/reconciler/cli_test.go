@@ -140,6 +140,8 @@ func TestNonPositiveFlags(t *testing.T) {
 		{args: []string{"run", "--repo", "file:///nowhere", "--comment-interval", "-1s"}, wantCode: 2, wantStderr: []string{"--comment-interval must be above zero"}},
 		{args: []string{"executor", "--nats-url", "nats://127.0.0.1:1", "--concurrency", "-1"}, wantCode: 2, wantStderr: []string{"--concurrency must be above zero, not -1"}},
 		{args: []string{"status", "--repo", "file:///nowhere", "--git-timeout", "0s"}, wantCode: 2, wantStderr: []string{"--git-timeout must be above zero"}},
+		{args: []string{"version", "--log-level", "loud"}, wantCode: 2, wantStderr: []string{`--log-level "loud": want debug, info, warn or error`}},
+		{args: []string{"status", "--repo", "file:///nowhere", "--log-format", "xml"}, wantCode: 2, wantStderr: []string{`--log-format "xml": want text or json`}},
 	} {
 		tc.check(t)
 	}

@@ -84,6 +84,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	root.PersistentFlags().String("log-level", "info", "least level of the log lines written to stderr: debug, info, warn or error")
+	root.PersistentFlags().String("log-format", app.LogText, "format of the log lines on stderr: text or json (one object per line)")
 	root.AddCommand(newRunCommand(), newExecutorCommand(), newPlanCommand(), newStatusCommand(),
 		newValidateCommand(), newVersionCommand())
 	root.InitDefaultCompletionCmd()
@@ -108,6 +110,10 @@ func runE(f func(ctx context.Context, args []string) error) func(*cobra.Command,
 	return func(cmd *cobra.Command, args []string) error {
 		if err := checkPositive(cmd); err != nil {
 			return err // a usage error: exit 2
+		}
+		format, _ := cmd.Flags().GetString("log-format")
+		if _, err := app.ParseLog(logLevel(cmd), format); err != nil {
+			return err
 		}
 		if err := f(cmd.Context(), args); err != nil {
 			return &commandError{err: err}
@@ -147,5 +153,12 @@ func checkPositive(cmd *cobra.Command) error {
 
 // streams are where a command writes.
 func streams(cmd *cobra.Command) app.Streams {
-	return app.Streams{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr()}
+	format, _ := cmd.Flags().GetString("log-format")
+	level, _ := app.ParseLog(logLevel(cmd), format) // checked in runE
+	return app.Streams{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(), LogLevel: level, LogFormat: format}
+}
+
+func logLevel(cmd *cobra.Command) string {
+	level, _ := cmd.Flags().GetString("log-level")
+	return level
 }

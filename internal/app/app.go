@@ -35,14 +35,39 @@ func IsUsageError(err error) bool {
 }
 
 // Streams are where a command writes: its data to Out, its log, notes and
-// problems to ErrOut.
+// problems to ErrOut, at LogLevel and above, as LogFormat.
 type Streams struct {
 	Out, ErrOut io.Writer
+	LogLevel    slog.Level
+	LogFormat   string // LogText (the zero value) or LogJSON
 }
 
-// logger is the command's logger, writing text to ErrOut.
+// Log formats (--log-format).
+const (
+	LogText = "text"
+	LogJSON = "json"
+)
+
+// ParseLog checks the values of --log-level (debug, info, warn, error)
+// and --log-format (text, json).
+func ParseLog(level, format string) (slog.Level, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return 0, usageErrorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	if format != LogText && format != LogJSON {
+		return 0, usageErrorf("--log-format %q: want text or json", format)
+	}
+	return l, nil
+}
+
+// logger is the command's logger, writing to ErrOut.
 func (s Streams) logger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(s.ErrOut, nil))
+	opts := &slog.HandlerOptions{Level: s.LogLevel}
+	if s.LogFormat == LogJSON {
+		return slog.New(slog.NewJSONHandler(s.ErrOut, opts))
+	}
+	return slog.New(slog.NewTextHandler(s.ErrOut, opts))
 }
 
 // Output formats of the commands that print data (-o).

@@ -2,9 +2,11 @@ package app
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/events"
@@ -48,6 +50,34 @@ func TestUsageErrors(t *testing.T) {
 		var u *UsageError
 		if !errors.As(err, &u) {
 			t.Errorf("%s: %v; want a UsageError", name, err)
+		}
+	}
+}
+
+// TestLogger: --log-format json writes one JSON object per line, and
+// --log-level drops what is below it.
+func TestLogger(t *testing.T) {
+	var out bytes.Buffer
+	level, err := ParseLog("warn", LogJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := Streams{ErrOut: &out, LogLevel: level, LogFormat: LogJSON}.logger()
+	log.Info("reconciling", "repo", "file:///plans")
+	log.Warn("no result for a published step", "step_id", "s1")
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var got map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &got) != nil || got["level"] != "WARN" || got["step_id"] != "s1" {
+		t.Errorf("log at warn, as JSON:\n%s\nwant the one warning as a JSON object", out.String())
+	}
+	out.Reset()
+	Streams{ErrOut: &out}.logger().Info("reconciling")
+	if !strings.HasPrefix(out.String(), "time=") || !strings.Contains(out.String(), "level=INFO") {
+		t.Errorf("the default log is text at info: %q", out.String())
+	}
+	for _, bad := range [][2]string{{"loud", LogText}, {"info", "xml"}} {
+		if _, err := ParseLog(bad[0], bad[1]); !IsUsageError(err) {
+			t.Errorf("ParseLog(%q, %q) = %v; want a usage error", bad[0], bad[1], err)
 		}
 	}
 }
