@@ -125,7 +125,7 @@ func runE(f func(ctx context.Context, args []string) error) func(*cobra.Command,
 // positive are the flags whose value must be above zero: a zero or
 // negative interval, timeout or concurrency would panic deep inside (a
 // ticker), wait for nothing or run nothing.
-var positive = []string{"interval", "timeout", "git-timeout", "comment-interval", "concurrency"}
+var positive = []string{"interval", "timeout", "git-timeout", "comment-interval", "concurrency", "watch-interval"}
 
 // checkPositive fails, naming the flag, when one of positive is not above
 // zero on cmd.

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"os"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +25,8 @@ func newStatusCommand() *cobra.Command {
 			"4 when one is Blocked (and none Failed), 1 when there is no status yet or\n" +
 			"the repository cannot be read, 2 on a usage error.",
 		Example: "  reconciler status --repo https://github.com/acme/migrations.git\n\n" +
+			"  # Follow a plan until its approved phases end (exit 0, or 3 when one failed):\n" +
+			"  reconciler status capi-quickstart --repo https://github.com/acme/migrations.git --watch\n\n" +
 			"  # One plan, as YAML:\n" +
 			"  reconciler status capi-quickstart --repo https://github.com/acme/migrations.git -o yaml",
 		Args: cobra.MaximumNArgs(1),
@@ -31,8 +36,13 @@ func newStatusCommand() *cobra.Command {
 	outputFlag(cmd, &cfg.Output)
 	fs.StringVar(&cfg.StatusBranch, "status-branch", status.DefaultBranch, "branch the reconciler commits statuses to")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "how long to wait for the repository")
+	fs.BoolVarP(&cfg.Watch, "watch", "w", false, "follow until no phase is in progress or one failed: redraw in a terminal, else one line per change; exit codes as without it")
+	fs.DurationVar(&cfg.WatchInterval, "watch-interval", 5*time.Second, "how often --watch reads the status branch")
 	cmd.RunE = runE(func(ctx context.Context, args []string) error {
 		cfg.Streams = streams(cmd)
+		if f, ok := cfg.Out.(*os.File); ok {
+			cfg.Terminal = term.IsTerminal(int(f.Fd()))
+		}
 		if len(args) == 1 {
 			cfg.Plan = args[0]
 		}

@@ -163,6 +163,48 @@ func TestStatusCommand(t *testing.T) {
 		}
 	})
 
+	t.Run("watch", func(t *testing.T) {
+		// --watch prints a line when a phase changes and ends when
+		// nothing is in progress: 0 once the phase succeeded, 3 at once
+		// when one failed.
+		for _, tc := range []struct {
+			end  status.PhaseState
+			code int
+		}{{status.PhaseSucceeded, 0}, {status.PhaseFailed, 3}} {
+			branch := "watch-" + strings.ToLower(string(tc.end))
+			w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: branch, CacheDir: t.TempDir()}}
+			st := statusOf("delta")
+			st.Phases[0].State = status.PhaseRunning
+			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
+				t.Fatal(err)
+			}
+			var stdout, stderr bytes.Buffer
+			done := make(chan int)
+			go func() {
+				done <- run([]string{"status", "delta", "--repo", g.URL, "--status-branch", branch, "--watch", "--watch-interval", "100ms"}, &stdout, &stderr)
+			}()
+			select {
+			case code := <-done:
+				t.Fatalf("--watch ended (%d) while a phase runs: %s %s", code, stdout.String(), stderr.String())
+			case <-time.After(time.Second):
+			}
+			st = statusOf("delta")
+			st.Phases[0].State = tc.end
+			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				out := stdout.String()
+				if code != tc.code || strings.Count(out, "delta cluster Running") != 1 || !strings.Contains(out, "delta cluster "+string(tc.end)) {
+					t.Errorf("--watch until %s = %d, stdout:\n%s\nstderr: %s\nwant %d, one Running line and one %s line", tc.end, code, out, stderr.String(), tc.code, tc.end)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatalf("--watch did not end after the phase became %s: %s", tc.end, stdout.String())
+			}
+		}
+	})
+
 	t.Run("file URL", func(t *testing.T) {
 		// The README's laptop setup: a repository on disk, no flags
 		// about credentials.

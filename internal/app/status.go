@@ -26,6 +26,13 @@ type StatusConfig struct {
 	Output string
 	// Timeout bounds the exchange with the repository.
 	Timeout time.Duration
+	// Watch follows the plans until no phase is in progress (or one
+	// failed), reading every WatchInterval: a terminal's screen is redrawn,
+	// anything else gets one line per change.
+	Watch         bool
+	WatchInterval time.Duration
+	// Terminal says Out is a terminal (the command asks the file).
+	Terminal bool
 }
 
 // Status prints each plan's phase table from status/<plan>.yaml at the head
@@ -37,6 +44,12 @@ func Status(ctx context.Context, cfg StatusConfig) error {
 	}
 	if err := checkOutput(cfg.Output); err != nil {
 		return err
+	}
+	if cfg.Watch {
+		if cfg.Output != OutputText {
+			return usageErrorf("--watch prints text: drop -o %s", cfg.Output)
+		}
+		return cfg.watch(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -125,4 +138,81 @@ func (cfg StatusConfig) read(ctx context.Context) ([]*status.PlanStatus, error) 
 		return nil, fmt.Errorf("no plan has a status yet %s", where)
 	}
 	return sts, err
+}
+
+// inProgress says whether a phase of sts is approved and not ended.
+func inProgress(sts []*status.PlanStatus) bool {
+	for _, st := range sts {
+		for _, p := range st.Phases {
+			switch p.State {
+			case status.PhaseApproved, status.PhaseRunning, status.PhaseRollingBack:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// watch reads the statuses every WatchInterval and shows them until no
+// phase is in progress or one failed, then ends as Status does (0, or an
+// ExitError for a Failed or Blocked phase). A read that fails is said and
+// tried again: a watch outlives a blip of the remote.
+func (cfg StatusConfig) watch(ctx context.Context) error {
+	if cfg.WatchInterval <= 0 {
+		cfg.WatchInterval = 5 * time.Second
+	}
+	last := map[string]string{} // plan/phase -> its line, when not a terminal
+	lastErr := ""
+	for {
+		rctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		sts, err := cfg.read(rctx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			if err.Error() != lastErr {
+				fmt.Fprintf(cfg.ErrOut, "%s %v; reading again every %s\n", time.Now().Format(time.TimeOnly), err, cfg.WatchInterval)
+				lastErr = err.Error()
+			}
+		case cfg.Terminal:
+			lastErr = ""
+			fmt.Fprint(cfg.Out, "\033[H\033[2J") // home, clear
+			for _, st := range sts {
+				if err := status.Table(cfg.Out, st); err != nil {
+					return err
+				}
+				fmt.Fprintln(cfg.Out)
+			}
+			fmt.Fprintf(cfg.Out, "read %s; every %s until no phase is in progress (Ctrl-C ends)\n", time.Now().Format(time.TimeOnly), cfg.WatchInterval)
+		default:
+			lastErr = ""
+			for _, st := range sts {
+				for i := range st.Phases {
+					key := st.Plan + "/" + st.Phases[i].Name
+					if line := status.PhaseLine(st, &st.Phases[i]); line != last[key] {
+						fmt.Fprintf(cfg.Out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
+						last[key] = line
+					}
+				}
+			}
+		}
+		if err == nil && (!inProgress(sts) || needsActionCode(sts) == ExitPhaseFailed) {
+			return needsAction(sts)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(cfg.WatchInterval):
+		}
+	}
+}
+
+// needsActionCode is the exit code needsAction gives sts, 0 for none.
+func needsActionCode(sts []*status.PlanStatus) int {
+	var e *ExitError
+	if errors.As(needsAction(sts), &e) {
+		return e.Code
+	}
+	return 0
 }

@@ -75,6 +75,26 @@ func Table(w io.Writer, st *PlanStatus) error {
 	return nil
 }
 
+// PhaseLine is one phase in one line, for logs and `status --watch` away
+// from a terminal: plan, phase, state, steps done/left, and the current
+// step with its attempts and last error.
+func PhaseLine(st *PlanStatus, ph *PhaseStatus) string {
+	line := fmt.Sprintf("%s %s %s %d/%d", st.Plan, ph.Name, ph.State, ph.Done, ph.Left)
+	if s := currentStep(ph); s != nil {
+		line += ": " + s.Title()
+		if s.Attempts > 1 {
+			line += fmt.Sprintf(" (attempt %d)", s.Attempts)
+		}
+		if s.LastError != "" {
+			line += ": " + clip(oneLine(s.LastError), tableCellMax)
+		}
+	}
+	if explained(*ph) && ph.Reason != "" {
+		line += " (" + clip(oneLine(ph.Reason), tableCellMax) + ")"
+	}
+	return line
+}
+
 // Markdown renders a plan's status for its pull-request comment: the phase
 // table, the reasons, and every step with its result. The result is never
 // longer than limit bytes (MaxCommentLength when limit <= 0): when it would
