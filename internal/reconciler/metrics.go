@@ -8,14 +8,16 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/ferry-dev/ferry/internal/events"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // Metrics are the reconciler's Prometheus metrics, on their own registry
@@ -26,6 +28,9 @@ type Metrics struct {
 	Profiling bool
 
 	phases        *prometheus.GaugeVec
+	phase         *prometheus.GaugeVec
+	// phaseStates are the state each plan/phase series of phase shows.
+	phaseStates map[[2]string]status.PhaseState
 	stepsRun      *prometheus.CounterVec
 	stepLatency   *prometheus.HistogramVec
 	stepRoundTrip *prometheus.HistogramVec
@@ -83,13 +88,16 @@ func NewMetrics(counters map[string]func() float64) *Metrics {
 	m.phases = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "ferry_plan_phases", Help: "Phases of all plans by state, as of the last cycle.",
 	}, []string{"state"})
+	m.phase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "ferry_plan_phase", Help: "1 for each plan's phase in its current state (one series per plan and phase), as of the last cycle.",
+	}, []string{"plan", "phase", "state"})
 	m.stepsRun = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "ferry_steps_total", Help: "Step attempts by executor kind and outcome.",
-	}, []string{"executor", "outcome"})
+		Name: "ferry_steps_total", Help: "Step attempts by executor, action, target kind and outcome.",
+	}, []string{"executor", "action", "kind", "outcome"})
 	m.stepLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: "ferry_step_duration_seconds", Help: "How long step attempts took, by executor kind.",
+		Name: "ferry_step_duration_seconds", Help: "How long step attempts took, by executor, action and target kind.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-	}, []string{"executor"})
+	}, []string{"executor", "action", "kind"})
 	m.stepRoundTrip = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "ferry_step_latency_seconds", Help: "From a step's publication to its final result, by executor kind.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 1.5, 30),
@@ -97,31 +105,74 @@ func NewMetrics(counters map[string]func() float64) *Metrics {
 	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ferry_cycles_total", Help: "Reconcile cycles by result.",
 	}, []string{"result"})
-	m.Registry.MustRegister(m.phases, m.stepsRun, m.stepLatency, m.stepRoundTrip, m.cycles)
+	m.Registry.MustRegister(m.phases, m.phase, m.stepsRun, m.stepLatency, m.stepRoundTrip, m.cycles,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, read := range counters {
 		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: "Calls counted by " + name + "."}, read))
 	}
 	return m
 }
 
-// ObservePhases sets the phase gauge from the phases' states of every
-// plan.
-func (m *Metrics) ObservePhases(states map[string][]planner.PhaseState) {
-	counts := map[planner.PhaseState]int{}
-	for _, plan := range states {
-		for _, s := range plan {
-			counts[s]++
+// phaseStates are the states ferry_plan_phases counts, every one always
+// exported (a state with no phase is 0, not absent, for alerts).
+var phaseStates = []status.PhaseState{status.PhasePending, status.PhaseApproved, status.PhaseRunning, status.PhaseSucceeded,
+	status.PhaseFailed, status.PhaseBlocked, status.PhaseRollingBack, status.PhaseRolledBack}
+
+// ObservePhases sets the phase gauges from every plan's status: the count
+// by state, and each plan's phase in its state (the series of its former
+// state, and of plans and phases gone, removed).
+func (m *Metrics) ObservePhases(statuses map[string]*status.PlanStatus) {
+	counts := map[status.PhaseState]int{}
+	seen := map[[2]string]bool{}
+	if m.phaseStates == nil {
+		m.phaseStates = map[[2]string]status.PhaseState{}
+	}
+	for plan, st := range statuses {
+		for _, ph := range st.Phases {
+			counts[ph.State]++
+			key := [2]string{plan, ph.Name}
+			seen[key] = true
+			if old, ok := m.phaseStates[key]; ok && old != ph.State {
+				m.phase.DeleteLabelValues(plan, ph.Name, string(old))
+			}
+			m.phaseStates[key] = ph.State
+			m.phase.WithLabelValues(plan, ph.Name, string(ph.State)).Set(1)
 		}
 	}
-	for _, s := range []planner.PhaseState{planner.Pending, planner.Approved, planner.Succeeded, planner.Blocked} {
+	for key, state := range m.phaseStates {
+		if !seen[key] {
+			m.phase.DeleteLabelValues(key[0], key[1], string(state))
+			delete(m.phaseStates, key)
+		}
+	}
+	for _, s := range phaseStates {
 		m.phases.WithLabelValues(string(s)).Set(float64(counts[s]))
 	}
 }
 
 // ObserveResult counts a step attempt and its duration.
 func (m *Metrics) ObserveResult(ev *events.ResultEvent) {
-	m.stepsRun.WithLabelValues(string(ev.Executor), string(ev.Outcome)).Inc()
-	m.stepLatency.WithLabelValues(string(ev.Executor)).Observe(ev.Duration.Seconds())
+	action, kind := resultLabels(ev)
+	m.stepsRun.WithLabelValues(string(ev.Executor), action, kind, string(ev.Outcome)).Inc()
+	m.stepLatency.WithLabelValues(string(ev.Executor), action, kind).Observe(ev.Duration.Seconds())
+}
+
+// resultLabels are a result's action and target kind: from the event, or
+// from its step key (phase/action/kind/name) when an older executor left
+// them out.
+func resultLabels(ev *events.ResultEvent) (action, kind string) {
+	parts := strings.SplitN(ev.StepKey, "/", 4)
+	action = string(ev.Action)
+	if f := strings.Fields(ev.Target); len(f) > 0 {
+		kind = f[0]
+	}
+	if action == "" && len(parts) > 1 {
+		action = parts[1]
+	}
+	if kind == "" && len(parts) > 2 {
+		kind = parts[2]
+	}
+	return action, kind
 }
 
 // ObserveCycle counts a cycle; the first successful one makes /readyz pass.

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
-	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -41,8 +41,15 @@ func TestMetricsServer(t *testing.T) {
 		t.Errorf("/readyz before a cycle = %d, want 503", code)
 	}
 	m.ObserveCycle(nil)
-	m.ObservePhases(map[string][]planner.PhaseState{"a": {planner.Succeeded, planner.Approved, planner.Pending}})
-	m.ObserveResult(&events.ResultEvent{Executor: step.Kube, Outcome: events.Succeeded, Duration: 20 * time.Millisecond})
+	plan := &status.PlanStatus{Plan: "a", Phases: []status.PhaseStatus{{Name: "cluster", State: status.PhaseSucceeded},
+		{Name: "control-plane", State: status.PhaseRunning}, {Name: "workers", State: status.PhasePending}}}
+	m.ObservePhases(map[string]*status.PlanStatus{"a": plan})
+	// The control plane fails: its Running series goes, its Failed one
+	// comes.
+	plan.Phases[1].State = status.PhaseFailed
+	m.ObservePhases(map[string]*status.PlanStatus{"a": plan})
+	m.ObserveResult(&events.ResultEvent{Executor: step.Kube, Action: step.Create, Target: "Cluster default/a", Outcome: events.Succeeded, Duration: 20 * time.Millisecond})
+	m.ObserveResult(&events.ResultEvent{Executor: step.Kube, StepKey: "cluster/copy-secret/secret/a-sa", Outcome: events.Failed, Duration: time.Second})
 	fetches = 3
 	if code, _ := get("/readyz"); code != 200 {
 		t.Errorf("/readyz after a cycle = %d", code)
@@ -50,13 +57,29 @@ func TestMetricsServer(t *testing.T) {
 	_, body := get("/metrics")
 	for _, want := range []string{
 		`ferry_plan_phases{state="Succeeded"} 1`,
-		`ferry_steps_total{executor="kube",outcome="Succeeded"} 1`,
-		`ferry_step_duration_seconds_count{executor="kube"} 1`,
+		`ferry_plan_phases{state="Failed"} 1`,
+		`ferry_plan_phases{state="Running"} 0`,
+		`ferry_plan_phases{state="RollingBack"} 0`,
+		`ferry_plan_phase{phase="control-plane",plan="a",state="Failed"} 1`,
+		`ferry_plan_phase{phase="workers",plan="a",state="Pending"} 1`,
+		`ferry_steps_total{action="create",executor="kube",kind="Cluster",outcome="Succeeded"} 1`,
+		`ferry_steps_total{action="copy-secret",executor="kube",kind="secret",outcome="Failed"} 1`,
+		`ferry_step_duration_seconds_count{action="create",executor="kube",kind="Cluster"} 1`,
+		"go_goroutines ",
+		"process_resident_memory_bytes ",
 		`ferry_git_fetches_total 3`,
 		`ferry_cycles_total{result="ok"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", want)
 		}
+	}
+	if strings.Contains(body, `plan="a",state="Running"`) {
+		t.Errorf("/metrics still shows the control plane Running after it failed")
+	}
+	// A plan gone takes its series with it.
+	m.ObservePhases(map[string]*status.PlanStatus{})
+	if _, body := get("/metrics"); strings.Contains(body, `plan="a"`) {
+		t.Errorf("/metrics still shows plan a after it went")
 	}
 }

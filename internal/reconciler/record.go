@@ -45,16 +45,13 @@ type StatusRecorder struct {
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
 	dirty    map[string]bool
-	// phases are the states of each plan's phases at its last planning,
-	// for the metrics (the planner's whole result is not kept).
-	phases map[string][]planner.PhaseState
 }
 
 var _ Recorder = (*StatusRecorder)(nil)
 
 func (r *StatusRecorder) init() {
 	if r.statuses == nil {
-		r.statuses, r.dirty, r.phases = map[string]*status.PlanStatus{}, map[string]bool{}, map[string][]planner.PhaseState{}
+		r.statuses, r.dirty = map[string]*status.PlanStatus{}, map[string]bool{}
 	}
 }
 
@@ -88,11 +85,7 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 	prev := r.statuses[plan]
 	st := status.FromResult(prev, res, cycle.Revision, cycle.At)
 	status.Published(st, published, cycle.At)
-	states := make([]planner.PhaseState, len(res.Phases))
-	for i, ph := range res.Phases {
-		states[i] = ph.State
-	}
-	r.statuses[plan], r.phases[plan] = st, states
+	r.statuses[plan] = st
 	if prev == nil || !status.Same(prev, st) {
 		r.dirty[plan] = true // unchanged statuses are not written or mirrored again
 	}
@@ -210,7 +203,7 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	sort.Slice(changed, func(i, j int) bool { return changed[i].Plan < changed[j].Plan })
 	r.dirty = map[string]bool{}
 	if r.Metrics != nil {
-		r.Metrics.ObservePhases(r.phases)
+		r.Metrics.ObservePhases(r.statuses)
 	}
 	r.mu.Unlock()
 	if len(changed) == 0 {
