@@ -27,10 +27,10 @@ type Metrics struct {
 	// Profiling serves Go's profiles under /debug/pprof/ too.
 	Profiling bool
 
-	phases        *prometheus.GaugeVec
-	phase         *prometheus.GaugeVec
+	phases *prometheus.GaugeVec
+	phase  *prometheus.GaugeVec
 	// phaseStates are the state each plan/phase series of phase shows.
-	phaseStates map[[2]string]status.PhaseState
+	phaseStates   map[[2]string]status.PhaseState
 	stepsRun      *prometheus.CounterVec
 	stepLatency   *prometheus.HistogramVec
 	stepRoundTrip *prometheus.HistogramVec
