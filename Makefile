@@ -37,6 +37,10 @@ CHAOS_RUNS ?= 20
 # rollback-replace (replace up to the cutover, rolled back to infrastructure
 # under the cutover's promises).
 SCENARIO ?= adopt
+# Which forge `make demo` and `make chaos` host the plans repository on:
+# gitea (a real Gitea, built by `make tools`) or github (the GitHub
+# stand-in, for what only GitHub does: its 502/403 rate-limit fault).
+FORGE ?= gitea
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -59,11 +63,11 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 
 .PHONY: demo
 demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004), rollback (seed 000 rolled back after each phase in turn and compared with how it was, then adopted again), rollback-kamaji (seed 004 adopted, rolled back, compared) or rollback-replace (seed 003 up to the cutover, rolled back to infrastructure); starts local OpenStack when needed.
-	hack/demo.sh --scenario $(SCENARIO)
+	hack/demo.sh --scenario $(SCENARIO) --forge $(FORGE)
 
 .PHONY: chaos
 chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, runs 5, 11, 17, … a seed 000 rollback killed mid-undo, the others seed 000; compare end states with undisturbed runs'.
-	hack/demo.sh --chaos $(CHAOS_RUNS)
+	hack/demo.sh --chaos $(CHAOS_RUNS) --forge $(FORGE)
 
 .PHONY: test
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).

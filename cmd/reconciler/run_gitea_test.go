@@ -88,7 +88,7 @@ func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, name
 func TestRunOnGitea(t *testing.T) {
 	mgmt := orphanedQuickstart(t)
 	outage := refuseSecret(t, mgmt, "capi-quickstart-cloud-config")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	plan := func(approve string) string { return testenv.ExamplePlan(t, approve) }
 	gt, r, reader := startRunOnGitea(t, ctx, mgmt, []string{"capi-backup"}, map[string]string{
@@ -206,6 +206,12 @@ func TestRunOnGitea(t *testing.T) {
 	// A push to main that raises spec.approve: not acted on, and said.
 	push := gt.PushBranch(t, alice, "main", "Approve control-plane without review", map[string]string{
 		"plans/capi-quickstart.yaml": plan("control-plane")})
+	// First the forge is asked again for a while (it records a merge
+	// after it moves the branch), then the approval is refused.
+	r.waitFor("the pushed approval waiting for the forge", func() bool {
+		st := readStatus()
+		return st != nil && st.Revision == push && strings.Contains(st.Phase("control-plane").Reason, "has not said yet which pull request merged commit")
+	})
 	r.waitFor("the pushed approval refused in the status", func() bool {
 		st := readStatus()
 		return st != nil && st.Revision == push && strings.Contains(st.Phase("control-plane").Reason, "pushed without a pull request")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -29,6 +30,12 @@ type GitApprovals struct {
 	// AllowPush accepts approvals pushed without a pull request although
 	// a forge is configured (--allow-push-approvals).
 	AllowPush bool
+	// MergeGrace is how long after ferry first sees an approving commit
+	// that no merged pull request is known for it asks the forge again
+	// before it refuses the approval as pushed; default DefaultMergeGrace.
+	MergeGrace time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
 
 	mu      sync.Mutex
 	refused map[string]bool // commits whose ApprovalContext status was set
@@ -37,6 +44,23 @@ type GitApprovals struct {
 	// runs, and history and forge do not change under a revision.
 	found   map[string]foundApproval
 	foundAt string
+	// firstSeen is when each approving commit without a known merged pull
+	// request was first looked up, for MergeGrace.
+	firstSeen map[string]time.Time
+}
+
+// DefaultMergeGrace is GitApprovals.MergeGrace's default. A forge moves
+// the branch before it records the merge: Gitea's fast-forward rebase
+// merge was seen asked about in between, its head commit still the head
+// of an open pull request, and a push webhook can arrive then too.
+const DefaultMergeGrace = 30 * time.Second
+
+// errMergeNotRecorded is Verify's and Find's error while an approving
+// commit is within MergeGrace: not a refusal yet, asked again next cycle.
+type errMergeNotRecorded struct{ commit string }
+
+func (e errMergeNotRecorded) Error() string {
+	return fmt.Sprintf("the forge has not said yet which pull request merged commit %s; asking again", short(e.commit))
 }
 
 type foundApproval struct {
@@ -81,6 +105,9 @@ func (g *GitApprovals) find(ctx context.Context, revision, file, phase string) (
 	if err != nil {
 		return a, false, err
 	}
+	if !merged && g.Forge != nil && !g.AllowPush && g.withinGrace(a.Commit) {
+		return a, false, errMergeNotRecorded{commit: a.Commit} // not cached
+	}
 	g.mu.Lock()
 	if g.foundAt != revision {
 		g.found, g.foundAt = map[string]foundApproval{}, revision
@@ -88,6 +115,29 @@ func (g *GitApprovals) find(ctx context.Context, revision, file, phase string) (
 	g.found[key] = foundApproval{approval: a, merged: merged}
 	g.mu.Unlock()
 	return a, merged, nil
+}
+
+// withinGrace says whether commit was first seen without a merged pull
+// request less than MergeGrace ago, and notes when it was first seen.
+func (g *GitApprovals) withinGrace(commit string) bool {
+	now, grace := time.Now, g.MergeGrace
+	if g.Now != nil {
+		now = g.Now
+	}
+	if grace == 0 {
+		grace = DefaultMergeGrace
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.firstSeen == nil {
+		g.firstSeen = map[string]time.Time{}
+	}
+	first, ok := g.firstSeen[commit]
+	if !ok {
+		first = now()
+		g.firstSeen[commit] = first
+	}
+	return now().Sub(first) < grace
 }
 
 // lookUp is find without the cache.
