@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"strings"
 	"sync"
@@ -288,5 +289,44 @@ func TestResultBeforePublishReturns(t *testing.T) {
 	}
 	if again := len(pub.steps) - first; again == 0 {
 		t.Errorf("no step published after the first group's results: the plan is held as busy (%d steps in flight)", len(l.plans["capi-quickstart"].inFlight))
+	}
+}
+
+// slowVerifier cannot tell an approval until told, as a forge that has
+// not recorded a merge yet.
+type slowVerifier struct{ known bool }
+
+func (v *slowVerifier) Verify(context.Context, string, string, string) (Verdict, error) {
+	if !v.known {
+		return Verdict{}, errors.New("the forge has not said yet")
+	}
+	return Verdict{OK: true}, nil
+}
+
+// TestLoopAsksAgainForUnverifiedApprovals: an approval that cannot be
+// verified yet runs nothing and leaves the plan unsettled, so that an
+// idle cycle asks again and acts once the answer comes, without a new
+// commit or a change in the cluster.
+func TestLoopAsksAgainForUnverifiedApprovals(t *testing.T) {
+	ctx := context.Background()
+	src := &memSource{}
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
+	pub, v := &recordingPublisher{}, &slowVerifier{}
+	l := &Loop{Source: src, Observer: obs, Publisher: pub, Recorder: &recorder{}, Verifier: v}
+	for i := range 2 {
+		if err := l.Cycle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(pub.steps) != 0 || len(obs.records) != i+1 {
+			t.Fatalf("cycle %d while unverified: %d steps published, observed %d times; want none and every cycle", i+1, len(pub.steps), len(obs.records))
+		}
+	}
+	v.known = true
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(pub.steps) == 0 {
+		t.Errorf("once verified, the idle cycle published nothing")
 	}
 }

@@ -94,7 +94,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 		published, err = l.publish(ctx, cycle, planned, res.Runnable, next, st)
 	}
 	l.mu.Lock()
-	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res)
+	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res) && (refused == nil || !refused.again)
 	if res.RolledBack {
 		// Nothing after the phase the rollback kept is acted on any
 		// more: approving it again migrates forward (status.FromResult

@@ -36,6 +36,9 @@ type refusal struct {
 	from, to string // the phases not acted on: after from, up to to
 	rollback bool
 	reason   string
+	// again: the approval could not be verified yet (the forge did not
+	// answer, or has not recorded the merge); the next cycle asks again.
+	again bool
 }
 
 // verify checks the approval a plan asks the loop to act on for the first
@@ -56,12 +59,15 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 	l.mu.Lock()
 	v, known := st.verdicts[key]
 	l.mu.Unlock()
+	again := false
 	if !known {
 		var err error
 		v, err = l.Verifier.Verify(ctx, cycle.Revision, file, phase)
 		switch {
 		case err != nil:
-			// Not cached: the next cycle asks again.
+			// Not cached, and the plan is not settled: the next cycle
+			// asks again.
+			again = true
 			v = Verdict{Reason: fmt.Sprintf("%s is not acted on until its approval is verified: %v", approvalName(phase), err)}
 		case !v.OK:
 			logging.From(ctx).Warn("approval not acted on: it was not merged through a pull request", "approval", phase, "commit", short(v.Commit))
@@ -83,7 +89,7 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 	if p.PhaseIndex(q.Spec.Approve) > p.PhaseIndex(p.Spec.Approve) {
 		q.Spec.Approve = p.Spec.Approve
 	}
-	return &refusal{plan: &q, from: q.Spec.Approve, to: p.Spec.Approve, rollback: p.Spec.Rollback != nil, reason: v.Reason}
+	return &refusal{plan: &q, from: q.Spec.Approve, to: p.Spec.Approve, rollback: p.Spec.Rollback != nil, reason: v.Reason, again: again}
 }
 
 // explain writes a refusal into the result planned from its plan: the
