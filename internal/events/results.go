@@ -55,6 +55,9 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
+			if missedHeartbeat(err) {
+				continue
+			}
 			return fmt.Errorf("consume results: %w", err)
 		}
 		var ev ResultEvent

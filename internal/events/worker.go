@@ -117,6 +117,9 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
+			if missedHeartbeat(err) {
+				continue
+			}
 			return fmt.Errorf("consume %s: %w", ConsumerName(opts.Kind), err)
 		}
 		ev, ok := w.decode(ctx, msg)
@@ -291,3 +294,10 @@ func keepAlive(ctx context.Context, msg jetstream.Msg, interval time.Duration) (
 	}()
 	return func() { once.Do(func() { close(done) }) }
 }
+
+// missedHeartbeat reports an iterator's missed idle heartbeat: the server
+// or the process was too busy to keep the pull alive (a loaded machine, a
+// server restart). It is not the end of the consumer: the iterator drops
+// the pull and asks again on the next Next. Ending there instead left an
+// executor, or the reconciler's results, with no consumer at all.
+func missedHeartbeat(err error) bool { return errors.Is(err, jetstream.ErrNoHeartbeat) }
