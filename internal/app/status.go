@@ -197,8 +197,12 @@ func (cfg StatusConfig) watch(ctx context.Context) error {
 				}
 			}
 		}
-		if err == nil && (!inProgress(sts) || needsActionCode(sts) == ExitPhaseFailed) {
-			return needsAction(sts)
+		if err == nil {
+			end := needsAction(sts)
+			var e *ExitError
+			if !inProgress(sts) || (errors.As(end, &e) && e.Code == ExitPhaseFailed) {
+				return end
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -206,13 +210,4 @@ func (cfg StatusConfig) watch(ctx context.Context) error {
 		case <-time.After(cfg.WatchInterval):
 		}
 	}
-}
-
-// needsActionCode is the exit code needsAction gives sts, 0 for none.
-func needsActionCode(sts []*status.PlanStatus) int {
-	var e *ExitError
-	if errors.As(needsAction(sts), &e) {
-		return e.Code
-	}
-	return 0
 }
