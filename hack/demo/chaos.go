@@ -233,10 +233,18 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, n in
 		}
 		return err
 	})
+	if run.err != nil {
+		// Failed, the managers keep their logs and say their last errors
+		// in the transcript, which CI does not keep: show them here.
+		r.Errorf("%v", run.err)
+	}
 	r.Close()
 	switch {
 	case run.err != nil:
 		out.say("    ✗ failed: %v (transcript: %s)", run.err, transcript.Name())
+		if errs := managerErrors(transcript.Name(), 60); errs != "" {
+			out.say("    the controller managers' last errors:\n%s", errs)
+		}
 	default:
 		what := "migrated"
 		if sc.rollback {
@@ -489,4 +497,23 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+}
+
+// managerErrors is what the transcript at path says from the first
+// manager's last errors on, at most n lines: the managers' logs end a
+// failed run's transcript.
+func managerErrors(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	_, rest, ok := strings.Cut(string(data), "testenv: ")
+	for ok && !strings.Contains(strings.SplitN(rest, "\n", 2)[0], "'s log is") {
+		_, rest, ok = strings.Cut(rest, "testenv: ")
+	}
+	if !ok {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(rest, "\n"), "\n")
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }

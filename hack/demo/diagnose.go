@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
+	bootstrapv1 "sigs.k8s.io/cluster-api/bootstrap/kubeadm/api/v1beta1"
 	controlplanev1 "sigs.k8s.io/cluster-api/controlplane/kubeadm/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -13,7 +14,8 @@ import (
 // capiState is a short account of the Cluster API objects of the
 // scenario's namespace, for the error of a run that did not finish: what
 // each KubeadmControlPlane and Machine says of itself, and their false
-// conditions, so that a CI log shows why a wait did not end.
+// conditions, and each KubeadmConfig that has no bootstrap data yet, so
+// that a CI log shows why a wait did not end.
 func (w *world) capiState(ctx context.Context) string {
 	var parts []string
 	var kcps controlplanev1.KubeadmControlPlaneList
@@ -36,6 +38,15 @@ func (w *world) capiState(ctx context.Context) string {
 		}
 		parts = append(parts, fmt.Sprintf("Machine %s: phase %s nodeRef %s paused=%t%s",
 			m.Name, m.Status.Phase, node, m.Annotations[clusterv1.PausedAnnotation] != "", falseConditions(m.Status.Conditions)))
+	}
+	var configs bootstrapv1.KubeadmConfigList
+	if err := w.fx.cloud.Mgmt.Client.List(ctx, &configs, client.InNamespace("default")); err != nil {
+		return strings.Join(append(parts, "list KubeadmConfigs: "+err.Error()), "; ")
+	}
+	for _, c := range configs.Items {
+		if !c.Status.Ready {
+			parts = append(parts, fmt.Sprintf("KubeadmConfig %s: no bootstrap data%s", c.Name, falseConditions(c.Status.Conditions)))
+		}
 	}
 	return strings.Join(parts, "; ")
 }
