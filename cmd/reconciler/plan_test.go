@@ -25,7 +25,7 @@ const fakePassword = "ferry-test-password-do-not-print"
 
 // TestPlanSeed000 runs `reconciler plan` against a real management API
 // server holding a seed 000 style orphaned cluster, whose workload cluster
-// is a second real API server, and checks the steps against STEPS.md.
+// is a second real API server, and checks the steps against the catalogue (docs/steps.md).
 func TestPlanSeed000(t *testing.T) {
 	mgmt := testenv.StartKube(t)
 	workload := testenv.StartKube(t)

@@ -49,7 +49,7 @@ type allowance struct {
 }
 
 // rollbackAllowed are the only differences a rollback may leave (the
-// README lists them). Nothing else may differ.
+// docs/migrating.md lists them). Nothing else may differ.
 var rollbackAllowed = []allowance{{
 	// ferry sets spec.providerID (openstack:///<server-id>) on the nodes
 	// that had none, and Kubernetes never lets it be cleared or changed

@@ -10,7 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// Streams and subjects (ARCHITECTURE.md, "Events").
+// Streams and subjects (docs/architecture.md, "Events on the bus").
 const (
 	// StreamSteps is the work queue of runnable steps.
 	StreamSteps = "FERRY_STEPS"

@@ -181,7 +181,7 @@ type adopted struct {
 }
 
 // checkAdopted checks the adopted cluster in the management cluster,
-// object by object, against what seed 000 and STEPS.md ask for.
+// object by object, against what the adopt scenario and docs/steps.md ask for.
 func checkAdopted(t *testing.T, c client.Client, workload *testenv.Kube, w adopted) {
 	t.Helper()
 	const (

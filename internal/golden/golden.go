@@ -58,3 +58,31 @@ func firstDiff(want, got string) string {
 	}
 	return "(no line differs)"
 }
+
+// CheckSection is Check for a generated section of a document: the text
+// between the lines `<!-- begin name -->` and `<!-- end name -->` of the
+// file at path must be got. With -update it rewrites that section only.
+func CheckSection(t testing.TB, path, name string, got []byte) {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin, end := []byte("<!-- begin "+name+" -->\n"), []byte("<!-- end "+name+" -->")
+	i, j := bytes.Index(doc, begin), bytes.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s has no section between %q and %q", path, begin, end)
+	}
+	i += len(begin)
+	if *update {
+		out := append(append(append([]byte{}, doc[:i]...), got...), doc[j:]...)
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want := doc[i:j]; !bytes.Equal(got, want) {
+		t.Errorf("%s: section %s differs from what the test produced (go test -run %s -update rewrites it; review the diff)\n%s",
+			path, name, t.Name(), firstDiff(string(want), string(got)))
+	}
+}

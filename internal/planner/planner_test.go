@@ -28,7 +28,7 @@ type planCase struct {
 	Snapshot observed.Snapshot `json:"snapshot"`
 }
 
-// loadExample decodes plans/<name>.yaml, the example the README points at.
+// loadExample decodes plans/<name>.yaml, the example docs/plans.md points at.
 func loadExample(t *testing.T, name string) *v1alpha1.MigrationPlan {
 	t.Helper()
 	path := filepath.Join("..", "..", "plans", name+".yaml")

@@ -35,7 +35,7 @@ var removalTiers = [][]string{
 }
 
 // notUndone is what undoing a phase leaves as it was, and why, by
-// strategy; the README's table says the same.
+// strategy; docs/migrating.md's table says the same.
 var notUndone = map[v1alpha1.Strategy]map[string][]string{
 	v1alpha1.StrategyAdopt: {
 		v1alpha1.PhaseControlPlane: {

@@ -75,3 +75,11 @@ const (
 // AwaitApproval is the Approval kind's only action: a person approves
 // the next phase.
 const AwaitApproval Action = "await-approval"
+
+// Actions lists every action, in the order they are declared above: what
+// the documentation's step catalogue must show.
+func Actions() []Action {
+	return []Action{Create, Patch, Pause, Unpause, CopySecret, Label, Remove, Release, Restore,
+		Wait, Delete, Apply, Cordon, Uncordon, Drain, Probe, SetProviderID,
+		Resolve, CheckQuota, EnsureKeypair, Bind, AwaitApproval}
+}

@@ -48,7 +48,7 @@ func (e *Executor) readManifest(ctx context.Context, s *job) ([]*unstructured.Un
 
 // checkNoSecrets refuses a manifest with a Secret: the plans repository is
 // read by everyone who reviews a plan, and Secrets never go through Git
-// (ARCHITECTURE.md, safety rules). Only names are reported, never data.
+// (docs/architecture.md, "Safety rules"). Only names are reported, never data.
 func checkNoSecrets(path string, objs []*unstructured.Unstructured) error {
 	var names []string
 	for _, u := range objs {
