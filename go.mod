@@ -23,6 +23,7 @@ require (
 	k8s.io/apimachinery v0.31.5
 	k8s.io/cli-runtime v0.31.5
 	k8s.io/client-go v0.31.5
+	k8s.io/klog/v2 v2.130.1
 	k8s.io/kubectl v0.31.5
 	k8s.io/utils v0.0.0-20240711033017-18e509b52bc8
 	sigs.k8s.io/cluster-api v1.9.6
@@ -126,7 +127,6 @@ require (
 	gopkg.in/yaml.v2 v2.4.0 // indirect
 	k8s.io/cluster-bootstrap v0.31.3 // indirect
 	k8s.io/component-base v0.31.5 // indirect
-	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20240228011516-70dd3763d340 // indirect
 	sigs.k8s.io/json v0.0.0-20221116044647-bc3834ca7abd // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect

@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/clusterevents"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -222,6 +224,7 @@ func (s *server) startExecutors(ctx context.Context) error {
 
 // lead runs the loop until ctx ends, from the recorded statuses.
 func (s *server) lead(ctx context.Context) {
+	s.recordClusterEvents(ctx)
 	if err := s.rec.Restore(ctx, s.loop); err != nil && !errors.Is(err, status.ErrNoStatus) {
 		s.log.Warn("no recorded status read; starting from the observed state", "error", err)
 	}
@@ -239,6 +242,22 @@ func (s *server) lead(ctx context.Context) {
 	}()
 	s.log.Info("reconciling", "repo", gitsource.RedactURL(s.cfg.Git.URL), "branch", s.cfg.Git.Branch, "interval", s.cfg.Interval)
 	_ = s.loop.Run(ctx, s.cfg.Interval)
+}
+
+// recordClusterEvents has the status recorder write Events on the plans'
+// Clusters until ctx ends. Only the leader does: it is the one whose
+// status changes; a follower would report them a second time. Without a
+// clientset there are no Events, and the rest runs as before.
+func (s *server) recordClusterEvents(ctx context.Context) {
+	cfg, err := s.mgmt.config()
+	if err == nil {
+		var cs *kubernetes.Clientset
+		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+			s.rec.Events = clusterevents.NewRecorder(ctx, cs, s.client)
+			return
+		}
+	}
+	s.log.Warn("no events on the plans' Clusters", "error", err)
 }
 
 // runAsLeader runs lead while this replica holds the Lease.

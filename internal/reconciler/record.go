@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/internal/clusterevents"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/logging"
@@ -41,10 +42,17 @@ type StatusRecorder struct {
 	// StatusURL links the full status from a truncated comment.
 	StatusURL string
 	Metrics   *Metrics
+	// Events, when set, is told of each phase transition and each step
+	// that failed for good, for Events on the plan's Cluster.
+	Events ClusterEvents
 
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
 	dirty    map[string]bool
+	// clusters are the plans' Clusters ("namespace/name") as last planned;
+	// reported what Events were last told of each plan.
+	clusters map[string]string
+	reported map[string]clusterevents.Marks
 }
 
 var _ Recorder = (*StatusRecorder)(nil)
@@ -52,6 +60,7 @@ var _ Recorder = (*StatusRecorder)(nil)
 func (r *StatusRecorder) init() {
 	if r.statuses == nil {
 		r.statuses, r.dirty = map[string]*status.PlanStatus{}, map[string]bool{}
+		r.clusters, r.reported = map[string]string{}, map[string]clusterevents.Marks{}
 	}
 }
 
@@ -73,6 +82,7 @@ func (r *StatusRecorder) Restore(ctx context.Context, l *Loop) error {
 		// unchanged, and mirrors it; the forge skips a comment that is
 		// already so.
 		r.dirty[st.Plan] = true
+		r.reported[st.Plan] = clusterevents.MarksOf(st)
 		l.Restore(st.Plan, status.Record(st))
 	}
 	return nil
@@ -86,15 +96,16 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 	st := status.FromResult(prev, res, cycle.Revision, cycle.At)
 	status.Published(st, published, cycle.At)
 	r.statuses[plan] = st
+	r.clusters[plan] = res.Cluster
 	if prev == nil || !status.Same(prev, st) {
 		r.dirty[plan] = true // unchanged statuses are not written or mirrored again
 	}
 	need := missingApprovals(st, res)
+	if r.Approvals == nil {
+		need = nil
+	}
 	r.mu.Unlock()
 
-	if r.Approvals == nil {
-		return
-	}
 	for _, phase := range need {
 		a, err := r.Approvals.Find(ctx, cycle.Revision, file, phase)
 		if err != nil {
@@ -106,6 +117,11 @@ func (r *StatusRecorder) Planned(ctx context.Context, cycle Cycle, file, plan st
 		r.dirty[plan] = true
 		r.mu.Unlock()
 	}
+	// Last: the Events name the approver, found just now for a phase
+	// that starts.
+	r.mu.Lock()
+	r.reportLocked(ctx, plan)
+	r.mu.Unlock()
 }
 
 // missingApprovals lists the approved phases that have no approver yet.
@@ -172,7 +188,7 @@ func (r *StatusRecorder) Removed(_ context.Context, cycle Cycle, plan string) {
 }
 
 // Result merges a step result into its plan's status.
-func (r *StatusRecorder) Result(_ context.Context, ev *events.ResultEvent) {
+func (r *StatusRecorder) Result(ctx context.Context, ev *events.ResultEvent) {
 	if r.Metrics != nil {
 		r.Metrics.ObserveResult(ev)
 	}
@@ -186,6 +202,7 @@ func (r *StatusRecorder) Result(_ context.Context, ev *events.ResultEvent) {
 	}
 	status.ApplyResult(st, ev)
 	r.dirty[ev.Plan] = true
+	r.reportLocked(ctx, ev.Plan)
 }
 
 // Flush writes the changed statuses in one commit, then updates comments
