@@ -24,8 +24,8 @@ func newRunCommand() *cobra.Command {
 			"SIGINT or SIGTERM.",
 		Example: "  # In a management cluster, as deploy/ runs it:\n" +
 			"  reconciler run --repo https://github.com/acme/migrations.git --git-token-file /etc/ferry/git-token \\\n" +
-			"    --forge-repo acme/migrations --webhook-addr :9090 --webhook-secret-file /etc/ferry/webhook-secret \\\n" +
-			"    --leader-elect\n\n" +
+			"    --forge-repo acme/migrations --forge-token-file /etc/ferry/forge-token \\\n" +
+			"    --webhook-addr :9090 --webhook-secret-file /etc/ferry/webhook-secret --leader-elect\n\n" +
 			"  # With the plans repository on a Gitea (or Forgejo) server:\n" +
 			"  reconciler run --repo https://gitea.example.com/acme/migrations.git --git-token-file /etc/ferry/git-token \\\n" +
 			"    --forge gitea --forge-url https://gitea.example.com --forge-repo acme/migrations \\\n" +
