@@ -165,8 +165,9 @@ func every(phases []string, want status.PhaseState) map[string]status.PhaseState
 	return m
 }
 
-// endStatus prints `reconciler status` and the status branch's commits,
-// and fails when a phase of want is not in the state want gives it.
+// endStatus prints `reconciler status`, the status branch's commits and
+// the Cluster's Events, and fails when a phase of want is not in the
+// state want gives it.
 func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState) error {
 	out, remote := w.out, w.forge.remote()
 	args := append([]string{"status"}, remote.flags()...)
@@ -181,6 +182,7 @@ func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState
 	if err := statusLog(ctx, out, remote); err != nil {
 		return err
 	}
+	w.clusterEvents(ctx)
 	st, err := w.reader.Read(ctx, w.sc.cluster)
 	if err != nil {
 		return err
