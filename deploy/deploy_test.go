@@ -1,8 +1,11 @@
 // Package deploy_test checks the manifests under deploy/ against a real API
 // server: they are accepted, they wire flags the binary has, and the
-// service account's RBAC allows what a migration needs and nothing beyond.
-// (cmd/reconciler's run tests go further: they run migrations as this
-// service account.)
+// service account's RBAC and admission policy allow what a migration needs
+// and nothing beyond, asked of the API server (access reviews) and tried
+// as the service account (access_test.go). The NetworkPolicy is checked
+// against the Deployment and Service it guards (enforcing it is a network
+// plugin's, which the test API server has none of). (cmd/reconciler's run
+// tests go further: they run migrations as this service account.)
 package deploy_test
 
 import (
@@ -13,6 +16,7 @@ import (
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
@@ -25,19 +29,43 @@ const serviceAccount = "system:serviceaccount:ferry-system:ferry-reconciler"
 
 func TestManifests(t *testing.T) {
 	k := testenv.StartKube(t)
+	mustCreate(t, k.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: planNamespace}})
 	base := testenv.ApplyKustomization(t, k, ".")
 	overlay := testenv.ApplyKustomization(t, k, "overlays/external-nats")
+	testenv.ApplyKustomizationIn(t, k, "plan-namespace", planNamespace)
 
 	kinds := map[string]int{}
 	for _, o := range base {
 		kinds[o.GetKind()]++
 	}
 	for kind, n := range map[string]int{"Namespace": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Role": 2, "RoleBinding": 2, "ConfigMap": 1, "Deployment": 1, "Service": 1} {
+		"Role": 1, "RoleBinding": 1, "ConfigMap": 1, "Deployment": 1, "Service": 1, "NetworkPolicy": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1} {
 		if kinds[kind] != n {
 			t.Errorf("base has %d %s; want %d", kinds[kind], kind, n)
 		}
 	}
+	for _, o := range base {
+		if o.GetKind() == "Role" && o.GetNamespace() != "ferry-system" {
+			t.Errorf("base has Role %s/%s: it grants ferry nothing outside ferry-system (see overlays/plan-namespaces)", o.GetNamespace(), o.GetName())
+		}
+	}
+
+	// overlays/plan-namespaces is the base and the plan-namespace Role in
+	// default, bound to ferry's service account.
+	var inDefault []string
+	for _, o := range testenv.Kustomize(t, "overlays/plan-namespaces") {
+		if o.GetNamespace() != "default" {
+			continue
+		}
+		inDefault = append(inDefault, o.GetKind()+"/"+o.GetName())
+		if o.GetKind() == "RoleBinding" {
+			subjects, _, _ := unstructured.NestedSlice(o.Object, "subjects")
+			testenv.Expect(t, "subjects of the RoleBinding in default", subjects,
+				[]any{map[string]any{"kind": "ServiceAccount", "name": "ferry-reconciler", "namespace": "ferry-system"}})
+		}
+	}
+	testenv.Expect(t, "what overlays/plan-namespaces adds to default", inDefault, []string{"Role/ferry-plan-secrets", "RoleBinding/ferry-plan-secrets"})
 
 	// Every flag the Deployments pass exists in the binary's command.
 	usage := map[string]string{"run": help(t, "run"), "executor": help(t, "executor")}
@@ -61,39 +89,60 @@ func TestManifests(t *testing.T) {
 		}
 	}
 
-	// What the service account may and may not do.
+	// What RBAC lets the service account do, by verb (the admission
+	// policy then narrows the deletions: access_test.go tries them).
 	type access struct {
-		verb, group, resource, namespace string
+		verb, group, resource, namespace, name string
 	}
 	allowed := []access{
-		{"create", "cluster.x-k8s.io", "clusters", "default"},
-		{"patch", "cluster.x-k8s.io", "machines", "default"},
-		{"watch", "cluster.x-k8s.io", "machinedeployments", "default"},
-		{"delete", "cluster.x-k8s.io", "machinedeployments", "default"},
-		{"create", "controlplane.cluster.x-k8s.io", "kubeadmcontrolplanes", "default"},
-		{"patch", "controlplane.cluster.x-k8s.io", "kamajicontrolplanes", "default"},
-		{"create", "bootstrap.cluster.x-k8s.io", "kubeadmconfigs", "default"},
-		{"create", "infrastructure.cluster.x-k8s.io", "openstackclusters", "default"},
-		{"delete", "infrastructure.cluster.x-k8s.io", "openstackservers", "default"},
-		{"patch", "infrastructure.cluster.x-k8s.io", "vspheremachinetemplates", "default"},
-		{"get", "", "secrets", "default"},
-		{"create", "", "secrets", "default"},
-		{"list", "", "secrets", "ferry-system"},
-		{"update", "coordination.k8s.io", "leases", "ferry-system"},
-		{"create", "", "events", "ferry-system"},
+		{verb: "list", group: "cluster.x-k8s.io", resource: "clusters"},
+		{verb: "watch", group: "infrastructure.cluster.x-k8s.io", resource: "openstackservers"},
+		{verb: "create", group: "cluster.x-k8s.io", resource: "clusters", namespace: "default"},
+		{verb: "patch", group: "cluster.x-k8s.io", resource: "machines", namespace: "default"},
+		{verb: "delete", group: "cluster.x-k8s.io", resource: "machinedeployments", namespace: planNamespace},
+		{verb: "create", group: "controlplane.cluster.x-k8s.io", resource: "kubeadmcontrolplanes", namespace: "default"},
+		{verb: "patch", group: "controlplane.cluster.x-k8s.io", resource: "kamajicontrolplanes", namespace: "default"},
+		{verb: "create", group: "bootstrap.cluster.x-k8s.io", resource: "kubeadmconfigs", namespace: "default"},
+		{verb: "create", group: "infrastructure.cluster.x-k8s.io", resource: "openstackclusters", namespace: "default"},
+		{verb: "create", group: "infrastructure.cluster.x-k8s.io", resource: "openstackmachinetemplates", namespace: "default"},
+		{verb: "delete", group: "infrastructure.cluster.x-k8s.io", resource: "openstackservers", namespace: "default"},
+		{verb: "get", resource: "secrets", namespace: planNamespace},
+		{verb: "watch", resource: "secrets", namespace: planNamespace},
+		{verb: "create", resource: "secrets", namespace: planNamespace},
+		{verb: "patch", resource: "secrets", namespace: planNamespace},
+		{verb: "delete", resource: "secrets", namespace: planNamespace},
+		{verb: "create", resource: "events", namespace: planNamespace},
+		{verb: "patch", resource: "events", namespace: planNamespace},
+		{verb: "list", resource: "secrets", namespace: "ferry-system"},
+		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system", name: "ferry-reconciler"},
 	}
 	denied := []access{
-		{"get", "", "secrets", "kube-system"},
-		{"list", "", "secrets", ""},
-		{"create", "", "secrets", "ferry-system"},
-		{"delete", "", "secrets", "default"},
-		{"delete", "cluster.x-k8s.io", "clusters", "default"},
-		{"delete", "infrastructure.cluster.x-k8s.io", "openstackclusters", "default"},
-		{"get", "", "pods", "default"},
-		{"create", "apps", "deployments", "ferry-system"},
-		{"create", "rbac.authorization.k8s.io", "clusterrolebindings", ""},
-		{"delete", "", "namespaces", ""},
-		{"update", "coordination.k8s.io", "leases", "kube-system"},
+		{verb: "get", resource: "secrets", namespace: "default"},
+		{verb: "update", resource: "secrets", namespace: "default"},
+		{verb: "create", resource: "secrets", namespace: "default"},
+		{verb: "update", resource: "secrets", namespace: planNamespace},
+		{verb: "get", resource: "secrets", namespace: "kube-system"},
+		{verb: "list", resource: "secrets"},
+		{verb: "create", resource: "secrets", namespace: "ferry-system"},
+		{verb: "delete", resource: "secrets", namespace: "ferry-system"},
+		{verb: "create", resource: "events", namespace: "default"},
+		{verb: "create", resource: "events", namespace: "ferry-system"},
+		{verb: "update", group: "cluster.x-k8s.io", resource: "machinedeployments", namespace: planNamespace},
+		{verb: "deletecollection", group: "cluster.x-k8s.io", resource: "machinedeployments", namespace: planNamespace},
+		{verb: "create", group: "cluster.x-k8s.io", resource: "clusterclasses", namespace: "default"},
+		{verb: "create", group: "infrastructure.cluster.x-k8s.io", resource: "dockerclusters", namespace: "default"},
+		{verb: "patch", group: "infrastructure.cluster.x-k8s.io", resource: "dockermachinetemplates", namespace: "default"},
+		{verb: "create", group: "infrastructure.cluster.x-k8s.io", resource: "openstackclustertemplates", namespace: "default"},
+		{verb: "create", group: "controlplane.cluster.x-k8s.io", resource: "kamajicontrolplanes", namespace: "default"},
+		{verb: "delete", group: "controlplane.cluster.x-k8s.io", resource: "kamajicontrolplanes", namespace: "default"},
+		{verb: "get", resource: "pods", namespace: "default"},
+		{verb: "create", group: "apps", resource: "deployments", namespace: "ferry-system"},
+		{verb: "create", group: "rbac.authorization.k8s.io", resource: "clusterrolebindings"},
+		{verb: "delete", group: "admissionregistration.k8s.io", resource: "validatingadmissionpolicies"},
+		{verb: "delete", resource: "namespaces"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system", name: "another-lease"},
+		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
 	}
 	cfg := rest.CopyConfig(k.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ferry-system", "system:authenticated"}}
@@ -102,7 +151,7 @@ func TestManifests(t *testing.T) {
 		t.Helper()
 		r, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
 			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace}},
+				Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace, Name: a.name}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("access review %+v: %v", a, err)
@@ -111,14 +160,124 @@ func TestManifests(t *testing.T) {
 	}
 	for _, a := range allowed {
 		if !can(a) {
-			t.Errorf("the service account may not %s %s.%s in %q; a migration needs it", a.verb, a.resource, a.group, a.namespace)
+			t.Errorf("the service account may not %s %s.%s %q in %q; a migration needs it", a.verb, a.resource, a.group, a.name, a.namespace)
 		}
 	}
 	for _, a := range denied {
 		if can(a) {
-			t.Errorf("the service account may %s %s.%s in %q; it should not", a.verb, a.resource, a.group, a.namespace)
+			t.Errorf("the service account may %s %s.%s %q in %q; it should not", a.verb, a.resource, a.group, a.name, a.namespace)
 		}
 	}
+}
+
+// TestNetworkPolicy: the reconciler's NetworkPolicy selects the
+// Deployment's pods, admits ingress on exactly the ports its Service
+// exposes (by the container ports' names and numbers), from anywhere,
+// and leaves egress open. Whether a cluster enforces it is its network
+// plugin's business: this checks what the policy says.
+func TestNetworkPolicy(t *testing.T) {
+	var policy, deployment, service *unstructured.Unstructured
+	for _, o := range testenv.Kustomize(t, ".") {
+		switch o.GetKind() {
+		case "NetworkPolicy":
+			policy = o
+		case "Deployment":
+			deployment = o
+		case "Service":
+			service = o
+		}
+	}
+	if policy == nil || deployment == nil || service == nil {
+		t.Fatal("deploy/ has no NetworkPolicy, Deployment or Service")
+	}
+	testenv.Expect(t, "the policy's namespace", policy.GetNamespace(), deployment.GetNamespace())
+
+	podLabels, _, _ := unstructured.NestedStringMap(deployment.Object, "spec", "template", "metadata", "labels")
+	selector, _, _ := unstructured.NestedStringMap(policy.Object, "spec", "podSelector", "matchLabels")
+	if len(selector) == 0 {
+		t.Fatal("the NetworkPolicy selects every pod of its namespace")
+	}
+	for k, v := range selector {
+		if podLabels[k] != v {
+			t.Errorf("the NetworkPolicy selects %s=%s, which the reconciler's pods (%v) do not have", k, v, podLabels)
+		}
+	}
+	if exprs, _, _ := unstructured.NestedSlice(policy.Object, "spec", "podSelector", "matchExpressions"); len(exprs) > 0 {
+		t.Errorf("the NetworkPolicy's podSelector has matchExpressions %v; this test reads matchLabels only", exprs)
+	}
+
+	// The container ports, by name and number.
+	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
+	containerPorts := map[string]int64{}
+	for _, c := range containers {
+		ports, _, _ := unstructured.NestedSlice(c.(map[string]any), "ports")
+		for _, p := range ports {
+			p := p.(map[string]any)
+			containerPorts[p["name"].(string)] = p["containerPort"].(int64)
+		}
+	}
+	// resolve is the container port a policy's or Service's port names
+	// (by name or number), or "".
+	resolve := func(port any) string {
+		for name, number := range containerPorts {
+			if port == name || port == number {
+				return name
+			}
+		}
+		return ""
+	}
+	servicePorts := map[string]bool{}
+	ports, _, _ := unstructured.NestedSlice(service.Object, "spec", "ports")
+	for _, p := range ports {
+		target := p.(map[string]any)["targetPort"]
+		name := resolve(target)
+		if name == "" {
+			t.Errorf("the Service's targetPort %v is no container port of the reconciler (%v)", target, containerPorts)
+		}
+		servicePorts[name] = true
+	}
+
+	types, _, _ := unstructured.NestedStringSlice(policy.Object, "spec", "policyTypes")
+	testenv.Expect(t, "policyTypes (egress stays open: the API server, Git, the forge, NATS, OpenStack)", types, []string{"Ingress"})
+	rules, _, _ := unstructured.NestedSlice(policy.Object, "spec", "ingress")
+	admitted := map[string]bool{}
+	for _, r := range rules {
+		rule := r.(map[string]any)
+		ports, _ := rule["ports"].([]any)
+		if len(ports) == 0 {
+			t.Errorf("an ingress rule without ports admits every port: %v", rule)
+		}
+		for _, p := range ports {
+			p := p.(map[string]any)
+			if p["protocol"] != "TCP" || p["endPort"] != nil {
+				t.Errorf("ingress port %v: want one TCP port", p)
+			}
+			name := resolve(p["port"])
+			if name == "" {
+				t.Errorf("the NetworkPolicy admits port %v, which no container of the reconciler has (%v)", p["port"], containerPorts)
+			}
+			admitted[name] = true
+		}
+	}
+	testenv.Expect(t, "the ports the NetworkPolicy admits", admitted, servicePorts)
+	testenv.Expect(t, "the ports admitted are webhook and metrics", admitted, map[string]bool{"webhook": true, "metrics": true})
+
+	// The executors of overlays/external-nats listen on no port: their
+	// policy admits no ingress at all, and leaves egress open too.
+	found := false
+	for _, o := range testenv.Kustomize(t, "overlays/external-nats") {
+		if o.GetKind() != "NetworkPolicy" || o.GetName() != "ferry-executor" {
+			continue
+		}
+		found = true
+		selector, _, _ := unstructured.NestedStringMap(o.Object, "spec", "podSelector", "matchLabels")
+		testenv.Expect(t, "the executors' policy selects", selector, map[string]string{"app.kubernetes.io/name": "ferry-executor"})
+		types, _, _ := unstructured.NestedStringSlice(o.Object, "spec", "policyTypes")
+		testenv.Expect(t, "the executors' policyTypes", types, []string{"Ingress"})
+		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "ingress")
+		testenv.Expect(t, "the executors' ingress rules", len(rules), 0)
+	}
+	testenv.Expect(t, "overlays/external-nats has a NetworkPolicy for the executors", found, true)
 }
 
 // help is the usage text of `reconciler <command> --help`.

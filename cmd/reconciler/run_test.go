@@ -240,8 +240,8 @@ type running struct {
 // 0): on g's repository, with in-process executors and the embedded NATS,
 // the management cluster mgmt, a webhook endpoint, and gh as GitHub; extra
 // flags come last. It runs as deploy/'s service account, with deploy/'s
-// RBAC applied to mgmt and its plan-namespace RBAC to namespaces (besides
-// default): a migration that needs more than that fails.
+// RBAC and admission policy applied to mgmt and its plan-namespace RBAC to
+// default and namespaces: a migration that needs more than that fails.
 func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.Server, mgmt *testenv.Kube, namespaces []string, extra ...string) *running {
 	t.Helper()
 	return startRunWith(t, ctx, mgmt, namespaces, gh.Token, append([]string{"--repo", g.URL,
@@ -253,7 +253,7 @@ func startRun(t *testing.T, ctx context.Context, g *testenv.Git, gh *fakegithub.
 func startRunWith(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, token string, extra ...string) *running {
 	t.Helper()
 	testenv.ApplyKustomization(t, mgmt, "../../deploy")
-	for _, ns := range namespaces {
+	for _, ns := range append([]string{"default"}, namespaces...) {
 		testenv.ApplyKustomizationIn(t, mgmt, "../../deploy/plan-namespace", ns)
 	}
 	dir := t.TempDir()

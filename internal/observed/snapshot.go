@@ -28,6 +28,12 @@ const (
 	// LabelPhase is the phase whose step created an object marked with
 	// LabelCreatedBy: the phase whose rollback removes it.
 	LabelPhase = "ferry.dev/phase"
+	// LabelReplacedBy marks an old MachineDeployment that a replace plan
+	// names (spec.replace.oldMachineDeployments), with the plan's name: set
+	// in prepare, with ferry's pause, and required by cleanup's deletion
+	// (deploy/'s admission policy refuses ferry the deletion of a
+	// MachineDeployment without it or LabelCreatedBy).
+	LabelReplacedBy = "ferry.dev/replaced-by"
 	// AnnotationPreviousAddressTypes keeps, on a KamajiControlPlane whose
 	// spec.kubelet.preferredAddressTypes ferry changed, what they were
 	// (a JSON list, null when unset), for a rollback to restore.

@@ -22,8 +22,11 @@ import (
 // Executor carries out the steps of kind step.Kube: it creates and patches
 // the CAPI and CAPO objects of the management cluster, copies Secrets,
 // pauses and unpauses, waits for controllers to report ready, and deletes
-// the MachineDeployments a plan names, and builds and deletes the
-// plan's gateway OpenStackServers (only those it labelled).
+// the MachineDeployments a plan names (only those prepare labelled
+// observed.LabelReplacedBy, or that ferry created), and builds and
+// deletes the plan's gateway OpenStackServers (only those it labelled).
+// What it deletes carries ferry's label, which deploy/'s admission policy
+// checks as well.
 //
 // Every action is idempotent. Objects are created only when absent (an
 // existing one is left as it is: the planner emits a create only for a

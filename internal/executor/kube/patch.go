@@ -19,6 +19,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -236,6 +237,9 @@ func (e *Executor) deleteMachineDeployment(ctx context.Context, s *job) (events.
 			s.target()))
 	}
 	if md.DeletionTimestamp == nil {
+		if err := e.checkMarked(ctx, s, &md); err != nil {
+			return events.Report{}, err
+		}
 		s.log.Info("deleting", "object", s.target())
 		// The UID precondition keeps a delivery that read the object from
 		// deleting a namesake created after it.
@@ -256,6 +260,33 @@ func (e *Executor) deleteMachineDeployment(ctx context.Context, s *job) (events.
 		}
 	}
 	return events.Report{Message: "deleted " + s.target() + "; CAPI removes its MachineSets and Machines"}, nil
+}
+
+// checkMarked lets a MachineDeployment be deleted only with the plan's
+// mark: observed.LabelCreatedBy (a pool ferry created, which a rollback
+// deletes) or observed.LabelReplacedBy (an old pool that prepare paused
+// and labelled). deploy/'s admission policy refuses ferry's service
+// account any other; here the refusal is terminal, with what a person
+// can do. An old pool ferry paused for the plan (its pause mark) before
+// ferry labelled old pools gets the label now: its pause says prepare
+// ran for it.
+func (e *Executor) checkMarked(ctx context.Context, s *job, md *clusterv1.MachineDeployment) error {
+	plan := s.ev.Plan
+	switch {
+	case md.Labels[observed.LabelCreatedBy] == plan || md.Labels[observed.LabelReplacedBy] == plan:
+		return nil
+	case md.Annotations[observed.AnnotationPausedBy] != plan:
+		return failure.Terminal(fmt.Errorf("delete %s: it has neither label %s=%s (prepare sets it on the old pools the plan names) nor %s=%s (a pool ferry created), and ferry deletes no other; to confirm that the plan replaces it: kubectl label -n %s machinedeployment %s %s=%s",
+			s.target(), observed.LabelReplacedBy, plan, observed.LabelCreatedBy, plan, md.Namespace, md.Name, observed.LabelReplacedBy, plan))
+	}
+	before := md.DeepCopy()
+	markReplaced(md, plan)
+	s.log.Info("labelling an old pool that ferry paused before it labelled old pools", "object", s.target(), "label", observed.LabelReplacedBy+"="+plan)
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := e.Client.Patch(ctx, md, patch, client.FieldOwner(executor.FieldManager)); err != nil {
+		return executor.WriteError("delete "+s.target()+": label it "+observed.LabelReplacedBy, err)
+	}
+	return nil
 }
 
 // liftPauseOfDeleted lifts ferry's pause of the MachineDeployment being

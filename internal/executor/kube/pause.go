@@ -78,56 +78,108 @@ func clearPause(obj client.Object) {
 
 // pause pauses the target unless it is paused already; a pause that is
 // there stays whoever's it is, so that ferry never comes to lift a pause
-// that a person set.
+// that a person set. A MachineDeployment (only replace's prepare pauses
+// one: an old pool the plan names) also gets observed.LabelReplacedBy,
+// the mark without which cleanup does not delete it (markReplaced).
 func (e *Executor) pause(ctx context.Context, s *job) (events.Report, error) {
 	var before pauseState
-	deleting := false
-	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
+	deleting, paused, marked := false, false, false
+	_, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		before = pauseOf(obj)
 		// CAPI does not finish deleting a paused object: leave one that
 		// is going as it is.
-		if deleting = obj.GetDeletionTimestamp() != nil; before.paused || deleting {
+		if deleting = obj.GetDeletionTimestamp() != nil; deleting {
 			return nil, nil
 		}
-		setPause(obj, s.ev.Plan)
-		return []string{"paused"}, nil
+		var changes []string
+		if s.kind() == step.MachineDeployment && markReplaced(obj, s.ev.Plan) {
+			marked = true
+			changes = append(changes, "labelled "+observed.LabelReplacedBy+"="+s.ev.Plan)
+		}
+		if !before.paused {
+			setPause(obj, s.ev.Plan)
+			paused = true
+			changes = append(changes, "paused")
+		}
+		return changes, nil
 	})
+	mark := ""
+	if marked {
+		mark = "; labelled " + observed.LabelReplacedBy + "=" + s.ev.Plan + " for cleanup to delete"
+	}
 	switch {
 	case err != nil:
 		return events.Report{}, err
 	case deleting && !before.paused:
 		return events.Report{Message: s.target() + " is being deleted: not paused, so that CAPI can finish"}, nil
-	case len(changes) > 0:
-		return events.Report{Message: "paused " + s.target()}, nil
+	case paused:
+		return events.Report{Message: "paused " + s.target() + mark}, nil
 	case before.byFerry && !before.userFlag:
-		return events.Report{Message: s.target() + " is already paused by ferry"}, nil
+		return events.Report{Message: s.target() + " is already paused by ferry" + mark}, nil
 	}
-	return events.Report{Message: s.target() + " is already paused, not by ferry: the pause stays its owner's"}, nil
+	return events.Report{Message: s.target() + " is already paused, not by ferry: the pause stays its owner's" + mark}, nil
+}
+
+// markReplaced gives obj observed.LabelReplacedBy with the plan's name,
+// and says whether it had to.
+func markReplaced(obj client.Object, plan string) bool {
+	labels := obj.GetLabels()
+	if labels[observed.LabelReplacedBy] == plan {
+		return false
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[observed.LabelReplacedBy] = plan
+	obj.SetLabels(labels)
+	return true
+}
+
+// unmarkReplaced takes the plan's observed.LabelReplacedBy off obj, and
+// says whether it had it.
+func unmarkReplaced(obj client.Object, plan string) bool {
+	labels := obj.GetLabels()
+	if labels[observed.LabelReplacedBy] != plan {
+		return false
+	}
+	delete(labels, observed.LabelReplacedBy)
+	obj.SetLabels(labels)
+	return true
 }
 
 // unpause lifts the target's pause when ferry set it. A pause without
-// ferry's mark is someone else's: terminal, for a person to decide.
+// ferry's mark is someone else's: terminal, for a person to decide. An
+// old pool (undo of prepare) also loses the plan's
+// observed.LabelReplacedBy: the plan no longer deletes it.
 func (e *Executor) unpause(ctx context.Context, s *job) (events.Report, error) {
-	wasPaused := false
+	wasPaused, unmarked := false, false
 	changes, err := e.modify(ctx, s, func(obj client.Object) ([]string, error) {
 		p := pauseOf(obj)
 		wasPaused = p.paused
-		switch {
-		case p.userFlag || (p.paused && !p.byFerry):
+		if p.userFlag || (p.paused && !p.byFerry) {
 			return nil, failure.Terminal(fmt.Errorf("unpause %s: paused by someone else; ferry never lifts a pause it did not set", s.target()))
-		case !p.paused && !p.byFerry:
-			return nil, nil
 		}
-		// Paused by ferry, or a stray mark of a pause someone lifted
-		// already: either way ferry's annotations go.
-		clearPause(obj)
-		return []string{"unpaused"}, nil
+		var changes []string
+		if p.paused || p.byFerry {
+			// Paused by ferry, or a stray mark of a pause someone lifted
+			// already: either way ferry's annotations go.
+			clearPause(obj)
+			changes = append(changes, "unpaused")
+		}
+		if unmarked = unmarkReplaced(obj, s.ev.Plan); unmarked {
+			changes = append(changes, "label "+observed.LabelReplacedBy+" taken off")
+		}
+		return changes, nil
 	})
+	unmark := ""
+	if unmarked {
+		unmark = "; label " + observed.LabelReplacedBy + " taken off"
+	}
 	switch {
 	case err != nil:
 		return events.Report{}, err
 	case len(changes) > 0 && wasPaused:
-		return events.Report{Message: "unpaused " + s.target()}, nil
+		return events.Report{Message: "unpaused " + s.target() + unmark}, nil
 	}
-	return events.Report{Message: s.target() + " is not paused"}, nil
+	return events.Report{Message: s.target() + " is not paused" + unmark}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
@@ -206,26 +207,52 @@ func testMachineSet(name, pool string) *clusterv1.MachineSet {
 }
 
 // TestKubeDeletes: delete removes the named MachineDeployment of the
-// plan's cluster and nothing else; a missing one is already gone.
+// plan's cluster when it carries the plan's mark, and nothing else; a
+// missing one is already gone. The mark is prepare's label on an old
+// pool, ferry's created-by label on a pool it created, or, on a pool
+// prepared before ferry labelled old pools, ferry's pause, which
+// becomes the label.
 func TestKubeDeletes(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	plan := testPlan(t, "cluster")
 	mustCreate(t, k.Client,
-		testMD("old-pool", cluster), testMD("other-pool", cluster), testMD("foreign-pool", "another-cluster"))
+		labelled(testMD("old-pool", cluster), observed.LabelReplacedBy, plan.Metadata.Name),
+		labelled(testMD("new-pool", cluster), observed.LabelCreatedBy, plan.Metadata.Name),
+		testMD("prepared-before-labels", cluster, ferryPause...),
+		testMD("other-pool", cluster),
+		labelled(testMD("other-plans-pool", cluster), observed.LabelReplacedBy, "another-plan"),
+		labelled(testMD("foreign-pool", "another-cluster"), observed.LabelReplacedBy, plan.Metadata.Name))
 	for _, tc := range []struct {
 		name, md, wantErr string
 		wantMessages      [2]string // of the first and second run
 		wantLeft          []string
 	}{{
 		name: "a missing MachineDeployment is already gone", md: "never-there",
-		wantMessages: [2]string{"already gone", "already gone"}, wantLeft: []string{"foreign-pool", "old-pool", "other-pool"},
+		wantMessages: [2]string{"already gone", "already gone"},
+		wantLeft:     []string{"foreign-pool", "new-pool", "old-pool", "other-plans-pool", "other-pool", "prepared-before-labels"},
 	}, {
-		name: "the named MachineDeployment goes, its sibling stays", md: "old-pool",
-		wantMessages: [2]string{"deleted MachineDeployment default/old-pool", "already gone"}, wantLeft: []string{"foreign-pool", "other-pool"},
+		name: "the named old pool goes, its siblings stay", md: "old-pool",
+		wantMessages: [2]string{"deleted MachineDeployment default/old-pool", "already gone"},
+		wantLeft:     []string{"foreign-pool", "new-pool", "other-plans-pool", "other-pool", "prepared-before-labels"},
+	}, {
+		name: "a pool ferry created goes (a rollback of workers)", md: "new-pool",
+		wantMessages: [2]string{"deleted MachineDeployment default/new-pool", "already gone"},
+		wantLeft:     []string{"foreign-pool", "other-plans-pool", "other-pool", "prepared-before-labels"},
+	}, {
+		name: "an old pool ferry paused before it labelled old pools is labelled and goes", md: "prepared-before-labels",
+		wantMessages: [2]string{"deleted MachineDeployment default/prepared-before-labels", "already gone"},
+		wantLeft:     []string{"foreign-pool", "other-plans-pool", "other-pool"},
+	}, {
+		name: "a pool without the plan's mark is refused", md: "other-pool",
+		wantErr:  "kubectl label -n default machinedeployment other-pool ferry.dev/replaced-by=capi-quickstart",
+		wantLeft: []string{"foreign-pool", "other-plans-pool", "other-pool"},
+	}, {
+		name: "a pool another plan marked is refused", md: "other-plans-pool",
+		wantErr: "has neither label ferry.dev/replaced-by=capi-quickstart", wantLeft: []string{"foreign-pool", "other-plans-pool", "other-pool"},
 	}, {
 		name: "one of another cluster is refused", md: "foreign-pool",
-		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-pool"},
+		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-plans-pool", "other-pool"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ev := event(plan, step.Delete, step.MachineDeployment, tc.md, nil)
@@ -246,6 +273,55 @@ func TestKubeDeletes(t *testing.T) {
 			testenv.Expect(t, "MachineDeployments left", left, tc.wantLeft)
 		})
 	}
+	var md clusterv1.MachineDeployment
+	testenv.MustGet(t, k.Client, namespace, "other-pool", &md)
+	testenv.Expect(t, "labels of a refused pool", md.Labels, map[string]string(nil))
+}
+
+// TestKubeMarksOldPools: prepare's pause of an old pool labels it
+// observed.LabelReplacedBy (cleanup deletes nothing without), also when
+// the pool is paused already, and writes nothing the second time; the
+// undo of prepare takes the label off with ferry's pause.
+func TestKubeMarksOldPools(t *testing.T) {
+	k := testenv.StartKube(t)
+	e := newExecutor(t, k)
+	plan := testPlan(t, "cluster")
+	mustCreate(t, k.Client, testMD("running-pool", cluster), testMD("user-paused-pool", cluster, userPause...))
+	label := observed.LabelReplacedBy + "=" + plan.Metadata.Name
+	for _, tc := range []struct {
+		md               string
+		action           step.Action
+		wantMessages     [2]string
+		paused, labelled bool
+	}{
+		{"running-pool", step.Pause, [2]string{"paused MachineDeployment default/running-pool; labelled " + label, "already paused by ferry"}, true, true},
+		{"user-paused-pool", step.Pause, [2]string{"not by ferry: the pause stays its owner's; labelled " + label, "not by ferry: the pause stays its owner's"}, true, true},
+		{"running-pool", step.Unpause, [2]string{"unpaused MachineDeployment default/running-pool; label " + observed.LabelReplacedBy + " taken off", "is not paused"}, false, false},
+	} {
+		ev := event(plan, tc.action, step.MachineDeployment, tc.md, nil)
+		var rv string
+		for attempt := 1; attempt <= 2; attempt++ {
+			rep := run(t, e, ev, "")
+			if want := tc.wantMessages[attempt-1]; !strings.Contains(rep.Message, want) || (attempt == 2 && strings.Contains(rep.Message, "labelled")) {
+				t.Errorf("%s %s, attempt %d: report %q; want it to say %q", tc.action, tc.md, attempt, rep.Message, want)
+			}
+			var md clusterv1.MachineDeployment
+			testenv.MustGet(t, k.Client, namespace, tc.md, &md)
+			paused, _ := pauseState(&md)
+			testenv.Expect(t, string(tc.action)+" "+tc.md+": paused", paused, tc.paused)
+			testenv.Expect(t, string(tc.action)+" "+tc.md+": labelled", md.Labels[observed.LabelReplacedBy] == plan.Metadata.Name, tc.labelled)
+			if attempt == 2 && md.ResourceVersion != rv {
+				t.Errorf("%s %s: the second run wrote it", tc.action, tc.md)
+			}
+			rv = md.ResourceVersion
+		}
+	}
+}
+
+// labelled sets a label on an object a test starts from.
+func labelled[O client.Object](obj O, key, value string) O {
+	obj.SetLabels(map[string]string{key: value})
+	return obj
 }
 
 // TestKubeRefusals: steps the executor cannot carry out fail terminally
