@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -84,9 +86,14 @@ func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, name
 // credentials' Secret) is retried by `/ferry retry` on the pull request
 // that approved its phase, once the outage is over; the same command from
 // a reader is refused; each command is answered and carried out once,
-// across a restart of the reconciler too.
+// across a restart of the reconciler too. The Cluster's Events show the
+// phase's transitions: running, failed with the step that failed, and
+// running again (counted, across the restart).
 func TestRunOnGitea(t *testing.T) {
 	mgmt := orphanedQuickstart(t)
+	// The Cluster object is back (restored from the old management
+	// cluster, not yet wired to OpenStack): ferry writes its Events on it.
+	mustCreate(t, mgmt, &clusterv1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "capi-quickstart"}})
 	outage := refuseSecret(t, mgmt, "capi-quickstart-cloud-config")
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -201,6 +208,34 @@ func TestRunOnGitea(t *testing.T) {
 	}
 	if answers != 2 {
 		t.Errorf("%d answers on #%d; want one per command", answers, first)
+	}
+
+	// The Cluster's Events tell the same story: the phase ran, a step
+	// failed for good and failed the phase, and the retry ran the phase
+	// again, counted on the first PhaseRunning although the restart
+	// between wrote it from a new process; the restart itself reported
+	// nothing again.
+	running := fmt.Sprintf("Phase cluster is running (approved by %s in #%d)", alice, first)
+	var events map[string]string
+	r.waitFor("the Cluster's events", func() bool {
+		events = clusterEvents(t, ctx, mgmt, "default/capi-quickstart")
+		return strings.HasPrefix(events["PhaseRunning"], "Normal x2: ")
+	})
+	for reason, want := range map[string]string{
+		"PhaseRunning": "Normal x2: " + running,
+		"StepFailed":   "Warning x1: Step kube: copy-secret Secret default/capi-quickstart-cloud-config of phase cluster failed: ",
+		"PhaseFailed":  fmt.Sprintf("Warning x1: Phase cluster failed (approved by %s in #%d): step %s failed: ", alice, first, cloudConfig),
+	} {
+		if !strings.HasPrefix(events[reason], want) {
+			t.Errorf("%s event: %q; want it to start %q", reason, events[reason], want)
+		}
+	}
+	if !strings.Contains(events["StepFailed"], "an outage: this Secret cannot be written now") {
+		t.Errorf("StepFailed event does not say why: %q", events["StepFailed"])
+	}
+	delete(events, "PhaseApproved") // the merge may be seen before its steps are published
+	if len(events) != 3 {
+		t.Errorf("events on the Cluster: %q; want PhaseRunning, StepFailed and PhaseFailed only", events)
 	}
 
 	// A push to main that raises spec.approve: not acted on, and said.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ferry-dev/ferry/internal/clusterevents"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -182,6 +184,18 @@ func TestRunPullRequests(t *testing.T) {
 	if n := listCalls() - before; n != 0 {
 		t.Errorf("an idle poll listed pull requests %d times; want 0", n)
 	}
+	// The orphaned cluster has no Cluster object yet (the phase creates
+	// it after the cloud's steps): its phase's Events have nowhere to go
+	// and are dropped, quietly (TestRunOnGitea shows them on a Cluster).
+	var evs corev1.EventList
+	if err := mgmt.Client.List(ctx, &evs); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs.Items {
+		if e.Source.Component == clusterevents.Component {
+			t.Errorf("an event with no Cluster to go on: %s %s/%s %s: %s", e.InvolvedObject.Kind, e.Namespace, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
 
 	var all strings.Builder
 	for _, c := range gh.Comments(1) {
@@ -343,6 +357,28 @@ func (r *running) waitFor(what string, cond func() bool) {
 		}
 	}
 	r.fatalf("timed out waiting for %s", what)
+}
+
+// clusterEvents returns the Events on the Cluster "namespace/name" as
+// `kubectl describe cluster` finds them, by reason: "Type Reason xCount:
+// Message". Two Events with one reason fail the test: a repeat must be
+// counted on the first.
+func clusterEvents(t *testing.T, ctx context.Context, mgmt *testenv.Kube, cluster string) map[string]string {
+	t.Helper()
+	list, err := clusterevents.List(ctx, mgmt.Client, cluster)
+	if err != nil {
+		t.Fatalf("events of Cluster %s: %v", cluster, err)
+	}
+	out := map[string]string{}
+	for _, e := range list {
+		if prev, dup := out[e.Reason]; dup {
+			t.Fatalf("two %s Events on Cluster %s, a repeat not counted:\n%s\n%s x%d: %s", e.Reason, cluster, prev, e.Type, e.Count, e.Message)
+		}
+		if e.Source.Component == clusterevents.Component {
+			out[e.Reason] = fmt.Sprintf("%s x%d: %s", e.Type, e.Count, e.Message)
+		}
+	}
+	return out
 }
 
 func phasesAre(st *status.PlanStatus, want map[string]status.PhaseState) bool {
