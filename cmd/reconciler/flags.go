@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -51,7 +52,36 @@ func natsFlags(fs *pflag.FlagSet, n *events.BusOptions) {
 	fs.StringVar(&n.TLSCA, "nats-ca", "", "CA bundle that verifies the NATS servers")
 	fs.StringVar(&n.TLSCert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
 	fs.StringVar(&n.TLSKey, "nats-key", "", "client key for NATS (with --nats-cert)")
+	fs.Var((*replicasValue)(&n.Replicas), "nats-replicas", "copies the NATS servers keep of the steps and results streams and their consumers: auto is 3 on a cluster of at least three JetStream servers, else 1; streams with fewer are scaled up in place")
 }
+
+// replicasValue is --nats-replicas: "auto" (events.AutoReplicas) or a
+// number above zero. Zero and below are refused while parsing, so that
+// they are usage errors naming the flag; they would otherwise mean auto,
+// or nothing.
+type replicasValue int
+
+func (r *replicasValue) String() string {
+	if *r == events.AutoReplicas {
+		return "auto"
+	}
+	return strconv.Itoa(int(*r))
+}
+
+func (r *replicasValue) Set(s string) error {
+	if s == "auto" {
+		*r = events.AutoReplicas
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		return fmt.Errorf("want a number from 1, or auto")
+	}
+	*r = replicasValue(n)
+	return nil
+}
+
+func (r *replicasValue) Type() string { return "replicas" }
 
 // executorFlags registers which executors run and how many steps at once.
 func executorFlags(cmd *cobra.Command, e *app.Executors) {

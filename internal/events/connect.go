@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/logging"
 )
 
 // BusOptions say where the bus is. An empty URL runs the embedded server.
@@ -26,6 +28,12 @@ type BusOptions struct {
 	TLSCA, TLSCert, TLSKey string
 	// Name is the connection's name, shown by the server's monitoring.
 	Name string
+	// Replicas is how many copies of each stream the servers keep
+	// (--nats-replicas): AutoReplicas (zero) chooses 3 on a cluster of at
+	// least three JetStream servers and 1 otherwise, the embedded server
+	// among them (EnsureStreamsReplicas). More than the servers can hold
+	// fails Connect with ErrReplicas.
+	Replicas int
 }
 
 // Bus is a connection to JetStream with ferry's streams in place.
@@ -34,11 +42,14 @@ type Bus struct {
 	JS   jetstream.JetStream
 	// Server is the embedded server, nil with an external cluster.
 	Server *server.Server
+	// Replication is how many replicas the streams have, and why.
+	Replication Replication
 }
 
 // Connect reaches the bus (starting the embedded server when no URL is
-// given) and ensures the streams. Everything after it is the same code path
-// for both.
+// given) and ensures the streams with opts.Replicas, logging how many
+// replicas they have and why. Everything after it is the same code path
+// for both. Replicas the servers cannot hold fail it with ErrReplicas.
 func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 	b := &Bus{}
 	name := opts.Name
@@ -78,10 +89,12 @@ func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 		b.Close()
 		return nil, fmt.Errorf("JetStream at %s: %w", url, err)
 	}
-	if err := EnsureStreams(ctx, b.JS); err != nil {
+	if b.Replication, err = EnsureStreamsReplicas(ctx, b.JS, opts.Replicas); err != nil {
 		b.Close()
 		return nil, err
 	}
+	logging.From(ctx).Info("event streams in place", "streams", []string{StreamSteps, StreamResults},
+		"replicas", b.Replication.Replicas, "why", b.Replication.Reason)
 	return b, nil
 }
 

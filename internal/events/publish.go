@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -16,13 +17,15 @@ type Publisher struct {
 
 // PublishStep publishes a step to its executor kind's subject with the
 // step's ID as Nats-Msg-Id. duplicate is true when JetStream already had
-// the step within its duplicate window and dropped this copy.
+// the step within its duplicate window and dropped this copy. A publish
+// that JetStream does not answer (its stream is electing a leader) is
+// tried again until ctx ends.
 func (p *Publisher) PublishStep(ctx context.Context, ev *StepEvent) (duplicate bool, err error) {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return false, fmt.Errorf("encode step %s: %w", ev.Step.Key, err)
 	}
-	ack, err := p.JS.Publish(ctx, StepSubject(ev.Step.Executor, ev.Plan), data, jetstream.WithMsgID(ev.ID))
+	ack, err := publish(ctx, p.JS, StepSubject(ev.Step.Executor, ev.Plan), data, ev.ID)
 	if err != nil {
 		return false, fmt.Errorf("publish step %s of plan %s: %w", ev.Step.Key, ev.Plan, err)
 	}
@@ -31,15 +34,44 @@ func (p *Publisher) PublishStep(ctx context.Context, ev *StepEvent) (duplicate b
 
 // PublishResult publishes a result. Its message ID is the step's ID, the
 // attempt and the outcome, so that reporting the same attempt twice (two
-// replicas noticing one exhausted step) records it once.
+// replicas noticing one exhausted step) records it once. It is tried
+// again as PublishStep is.
 func (p *Publisher) PublishResult(ctx context.Context, ev *ResultEvent) error {
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return fmt.Errorf("encode result of step %s: %w", ev.StepKey, err)
 	}
 	id := ev.StepID + "-" + strconv.Itoa(ev.Attempt) + "-" + string(ev.Outcome)
-	if _, err := p.JS.Publish(ctx, ResultSubject(ev.Plan), data, jetstream.WithMsgID(id)); err != nil {
+	if _, err := publish(ctx, p.JS, ResultSubject(ev.Plan), data, id); err != nil {
 		return fmt.Errorf("publish result of step %s of plan %s: %w", ev.StepKey, ev.Plan, err)
 	}
 	return nil
+}
+
+// PublishAttempt bounds one attempt to publish an event. JetStream does
+// not answer a publish while the stream has no leader: a replicated
+// stream whose leader's server went away elects another within seconds,
+// and a publish sent meanwhile is lost, not queued.
+const PublishAttempt = 5 * time.Second
+
+// publish publishes data on subject with the message ID id, trying again
+// while JetStream does not answer, until ctx ends. Trying again is safe:
+// the ID makes JetStream drop a copy it already has.
+func publish(ctx context.Context, js jetstream.JetStream, subject string, data []byte, id string) (*jetstream.PubAck, error) {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, PublishAttempt)
+		ack, err := js.Publish(actx, subject, data, jetstream.WithMsgID(id))
+		cancel()
+		if err == nil {
+			return ack, nil
+		}
+		if !unavailable(ctx, err) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
+	}
 }

@@ -209,12 +209,15 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 
 	stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout(ev))
 	defer cancel()
-	stop := keepAlive(stepCtx, msg, w.opts.AckWait/3)
+	// In progress until the message is settled, not only while the
+	// handler runs: publishing the result may wait out a stream's leader
+	// election, and a step redelivered meanwhile would run twice.
+	stop := keepAlive(ctx, msg, w.opts.AckWait/3)
+	defer stop()
 	log.Info("running step", "action", ev.Step.Action, "target", ev.Step.Target.String())
 	start := time.Now()
 	report, err := w.handler(stepCtx, ev)
 	elapsed := time.Since(start)
-	stop()
 
 	if ctx.Err() != nil && err != nil {
 		// Shutting down: hand the step back untouched for another replica.
@@ -228,14 +231,43 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 		At: time.Now().UTC(),
 	}
 	settle := w.outcome(res, err, msg, log)
-	if perr := w.pub.PublishResult(context.WithoutCancel(ctx), res); perr != nil {
+	// Also at shutdown: the step ran, its result is worth the wait.
+	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
+	defer cancelSettle()
+	if perr := w.pub.PublishResult(settleCtx, res); perr != nil {
 		// No result, no settlement: JetStream redelivers after AckWait and
 		// the idempotent step runs again, so the result is not lost.
 		log.Error("could not publish the result; the step will be redelivered", "error", perr)
 		return
 	}
-	if serr := settle(); serr != nil {
+	if serr := settle(settleCtx); serr != nil {
 		log.Error("could not settle the step message", "error", serr)
+	}
+}
+
+// SettleTimeout bounds publishing a step's result and settling its
+// message once the step ran: long enough for a replicated stream to elect
+// a new leader, short enough that a worker shutting down is not held up.
+const SettleTimeout = 30 * time.Second
+
+// ackSync acks msg and waits for JetStream to confirm it, asking again
+// while it does not answer, until ctx ends. An ack sent and lost (its
+// consumer's leader went away with it) would have the step that succeeded
+// redelivered and run again; asking again is harmless, JetStream answers
+// an ack of a message already acked.
+func ackSync(ctx context.Context, msg jetstream.Msg) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, PublishAttempt)
+		err := msg.DoubleAck(actx)
+		cancel()
+		if err == nil || !unavailable(ctx, err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("ack step: %w (%w)", ctx.Err(), err)
+		case <-time.After(wait):
+		}
 	}
 }
 
@@ -252,25 +284,27 @@ func (w *worker) stepTimeout(ev *StepEvent) time.Duration {
 // outcome sets a result's outcome from the handler's error and returns
 // how to settle the message: ack after a success, term after a terminal
 // error or the last delivery, nak with back-off otherwise.
-func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *slog.Logger) (settle func() error) {
+func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *slog.Logger) (settle func(context.Context) error) {
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
 		log.Info("step succeeded", "duration", res.Duration, "message", res.Report.Message)
-		return msg.Ack
+		return func(ctx context.Context) error { return ackSync(ctx, msg) }
 	case failure.IsTerminal(err):
 		res.Outcome, res.Error, res.Terminal = Failed, err.Error(), true
 		log.Error("step failed; a person must act", "error", err)
-		return func() error { return msg.TermWithReason("terminal error") }
+		return func(context.Context) error { return msg.TermWithReason("terminal error") }
 	case res.Attempt >= w.opts.MaxDeliver:
 		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", res.Attempt, err)
 		log.Error("step failed on its last attempt", "error", err)
-		return func() error { return msg.TermWithReason("max deliveries") }
+		return func(context.Context) error { return msg.TermWithReason("max deliveries") }
 	}
 	res.Outcome, res.Error = Retrying, err.Error()
 	delay := w.opts.backOff(res.Attempt)
 	log.Warn("step failed; retrying", "error", err, "retry_in", delay)
-	return func() error { return msg.NakWithDelay(delay) }
+	// A nak lost with its consumer's leader costs a redelivery after
+	// AckWait instead of after delay: the step was to run again anyway.
+	return func(context.Context) error { return msg.NakWithDelay(delay) }
 }
 
 // keepAlive tells JetStream every interval that the delivery is still being

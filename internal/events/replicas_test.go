@@ -1,0 +1,353 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
+	"github.com/ferry-dev/ferry/internal/testenv"
+)
+
+// waitReplicas waits until stream, and the named consumers of it, have
+// replicas copies, each of the others caught up with the leader, and
+// returns the stream's information.
+func waitReplicas(t *testing.T, js jetstream.JetStream, stream string, replicas int, consumers ...string) *jetstream.StreamInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var last string
+	for {
+		s, err := js.Stream(ctx, stream)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = s.Info(ctx); err == nil {
+				last = fmt.Sprintf("stream %s: config %d replicas, cluster %s", stream, info.Config.Replicas, peers(info.Cluster))
+				ok := info.Config.Replicas == replicas && caughtUp(info.Cluster, replicas)
+				for _, name := range consumers {
+					c, err := s.Consumer(ctx, name)
+					if err != nil {
+						ok, last = false, err.Error()
+						break
+					}
+					ci := c.CachedInfo()
+					if !caughtUp(ci.Cluster, replicas) {
+						ok, last = false, fmt.Sprintf("consumer %s: config %d replicas, cluster %s", name, ci.Config.Replicas, peers(ci.Cluster))
+					}
+				}
+				if ok {
+					return info
+				}
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s does not have %d caught-up replicas: %s", stream, replicas, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// caughtUp reports a leader and replicas-1 other peers, all current.
+func caughtUp(c *jetstream.ClusterInfo, replicas int) bool {
+	if c == nil || c.Leader == "" || len(c.Replicas) != replicas-1 {
+		return false
+	}
+	for _, p := range c.Replicas {
+		if !p.Current || p.Offline {
+			return false
+		}
+	}
+	return true
+}
+
+func peers(c *jetstream.ClusterInfo) string {
+	if c == nil {
+		return "none"
+	}
+	s := "leader " + c.Leader
+	for _, p := range c.Replicas {
+		s += fmt.Sprintf(", %s (current %v)", p.Name, p.Current)
+	}
+	return s
+}
+
+// effects counts how many times each step's handler ran to its end.
+type effects struct {
+	mu  sync.Mutex
+	ran map[string]int
+}
+
+func (e *effects) handler(delay time.Duration) events.Handler {
+	return func(ctx context.Context, s *events.StepEvent) (events.Report, error) {
+		select {
+		case <-time.After(delay):
+		case <-ctx.Done():
+			return events.Report{}, ctx.Err()
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.ran[s.Step.Key]++
+		return events.Report{Message: "did " + s.Step.Target.Name}, nil
+	}
+}
+
+// check fails unless every one of keys ran exactly once, and nothing else.
+func (e *effects) check(t *testing.T, keys []string) {
+	t.Helper()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, k := range keys {
+		if n := e.ran[k]; n != 1 {
+			t.Errorf("step %s ran %d times; want exactly once", k, n)
+		}
+	}
+	if len(e.ran) != len(keys) {
+		t.Errorf("%d steps ran; want %d", len(e.ran), len(keys))
+	}
+}
+
+// succeeded waits, for within, until every one of keys has a Succeeded
+// result.
+func succeeded(t *testing.T, r *results, keys []string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		done := map[string]bool{}
+		r.mu.Lock()
+		for _, ev := range r.all {
+			if ev.Outcome == events.Succeeded {
+				done[ev.StepKey] = true
+			}
+		}
+		r.mu.Unlock()
+		var missing []string
+		for _, k := range keys {
+			if !done[k] {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no success of %d steps after %s: %v", len(missing), within, missing)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func connect(t *testing.T, ctx context.Context, opts events.BusOptions) *events.Bus {
+	t.Helper()
+	b, err := events.Connect(ctx, opts)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+// TestStreamsReplicatedOnCluster: on a cluster of three JetStream servers
+// the streams and consumers get three replicas by default; streams made
+// with one are scaled up in place by Connect, and a step left unacked in
+// them is run afterwards; more replicas than servers is an error naming
+// the value, which leaves the streams as they were.
+func TestStreamsReplicatedOnCluster(t *testing.T) {
+	c := testenv.StartNATSCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	js := c.JetStream
+
+	// A fresh cluster: three replicas.
+	rep, err := events.EnsureStreamsReplicas(ctx, js, events.AutoReplicas)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Replicas != 3 || !strings.Contains(rep.Reason, `cluster "ferry-test" has at least 3 JetStream servers`) {
+		t.Errorf("auto chose %+v; want 3, for the cluster's three servers", rep)
+	}
+	for _, s := range []string{events.StreamSteps, events.StreamResults} {
+		waitReplicas(t, js, s, 3)
+	}
+
+	// Streams of one replica, as an earlier ferry made them, with steps
+	// waiting and one delivered but not acked when ferry restarts.
+	for _, s := range []string{events.StreamSteps, events.StreamResults} {
+		if err := js.DeleteStream(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, err := events.EnsureStreamsReplicas(ctx, js, 1); err != nil || rep.Replicas != 1 {
+		t.Fatalf("streams of one replica: %+v, %v", rep, err)
+	}
+	waitReplicas(t, js, events.StreamSteps, 1)
+	var keys []string
+	for i := range 5 {
+		ev := stepEvent("p1", fmt.Sprint("s", i))
+		publish(t, js, ev)
+		keys = append(keys, ev.Step.Key)
+	}
+	consumer := events.ConsumerName("test")
+	cons, err := js.CreateOrUpdateConsumer(ctx, events.StreamSteps, jetstream.ConsumerConfig{
+		Durable: consumer, FilterSubject: events.StepsPrefix + "test.>",
+		AckPolicy: jetstream.AckExplicitPolicy, AckWait: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range batch.Messages() {
+		// Taken and never acked: the executor that took it died.
+	}
+
+	// Connect scales both streams, and the consumer with them, up in place.
+	var logs bytes.Buffer
+	b := connect(t, logging.With(ctx, slog.New(slog.NewTextHandler(&logs, nil))), events.BusOptions{URL: c.URL})
+	if b.Replication.Replicas != 3 {
+		t.Errorf("Connect chose %+v; want 3", b.Replication)
+	}
+	if !strings.Contains(logs.String(), "replicas=3") {
+		t.Errorf("Connect's log does not say it chose 3 replicas:\n%s", logs.String())
+	}
+	info := waitReplicas(t, js, events.StreamSteps, 3, consumer)
+	if info.State.Msgs != 5 {
+		t.Errorf("FERRY_STEPS holds %d steps after the scale-up; want the 5 published before", info.State.Msgs)
+	}
+	waitReplicas(t, js, events.StreamResults, 3)
+
+	// Every step, the one taken before among them, runs once.
+	res := collect(t, b.JS)
+	ran := &effects{ran: map[string]int{}}
+	startWorker(t, b.JS, events.WorkerOptions{Kind: "test", AckWait: time.Second}, ran.handler(0))
+	succeeded(t, res, keys, 30*time.Second)
+	waitEmpty(t, js)
+	ran.check(t, keys)
+
+	// Five replicas on three servers: refused, naming the value; the
+	// streams keep their three.
+	_, err = events.Connect(ctx, events.BusOptions{URL: c.URL, Replicas: 5})
+	if !errors.Is(err, events.ErrReplicas) || !strings.Contains(fmt.Sprint(err), "--nats-replicas 5") {
+		t.Errorf("Connect with 5 replicas on 3 servers: %v; want ErrReplicas naming --nats-replicas 5", err)
+	}
+	waitReplicas(t, js, events.StreamSteps, 3)
+}
+
+// TestStreamsSingleServer: the embedded server keeps one replica of each
+// stream, and the log says so and why; asking it for more is an error.
+func TestStreamsSingleServer(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var logs bytes.Buffer
+	dir := t.TempDir()
+	b := connect(t, logging.With(ctx, slog.New(slog.NewTextHandler(&logs, nil))), events.BusOptions{DataDir: dir})
+	if b.Replication.Replicas != 1 {
+		t.Errorf("embedded server: %+v; want 1 replica", b.Replication)
+	}
+	for _, want := range []string{"replicas=1", "is not in a cluster, so it is the only JetStream server"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("Connect's log does not say %q:\n%s", want, logs.String())
+		}
+	}
+	for _, name := range []string{events.StreamSteps, events.StreamResults} {
+		s, err := b.JS.Stream(ctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.CachedInfo().Config.Replicas; got != 1 {
+			t.Errorf("%s has %d replicas; want 1", name, got)
+		}
+	}
+	_, err := events.Connect(ctx, events.BusOptions{URL: b.Server.ClientURL(), Replicas: 3})
+	if !errors.Is(err, events.ErrReplicas) || !strings.Contains(fmt.Sprint(err), "--nats-replicas 3") || !strings.Contains(fmt.Sprint(err), "not in a cluster") {
+		t.Errorf("Connect with 3 replicas to one server: %v; want ErrReplicas naming --nats-replicas 3", err)
+	}
+}
+
+// TestStepsSurviveStreamLeaderLoss: the node that leads FERRY_STEPS stops
+// while steps run and more are published; the two left keep quorum, and
+// every step runs exactly once, with its result, before the node is back.
+func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
+	c := testenv.StartNATSCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// Two executor replicas and the reconciler, each with a connection of
+	// its own to any node.
+	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, Name: "reconciler"})
+	waitReplicas(t, c.JetStream, events.StreamSteps, 3)
+	res := collect(t, reconciler.JS)
+	ran := &effects{ran: map[string]int{}}
+	for i := range 2 {
+		exec := connect(t, ctx, events.BusOptions{URL: c.URL, Name: fmt.Sprint("executor-", i)})
+		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", Concurrency: 2}, ran.handler(100*time.Millisecond))
+	}
+	waitReplicas(t, c.JetStream, events.StreamSteps, 3, events.ConsumerName("test"))
+
+	var keys []string
+	pub := &events.Publisher{JS: reconciler.JS}
+	publishSome := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			ev := stepEvent("p1", fmt.Sprint("s", i))
+			if _, err := pub.PublishStep(ctx, ev); err != nil {
+				t.Fatalf("publish step %d: %v", i, err)
+			}
+			keys = append(keys, ev.Step.Key)
+		}
+	}
+	publishSome(0, 20)
+	leader := c.StreamLeader(t, events.StreamSteps)
+	t.Logf("stopping node %s, the leader of %s", c.Name(leader), events.StreamSteps)
+	c.Stop(t, leader)
+	publishSome(20, 40)
+	start := time.Now()
+	succeeded(t, res, keys, 90*time.Second)
+	t.Logf("all succeeded %s after the stop", time.Since(start))
+	drained(t, reconciler.JS)
+	c.Restart(t, leader)
+	ran.check(t, keys)
+}
+
+// drained waits, for a minute at most, until FERRY_STEPS holds nothing:
+// every step settled, the acks of those that succeeded taken by the
+// stream's (new) leader.
+func drained(t *testing.T, js jetstream.JetStream) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var last string
+	for {
+		s, err := js.Stream(ctx, events.StreamSteps)
+		if err == nil {
+			var info *jetstream.StreamInfo
+			if info, err = s.Info(ctx); err == nil {
+				if info.State.Msgs == 0 {
+					return
+				}
+				last = fmt.Sprintf("%d steps left", info.State.Msgs)
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("FERRY_STEPS not drained: %s", last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

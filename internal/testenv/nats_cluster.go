@@ -1,0 +1,340 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// natsClusterReady bounds the wait for a cluster, or a node of it, to have
+// JetStream running: a meta leader elected and every node caught up.
+const natsClusterReady = 60 * time.Second
+
+// NATSCluster is a JetStream cluster of nats-server nodes running in the
+// test's process, joined by real cluster routes over loopback TCP. Each
+// node has its own client port, route port and file store, so a node can
+// be stopped and restarted on the same streams, and each route goes
+// through a fault proxy (Proxy), so a node can be cut off from the others.
+type NATSCluster struct {
+	// URL lists the client URLs of every node, comma-separated, as
+	// ferry's --nats-url and nats.Connect take them.
+	URL string
+	// Conn is a client connected to the cluster (any node; it fails over)
+	// and JetStream its JetStream context.
+	Conn      *nats.Conn
+	JetStream jetstream.JetStream
+
+	nodes []*natsNode
+	// links are the routes: one proxy per ordered pair of nodes, the first
+	// dialing the second through it.
+	links []natsLink
+}
+
+// natsNode is one node: its options, which a restart reuses, and the
+// server running now (nil while stopped).
+type natsNode struct {
+	name     string
+	opts     server.Options
+	mu       sync.Mutex
+	server   *server.Server
+	clientAt string
+}
+
+// natsLink is the route that node a dials to node b.
+type natsLink struct {
+	a, b  int
+	proxy *Proxy
+}
+
+// StartNATSCluster starts n nodes (n >= 1; 3 is the smallest cluster that
+// keeps quorum with one node down) as one JetStream cluster named
+// "ferry-test" and returns once JetStream has a meta leader and every node
+// has caught up with it. Everything is stopped when the test ends.
+//
+// Every node dials every other through a proxy of their own (JetStream
+// wants each node to have routes configured; the servers keep one route of
+// the two that a pair dials). Each node advertises a route address nobody
+// listens on, so that the servers' gossip of each other's addresses opens
+// no route around the proxies: a route the gossip names is dialed, refused
+// and given up, while the configured ones are dialed again forever.
+func StartNATSCluster(t T, n int) *NATSCluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("testenv: a NATS cluster of %d nodes", n)
+	}
+	c := &NATSCluster{nodes: make([]*natsNode, n)}
+	routeAddrs := make([]string, n)
+	for i := range c.nodes {
+		routeAddrs[i] = FreeAddr(t)
+	}
+	for i := range n {
+		for j := range n {
+			if j == i {
+				continue
+			}
+			c.links = append(c.links, natsLink{a: i, b: j, proxy: StartProxy(t, routeAddrs[j])})
+		}
+	}
+	urls := make([]string, n)
+	for i := range c.nodes {
+		clientAddr := FreeAddr(t)
+		opts := server.Options{
+			ServerName: fmt.Sprintf("n%d", i),
+			Host:       "127.0.0.1",
+			Port:       port(t, clientAddr),
+			JetStream:  true,
+			StoreDir:   t.TempDir(),
+			// Bounded, so that three nodes of a loaded test machine do not
+			// each claim three quarters of its memory for placement.
+			JetStreamMaxMemory: 256 << 20,
+			JetStreamMaxStore:  4 << 30,
+			Cluster: server.ClusterOpts{
+				Name: "ferry-test",
+				Host: "127.0.0.1",
+				Port: port(t, routeAddrs[i]),
+				// Nobody listens on port 1: see above.
+				Advertise: "127.0.0.1:1",
+				// One route connection per pair, not a pool of them, so
+				// that a route is one connection through one proxy.
+				PoolSize: -1,
+			},
+			NoLog:  true,
+			NoSigs: true,
+		}
+		for _, l := range c.links {
+			if l.a == i {
+				opts.Routes = append(opts.Routes, &url.URL{Scheme: "nats-route", Host: l.proxy.Addr})
+			}
+		}
+		c.nodes[i] = &natsNode{name: opts.ServerName, opts: opts, clientAt: clientAddr}
+		urls[i] = "nats://" + clientAddr
+	}
+	c.URL = strings.Join(urls, ",")
+	// Registered before the nodes start, so it runs after the clients'
+	// cleanups and the proxies' come after it.
+	t.Cleanup(func() {
+		var wg sync.WaitGroup
+		for _, node := range c.nodes {
+			wg.Add(1)
+			go func() { defer wg.Done(); node.stop() }()
+		}
+		wg.Wait()
+	})
+	// Start them together: JetStream elects its meta leader once it sees
+	// its peers, and a node started alone waits for them.
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, node := range c.nodes {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = node.start() }()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	c.waitReady(t)
+	var err error
+	c.Conn, err = nats.Connect(c.URL, nats.Name("ferry-testenv"), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatalf("testenv: connect to the NATS cluster at %s: %v", c.URL, err)
+	}
+	t.Cleanup(c.Conn.Close)
+	c.JetStream, err = jetstream.New(c.Conn)
+	if err != nil {
+		t.Fatalf("testenv: JetStream context: %v", err)
+	}
+	return c
+}
+
+// port is the port of a host:port address.
+func port(t T, addr string) int {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatalf("testenv: address %s: %v", addr, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatalf("testenv: port of %s: %v", addr, err)
+	}
+	return n
+}
+
+// start starts the node's server on its ports and store.
+func (n *natsNode) start() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.server != nil {
+		return nil
+	}
+	// The server keeps and amends the options it is given: a copy each
+	// time, so that a restart starts from the same ones.
+	opts := n.opts
+	opts.Routes = append([]*url.URL(nil), n.opts.Routes...)
+	ns, err := server.NewServer(&opts)
+	if err != nil {
+		return fmt.Errorf("start NATS node %s: %w", n.name, err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(natsClusterReady) {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		return fmt.Errorf("start NATS node %s on %s: not ready after %s", n.name, n.clientAt, natsClusterReady)
+	}
+	n.server = ns
+	return nil
+}
+
+// stop shuts the node's server down, if it runs.
+func (n *natsNode) stop() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.server == nil {
+		return
+	}
+	n.server.Shutdown()
+	n.server.WaitForShutdown()
+	n.server = nil
+}
+
+// running is the node's server, nil while it is stopped.
+func (n *natsNode) running() *server.Server {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.server
+}
+
+// Len is the number of nodes.
+func (c *NATSCluster) Len() int { return len(c.nodes) }
+
+// Name is the server name of node i (n0, n1, ...), as JetStream's cluster
+// information names peers and leaders.
+func (c *NATSCluster) Name(i int) string { return c.nodes[i].name }
+
+// ClientURL is the client URL of node i alone.
+func (c *NATSCluster) ClientURL(i int) string { return "nats://" + c.nodes[i].clientAt }
+
+// Server is node i's running server, nil while it is stopped.
+func (c *NATSCluster) Server(i int) *server.Server { return c.nodes[i].running() }
+
+// Stop shuts node i down, as a crash of its host would, except that the
+// server closes its connections rather than leaving them to time out.
+// Clients connected to it fail over to another node; its store stays for
+// Restart.
+func (c *NATSCluster) Stop(t T, i int) {
+	t.Helper()
+	c.nodes[i].stop()
+}
+
+// Restart starts node i again (it is stopped first if it runs) on the same
+// ports and store, and returns once it has caught up with the JetStream
+// cluster.
+func (c *NATSCluster) Restart(t T, i int) {
+	t.Helper()
+	c.nodes[i].stop()
+	if err := c.nodes[i].start(); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	c.waitReady(t)
+}
+
+// Partition cuts node i off from the other nodes: every route to or from
+// it is closed and refused, as by a firewall that rejects the cluster
+// port, until Heal. Its clients stay connected to it, as clients on its
+// side of a split network would; the others keep quorum if they are a
+// majority.
+func (c *NATSCluster) Partition(t T, i int) {
+	t.Helper()
+	for _, l := range c.links {
+		if l.a == i || l.b == i {
+			l.proxy.Refuse()
+		}
+	}
+}
+
+// Heal ends Partition(i): the routes of node i are let through again and
+// the nodes redial them within a few seconds.
+func (c *NATSCluster) Heal(t T, i int) {
+	t.Helper()
+	for _, l := range c.links {
+		if l.a == i || l.b == i {
+			if err := l.proxy.Pass(); err != nil {
+				t.Fatalf("testenv: heal NATS node %s: %v", c.nodes[i].name, err)
+			}
+		}
+	}
+}
+
+// StreamLeader is the index of the node that leads stream now, as
+// JetStream's stream information says; it waits for an election that is
+// under way, and fails the test when there is no leader within a minute.
+func (c *NATSCluster) StreamLeader(t T, stream string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), natsClusterReady)
+	defer cancel()
+	var last string
+	for {
+		s, err := c.JetStream.Stream(ctx, stream)
+		if err == nil {
+			info, ierr := s.Info(ctx)
+			err = ierr
+			if err == nil && info.Cluster != nil {
+				for i, node := range c.nodes {
+					if node.name == info.Cluster.Leader {
+						return i
+					}
+				}
+				last = fmt.Sprintf("leader %q", info.Cluster.Leader)
+			}
+		}
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("testenv: no leader of stream %s after %s: %s", stream, natsClusterReady, last)
+			return -1
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// waitReady waits until every running node sees a JetStream meta leader
+// and is caught up with it.
+func (c *NATSCluster) waitReady(t T) {
+	t.Helper()
+	deadline := time.Now().Add(natsClusterReady)
+	for {
+		leaders, behind := 0, ""
+		for _, node := range c.nodes {
+			s := node.running()
+			if s == nil {
+				continue
+			}
+			if s.JetStreamIsLeader() {
+				leaders++
+			}
+			if !s.JetStreamIsCurrent() {
+				behind = node.name
+			}
+		}
+		if leaders == 1 && behind == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: NATS cluster not ready after %s: %d meta leaders, %q behind", natsClusterReady, leaders, behind)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
