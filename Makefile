@@ -5,16 +5,18 @@ SHELL := /usr/bin/env bash
 .DEFAULT_GOAL := help
 
 # kube-apiserver, etcd, kube-scheduler, kube-controller-manager and kubemark,
-# and the Cluster API and CAPO managers, for the test environment, built by
-# `make tools` into cache directories outside the repository.
+# the Cluster API and CAPO managers, and promtool (deploy/monitoring's rule
+# tests), for the test environment, built by `make tools` into cache
+# directories outside the repository.
 TOOLS_DIR := $(shell hack/tools.sh --dir)
 export KUBEBUILDER_ASSETS := $(TOOLS_DIR)
 export FERRY_MANAGERS_DIR := $(shell hack/tools.sh --managers-dir)
+export FERRY_PROMTOOL_DIR := $(shell hack/tools.sh --promtool-dir)
 # The checksum database answers 404 for this module of CAPO's graph
 # (hack/tools/capi).
 export GONOSUMDB := sigs.k8s.io/cluster-api/test
 
-GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd hack/tools/capi
+GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd hack/tools/capi hack/tools/prometheus
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -count=1: the integration tests talk to servers they start, so a cached
 # result would say nothing about this run.
@@ -94,7 +96,7 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	go run ./hack/schemagen
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark and the CAPI and CAPO managers for the test environment (idempotent).
+tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark, the CAPI and CAPO managers, Gitea and promtool for the test environment (idempotent).
 	hack/tools.sh
 
 # verify regenerates first, so that a schema that is out of date with the

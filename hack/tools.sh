@@ -11,17 +11,22 @@
 #     and the CAPO manager (hack/tools/capi);
 #   - Gitea, the forge the tests and the demo host the plans repository on
 #     (pinned below: it builds only as the main module of its own source,
-#     whose replace lines must hold, so no tools module can require it).
+#     whose replace lines must hold, so no tools module can require it);
+#   - promtool (hack/tools/prometheus), which checks deploy/monitoring's
+#     alerting rules and runs their unit tests, and promql-names, from the
+#     same module, which lists the metrics an expression selects.
 #
 #   hack/tools.sh                  build what is missing; a second run does nothing
 #   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
 #   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
 #   hack/tools.sh --gitea-dir      print the directory of gitea (the binary and,
 #                                  under src/, the templates it reads at run time)
+#   hack/tools.sh --promtool-dir   print the directory of promtool and promql-names
 #
-# The directories are $FERRY_TOOLS_DIR, $FERRY_MANAGERS_DIR and $FERRY_GITEA_DIR when set,
-# otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/ followed by
-# kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v> and gitea-<v>, so that a version bump
+# The directories are $FERRY_TOOLS_DIR, $FERRY_MANAGERS_DIR, $FERRY_GITEA_DIR and
+# $FERRY_PROMTOOL_DIR when set, otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/
+# followed by kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v>, gitea-<v> and
+# prometheus-<v>, so that a version bump
 # builds into a new directory instead of reusing a stale binary.
 # internal/testenv computes the same defaults. Two runs at once take turns
 # (flock): neither sees the other's half-written binary.
@@ -31,6 +36,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 apiserver_mod=$root/hack/tools/kube-apiserver
 etcd_mod=$root/hack/tools/etcd
 capi_mod=$root/hack/tools/capi
+prometheus_mod=$root/hack/tools/prometheus
 
 # required_version prints the version a tools module requires of a module.
 required_version() {
@@ -41,6 +47,7 @@ k8s_version=$(required_version "$apiserver_mod" k8s.io/kubernetes)
 etcd_version=$(required_version "$etcd_mod" go.etcd.io/etcd/server/v3)
 capi_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api)
 capo_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api-provider-openstack)
+prometheus_version=$(required_version "$prometheus_mod" github.com/prometheus/prometheus)
 # Gitea v1.24.0 downloads and builds from the module proxy here; v1.27
 # (module gitea.dev) does not: some of its dependencies are refused.
 gitea_version=v1.24.0
@@ -48,6 +55,10 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools
 dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}}
 managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}}
 gitea_dir=${FERRY_GITEA_DIR:-$cache/gitea-${gitea_version}}
+promtool_dir=${FERRY_PROMTOOL_DIR:-$cache/prometheus-${prometheus_version}}
+# promql-names is ferry's own: built as the hash of its source, so that a
+# change to it is rebuilt.
+names_version=$(sha256sum "$prometheus_mod/promql-names/main.go" | cut -c1-12)
 
 case ${1:-} in
 --dir)
@@ -60,6 +71,10 @@ case ${1:-} in
 	;;
 --gitea-dir)
 	echo "$gitea_dir"
+	exit 0
+	;;
+--promtool-dir)
+	echo "$promtool_dir"
 	exit 0
 	;;
 esac
@@ -132,7 +147,11 @@ up_to_date() {
 	for m in "${managers[@]}"; do
 		manager_works "$managers_dir/${m%% *}" || return 1
 	done
-	gitea_works
+	gitea_works && works "$promtool_dir/promtool" && names_works
+}
+
+names_works() {
+	[[ -x $promtool_dir/promql-names ]] && [[ $("$promtool_dir/promql-names" --version 2>/dev/null) == "$names_version" ]]
 }
 
 gitea_works() {
@@ -166,7 +185,7 @@ build_gitea() {
 (cd "$capi_mod" && go mod download sigs.k8s.io/cluster-api/test)
 
 if up_to_date; then
-	echo "tools up to date in $dir, $managers_dir and $gitea_dir; nothing to do"
+	echo "tools up to date in $dir, $managers_dir, $gitea_dir and $promtool_dir; nothing to do"
 	exit 0
 fi
 
@@ -193,4 +212,10 @@ for m in "${managers[@]}"; do
 	hint=
 done
 gitea_works || build_gitea
-echo "tools ready in $dir, $managers_dir and $gitea_dir"
+# remove_all_sd leaves out the service discoveries (AWS, Azure, GCE, …),
+# which `promtool check rules` and `test rules` do not use and which are
+# most of a full build's time.
+works "$promtool_dir/promtool" || build "$promtool_dir/promtool" "$prometheus_mod" github.com/prometheus/prometheus/cmd/promtool \
+	"-s -w -X github.com/prometheus/common/version.Version=$prometheus_version" "a cold build takes about 10 CPU-minutes: 5 or more on 2 cores" remove_all_sd
+names_works || build "$promtool_dir/promql-names" "$prometheus_mod" ./promql-names "-s -w -X main.version=$names_version"
+echo "tools ready in $dir, $managers_dir, $gitea_dir and $promtool_dir"
