@@ -3,8 +3,10 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"log"
 	"net"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +109,7 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 				// that a route is one connection through one proxy.
 				PoolSize: -1,
 			},
-			NoLog:  true,
+			NoLog:  os.Getenv(natsLogEnv) == "",
 			NoSigs: true,
 		}
 		for _, l := range c.links {
@@ -185,6 +187,9 @@ func (n *natsNode) start() error {
 	ns, err := server.NewServer(&opts)
 	if err != nil {
 		return fmt.Errorf("start NATS node %s: %w", n.name, err)
+	}
+	if os.Getenv(natsLogEnv) != "" {
+		ns.SetLoggerV2(nodeLogger{n.name}, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(natsClusterReady) {
@@ -338,3 +343,18 @@ func (c *NATSCluster) waitReady(t T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// natsLogEnv names the environment variable that, set to anything, has the
+// nodes log what they do (routes, elections, leaders) to stderr, prefixed
+// with their names: what to read when a cluster test fails.
+const natsLogEnv = "FERRY_TESTENV_NATS_LOG"
+
+// nodeLogger writes a node's notices, warnings and errors to stderr.
+type nodeLogger struct{ name string }
+
+func (l nodeLogger) Noticef(f string, v ...any) { log.Printf(l.name+" "+f, v...) }
+func (l nodeLogger) Warnf(f string, v ...any)   { log.Printf(l.name+" WARN "+f, v...) }
+func (l nodeLogger) Fatalf(f string, v ...any)  { log.Printf(l.name+" FATAL "+f, v...) }
+func (l nodeLogger) Errorf(f string, v ...any)  { log.Printf(l.name+" ERROR "+f, v...) }
+func (l nodeLogger) Debugf(string, ...any)      {}
+func (l nodeLogger) Tracef(string, ...any)      {}

@@ -42,7 +42,11 @@ func TestNATSCluster(t *testing.T) {
 		// JetStream answers nothing while a new leader is elected: ask
 		// again, as a client does.
 		for {
-			_, err := js.Publish(pctx, "cluster."+what, []byte(what), jetstream.WithMsgID(what))
+			// Each attempt briefly: a publish sent while the stream has
+			// no leader is lost, and would wait out the whole deadline.
+			actx, cancel := context.WithTimeout(pctx, 2*time.Second)
+			_, err := js.Publish(actx, "cluster."+what, []byte(what), jetstream.WithMsgID(what))
+			cancel()
 			if err == nil {
 				return
 			}
