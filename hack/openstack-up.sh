@@ -46,7 +46,6 @@ install_packages() {
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 	done
 	if ((${#missing[@]} == 0)); then return; fi
-	log "installing ${#missing[@]} Debian packages (about 7 minutes on a fresh machine): ${missing[*]}"
 	# The packages' postinst scripts would start system-wide services on the
 	# ports used below; Debian's policy-rc.d convention stops them. Machines
 	# built from container images have one already; otherwise one is put in
@@ -57,10 +56,65 @@ install_packages() {
 		"${sudo[@]}" chmod 755 /usr/sbin/policy-rc.d
 		trap '"${sudo[@]}" rm -f /usr/sbin/policy-rc.d' EXIT
 	fi
+	log "installing ${#missing[@]} Debian packages: ${missing[*]}"
 	"${sudo[@]}" apt-get update -qq
-	# With recommends, as the packages were tried on these machines.
-	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" \
-		>"$STATE/log/apt.log" 2>&1 || { tail -20 "$STATE/log/apt.log" >&2; die "apt-get install failed (log: $STATE/log/apt.log)"; }
+	# Without recommends: they would bring a kernel, QEMU, libvirt and
+	# libguestfs that the fake driver never uses.
+	local apt=(apt-get install -y -qq --no-install-recommends "${missing[@]}")
+	local new
+	new=$(apt-get -s "${apt[@]:1}" 2>/dev/null | grep -c '^Inst ') || true
+	log "$new packages to install with their dependencies (about 5 minutes on a fresh machine, up to 13 when its cores are busy); log: $STATE/log/apt.log"
+	# apt-get writes its machine-readable progress to stdout with its other
+	# output; apt_progress shows the progress on the terminal (fd 3) and
+	# keeps the rest for the log.
+	DEBIAN_FRONTEND=noninteractive "${sudo[@]}" "${apt[@]}" -o APT::Status-Fd=1 2>&1 |
+		apt_progress 3>&1 >"$STATE/log/apt.log" ||
+		{ tail -20 "$STATE/log/apt.log" >&2; die "apt-get install failed (log: $STATE/log/apt.log)"; }
+}
+
+# apt_progress reads apt-get's output with its status lines ("dlstatus:" and
+# "pmstatus:", each with a percentage), and shows on fd 3 how the download
+# and then the install get on: at each new tenth, and every 15 seconds
+# otherwise, so that a long step (a slow postinst) still shows. Other lines
+# go to stdout.
+apt_progress() {
+	local line partial='' rc kind pct what phase='' cur='' shown=0 last=$SECONDS
+	while :; do
+		rc=0
+		IFS= read -r -t 15 line || rc=$?
+		if ((rc > 128)); then # a timeout, perhaps within a line
+			partial+=$line
+			[[ -z $phase ]] || { log "$phase: $cur" >&3; last=$SECONDS; }
+			continue
+		fi
+		line=$partial$line partial=''
+		if ((rc != 0)); then # the end
+			[[ -z $line ]] || printf '%s\n' "$line"
+			break
+		fi
+		case $line in
+		dlstatus:* | pmstatus:*) ;;
+		*) printf '%s\n' "$line"; continue ;;
+		esac
+		IFS=: read -r kind _ pct what <<<"$line"
+		pct=${pct%%.*}
+		case $kind in
+		dlstatus) kind=downloading what=${what/Retrieving /} ;;
+		pmstatus) kind=installing ;;
+		esac
+		what=${what%% (*} # no architecture, no time left
+		case $what in
+		Preparing\ to\ configure* | Configuring* | Installed*) what="configuring ${what##* }" ;;
+		Preparing* | Unpacking* | Installing*) what="unpacking ${what##* }" ;;
+		*) what=${what,} ;;
+		esac
+		cur="$pct% ($what)"
+		if [[ $kind != "$phase" ]] || ((pct / 10 > shown / 10 || SECONDS - last >= 15)); then
+			phase=$kind shown=$pct last=$SECONDS
+			log "$phase: $cur" >&3
+		fi
+	done
+	[[ -z $phase ]] || log "$phase: done" >&3
 }
 
 # render copies a template from hack/openstack with the state directory and
