@@ -141,6 +141,7 @@ func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir str
 	if err != nil {
 		return err
 	}
+	w.followStatus = true
 	if sc.run != nil {
 		return sc.run(ctx, w)
 	}

@@ -63,6 +63,9 @@ type world struct {
 	gitProxy *testenv.Proxy
 	nats     *testenv.NATS
 	metrics  string
+	// followStatus: each phase is followed by `reconciler status
+	// --watch` too, as a team would (the demo, not chaos).
+	followStatus bool
 
 	// prs is how many pull requests the world opened (the last one's
 	// number); heads their head commits, by number.
@@ -239,8 +242,15 @@ func (w *world) approve(ctx context.Context, phases []string, full bool) (unpaus
 		}
 		out.say("==> bob merges #%d %s: the merge approves phase %s", n, w.forge.mergeStyle(n), phase)
 		w.forge.merge(n, "bob")
+		var watch *statusWatch
+		if w.followStatus {
+			watch = w.watchStatus(ctx, phase)
+		}
 		want, err := waitPhase(ctx, out, w.reader, w.sc.cluster, phase)
 		if err != nil {
+			return time.Time{}, err
+		}
+		if err := watch.end(ctx, out, phase, strings.HasPrefix(want, "| "+phase+" | Succeeded")); err != nil {
 			return time.Time{}, err
 		}
 		unpaused = time.Now()
