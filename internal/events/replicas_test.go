@@ -418,3 +418,55 @@ func TestStepsSurviveStreamLeaderPartition(t *testing.T) {
 	}
 	t.Logf("%d of %d steps ran twice, once on the node cut off", twice, len(keys))
 }
+
+// TestLongStepNotTakenTwice: a step that runs for many AckWaits, as a
+// drain does, is not redelivered while its executor lives, also when the
+// node that leads its consumer stops in the middle: the in-progress
+// signals reach the new leader.
+func TestLongStepNotTakenTwice(t *testing.T) {
+	c := testenv.StartNATSCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, Name: "reconciler"})
+	res := collect(t, reconciler.JS)
+	const ackWait = time.Second
+	started := make(chan string, 4)
+	ran := newEffects()
+	for i := range 2 {
+		name := fmt.Sprint("executor-", i)
+		exec := connect(t, ctx, events.BusOptions{URL: c.URL, Name: name})
+		drain := ran.handler(name, 6*ackWait)
+		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", AckWait: ackWait}, func(ctx context.Context, s *events.StepEvent) (events.Report, error) {
+			started <- name
+			return drain(ctx, s)
+		})
+	}
+	consumer := events.ConsumerName("test")
+	waitReplicas(t, c.JetStream, events.StreamSteps, 3, consumer)
+	ev := stepEvent("p1", "drain")
+	publish(t, reconciler.JS, ev)
+	by := <-started
+	cons, err := c.JetStream.Consumer(ctx, events.StreamSteps, consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader := -1
+	for i := range c.Len() {
+		if c.Name(i) == cons.CachedInfo().Cluster.Leader {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatalf("no leader of consumer %s: %+v", consumer, cons.CachedInfo().Cluster)
+	}
+	t.Logf("%s runs the step; stopping %s, the leader of its consumer", by, c.Name(leader))
+	c.Stop(t, leader)
+	succeeded(t, res, []string{ev.Step.Key}, time.Minute)
+	drained(t, reconciler.JS)
+	select {
+	case again := <-started:
+		t.Errorf("the step started again on %s while %s ran it", again, by)
+	default:
+	}
+	ran.check(t, []string{ev.Step.Key})
+}

@@ -35,8 +35,14 @@ type WorkerOptions struct {
 	Waits int
 	// AckWait is how long a delivery may go without an ack or an
 	// in-progress signal before JetStream redelivers it (the executor is
-	// presumed dead). The worker signals in-progress every AckWait/3 while
-	// a step runs, so long waits are not redelivered. Default 30s.
+	// presumed dead): about how long the step of an executor that died
+	// waits for another replica. The worker signals in-progress every
+	// AckWait/5 until the step is settled, so a step that runs long, a
+	// drain of an hour, is not redelivered while its executor lives, even
+	// if four signals in a row are lost (a NATS server failing over).
+	// Default 10s: BenchmarkDeadExecutorHandover measures 10s from an
+	// executor's death to another replica running its step (30s with the
+	// 30s this default was before).
 	AckWait time.Duration
 	// MaxDeliver is how many times a step is delivered before it is
 	// reported Failed. Default 8: with the default back-off the last
@@ -61,7 +67,7 @@ func (o *WorkerOptions) defaults() {
 		o.Waits = 64
 	}
 	if o.AckWait <= 0 {
-		o.AckWait = 30 * time.Second
+		o.AckWait = 10 * time.Second
 	}
 	if o.MaxDeliver <= 0 {
 		o.MaxDeliver = 8
@@ -212,7 +218,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 	// In progress until the message is settled, not only while the
 	// handler runs: publishing the result may wait out a stream's leader
 	// election, and a step redelivered meanwhile would run twice.
-	stop := keepAlive(ctx, msg, w.opts.AckWait/3)
+	stop := keepAlive(ctx, msg, w.opts.AckWait/keepAlivesPerAckWait)
 	defer stop()
 	log.Info("running step", "action", ev.Step.Action, "target", ev.Step.Target.String())
 	start := time.Now()
@@ -306,6 +312,11 @@ func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *sl
 	// AckWait instead of after delay: the step was to run again anyway.
 	return func(context.Context) error { return msg.NakWithDelay(delay) }
 }
+
+// keepAlivesPerAckWait is how many in-progress signals the worker sends
+// per AckWait: all but one may be lost before a live executor's step is
+// redelivered.
+const keepAlivesPerAckWait = 5
 
 // keepAlive tells JetStream every interval that the delivery is still being
 // worked on, until the returned stop is called.
