@@ -85,9 +85,15 @@ type chaosRun struct {
 // when a run did not finish, ended differently, did something twice, let
 // a secret out, broke the cutover's promises or left the world otherwise
 // than before its rollback.
-func chaos(ctx context.Context, out *display, bin, logDir, kind string, runs int, seed uint64, perRun time.Duration) error {
+func chaos(ctx context.Context, out *display, bin, logDir, kind, only string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
 	adopt := adoptFaults(kind)
+	if only != "" {
+		adopt = slices.DeleteFunc(adopt, func(f fault) bool { return !strings.Contains(f.name, only) })
+		if len(adopt) == 0 {
+			return fmt.Errorf("--fault %q: no fault of the adopt runs on %s has it in its name", only, kind)
+		}
+	}
 	scs, fs := chaosPlan(runs, adopt)
 	forgeText := "a real Gitea"
 	if kind == forgeGitHub {

@@ -71,6 +71,7 @@ func main() {
 	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
 		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
 		"or rollback-replace (seed 003 moved up to the cutover, then rolled back to infrastructure); --chaos chooses its own")
+	only := flag.String("fault", "", "with --chaos, the adopt runs take only the faults whose name contains this (e.g. \"kill -9 Gitea\"); empty: all in turn")
 	forgeKind := flag.String("forge", forgeGitea, "where the plans repository and its pull requests live: gitea (a real Gitea server) or github (a Git server and the GitHub stand-in, an in-process fake of GitHub's API)")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
@@ -100,7 +101,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *runs > 0 {
-		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, *runs, *seed, *timeout); err != nil {
+		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, *only, *runs, *seed, *timeout); err != nil {
 			out.say("chaos failed: %v", err)
 			os.Exit(1)
 		}
