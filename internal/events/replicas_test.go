@@ -301,16 +301,7 @@ func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 
 	var keys []string
 	pub := &events.Publisher{JS: reconciler.JS}
-	publishSome := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			ev := stepEvent("p1", fmt.Sprint("s", i))
-			if _, err := pub.PublishStep(ctx, ev); err != nil {
-				t.Fatalf("publish step %d: %v", i, err)
-			}
-			keys = append(keys, ev.Step.Key)
-		}
-	}
+	publishSome := func(from, to int) { keys = append(keys, publishSteps(t, ctx, pub, from, to)...) }
 	publishSome(0, 20)
 	leader := c.StreamLeader(t, events.StreamSteps)
 	t.Logf("stopping node %s, the leader of %s", c.Name(leader), events.StreamSteps)
@@ -381,16 +372,7 @@ func TestStepsSurviveStreamLeaderPartition(t *testing.T) {
 
 	var keys []string
 	pub := &events.Publisher{JS: reconciler.JS}
-	publishSome := func(from, to int) {
-		t.Helper()
-		for i := from; i < to; i++ {
-			ev := stepEvent("p1", fmt.Sprint("s", i))
-			if _, err := pub.PublishStep(ctx, ev); err != nil {
-				t.Fatalf("publish step %d: %v", i, err)
-			}
-			keys = append(keys, ev.Step.Key)
-		}
-	}
+	publishSome := func(from, to int) { keys = append(keys, publishSteps(t, ctx, pub, from, to)...) }
 	publishSome(0, 20)
 	t.Logf("cutting node %s, the leader of %s, off", c.Name(leader), events.StreamSteps)
 	c.Partition(t, leader)
@@ -469,4 +451,19 @@ func TestLongStepNotTakenTwice(t *testing.T) {
 	default:
 	}
 	ran.check(t, []string{ev.Step.Key})
+}
+
+// publishSteps publishes steps s<from> to s<to-1> of plan p1 and returns
+// their keys.
+func publishSteps(t *testing.T, ctx context.Context, pub *events.Publisher, from, to int) []string {
+	t.Helper()
+	var keys []string
+	for i := from; i < to; i++ {
+		ev := stepEvent("p1", fmt.Sprint("s", i))
+		if _, err := pub.PublishStep(ctx, ev); err != nil {
+			t.Fatalf("publish step %d: %v", i, err)
+		}
+		keys = append(keys, ev.Step.Key)
+	}
+	return keys
 }
