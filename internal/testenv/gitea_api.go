@@ -103,11 +103,12 @@ const (
 // (MergeCommit, MergeSquash, MergeRebase) through Gitea's API and returns
 // the commit the merge wrote on main. Gitea checks a new pull request's
 // mergeability in the background and refuses to merge until it has: the
-// merge is tried again for up to 30 seconds while Gitea says so.
+// merge is tried again for up to two minutes while Gitea says so (its
+// check queue took more than 30 seconds on a loaded 2-core machine).
 func (g *Gitea) MergePullRequest(t T, login string, number int, style string) string {
 	t.Helper()
 	path := g.repoPath(fmt.Sprintf("/pulls/%d/merge", number))
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		code, body, err := g.call(login, http.MethodPost, path, map[string]any{"Do": style, "delete_branch_after_merge": false})
 		if err != nil {
