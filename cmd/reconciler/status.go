@@ -36,7 +36,7 @@ func newStatusCommand() *cobra.Command {
 	outputFlag(cmd, &cfg.Output)
 	fs.StringVar(&cfg.StatusBranch, "status-branch", status.DefaultBranch, "branch the reconciler commits statuses to")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "how long to wait for the repository")
-	fs.BoolVarP(&cfg.Watch, "watch", "w", false, "follow until no phase is in progress or one failed: redraw in a terminal, else one line per change; exit codes as without it")
+	fs.BoolVarP(&cfg.Watch, "watch", "w", false, "follow until every approved phase has ended (a Blocked one is followed until ferry goes on) or one failed: redraw in a terminal, else one line per change; exit codes as without it")
 	fs.DurationVar(&cfg.WatchInterval, "watch-interval", 5*time.Second, "how often --watch reads the status branch")
 	cmd.RunE = runE(func(ctx context.Context, args []string) error {
 		cfg.Streams = streams(cmd)

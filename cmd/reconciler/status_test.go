@@ -166,7 +166,8 @@ func TestStatusCommand(t *testing.T) {
 	t.Run("watch", func(t *testing.T) {
 		// --watch prints a line when a phase changes and ends when
 		// nothing is in progress: 0 once the phase succeeded, 3 at once
-		// when one failed.
+		// when one failed; a phase Blocked on the way is followed, not
+		// ended on (ferry goes on once the cause is gone).
 		for _, tc := range []struct {
 			end  status.PhaseState
 			code int
@@ -186,6 +187,16 @@ func TestStatusCommand(t *testing.T) {
 			select {
 			case code := <-done:
 				t.Fatalf("--watch ended (%d) while a phase runs: %s %s", code, stdout.String(), stderr.String())
+			case <-time.After(time.Second):
+			}
+			st = statusOf("delta")
+			st.Phases[0].State = status.PhaseBlocked
+			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case code := <-done:
+				t.Fatalf("--watch ended (%d) on a phase Blocked for a moment: %s %s", code, stdout.String(), stderr.String())
 			case <-time.After(time.Second):
 			}
 			st = statusOf("delta")

@@ -26,8 +26,8 @@ type StatusConfig struct {
 	Output string
 	// Timeout bounds the exchange with the repository.
 	Timeout time.Duration
-	// Watch follows the plans until no phase is in progress (or one
-	// failed), reading every WatchInterval: a terminal's screen is redrawn,
+	// Watch follows the plans until no phase is in progress, a Blocked
+	// one counting as in progress (or until one failed), reading every WatchInterval: a terminal's screen is redrawn,
 	// anything else gets one line per change.
 	Watch         bool
 	WatchInterval time.Duration
@@ -140,12 +140,15 @@ func (cfg StatusConfig) read(ctx context.Context) ([]*status.PlanStatus, error) 
 	return sts, err
 }
 
-// inProgress says whether a phase of sts is approved and not ended.
+// inProgress says whether a phase of sts is approved and not ended. A
+// Blocked phase has not ended: ferry goes on by itself once its cause is
+// gone (a rollout that finishes, a node Ready again), so a watch follows
+// it rather than ending on a moment's health check.
 func inProgress(sts []*status.PlanStatus) bool {
 	for _, st := range sts {
 		for _, p := range st.Phases {
 			switch p.State {
-			case status.PhaseApproved, status.PhaseRunning, status.PhaseRollingBack:
+			case status.PhaseApproved, status.PhaseRunning, status.PhaseRollingBack, status.PhaseBlocked:
 				return true
 			}
 		}
