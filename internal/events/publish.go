@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -48,30 +47,15 @@ func (p *Publisher) PublishResult(ctx context.Context, ev *ResultEvent) error {
 	return nil
 }
 
-// PublishAttempt bounds one attempt to publish an event. JetStream does
-// not answer a publish while the stream has no leader: a replicated
-// stream whose leader's server went away elects another within seconds,
-// and a publish sent meanwhile is lost, not queued.
-const PublishAttempt = 5 * time.Second
-
 // publish publishes data on subject with the message ID id, trying again
 // while JetStream does not answer, until ctx ends. Trying again is safe:
 // the ID makes JetStream drop a copy it already has.
 func publish(ctx context.Context, js jetstream.JetStream, subject string, data []byte, id string) (*jetstream.PubAck, error) {
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, PublishAttempt)
-		ack, err := js.Publish(actx, subject, data, jetstream.WithMsgID(id))
-		cancel()
-		if err == nil {
-			return ack, nil
-		}
-		if !unavailable(ctx, err) {
-			return nil, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (%w)", ctx.Err(), err)
-		case <-time.After(wait):
-		}
-	}
+	var ack *jetstream.PubAck
+	err := untilAnswered(ctx, func(ctx context.Context) error {
+		var err error
+		ack, err = js.Publish(ctx, subject, data, jetstream.WithMsgID(id))
+		return err
+	})
+	return ack, err
 }

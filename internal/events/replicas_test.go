@@ -281,8 +281,9 @@ func TestStreamsSingleServer(t *testing.T) {
 }
 
 // TestStepsSurviveStreamLeaderLoss: the node that leads FERRY_STEPS stops
-// while steps run and more are published; the two left keep quorum, and
-// every step runs exactly once, with its result, before the node is back.
+// while steps run, more are published and another executor starts; the two
+// left keep quorum, and every step runs exactly once, with its result,
+// before the node is back.
 func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 	c := testenv.StartNATSCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -293,10 +294,12 @@ func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 	waitReplicas(t, c.JetStream, events.StreamSteps, 3)
 	res := collect(t, reconciler.JS)
 	ran := newEffects()
-	for i := range 2 {
+	executor := func(i int) {
 		exec := connect(t, ctx, events.BusOptions{URL: c.URL, Name: fmt.Sprint("executor-", i)})
 		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", Concurrency: 2}, ran.handler(fmt.Sprint("executor-", i), 100*time.Millisecond))
 	}
+	executor(0)
+	executor(1)
 	waitReplicas(t, c.JetStream, events.StreamSteps, 3, events.ConsumerName("test"))
 
 	var keys []string
@@ -306,6 +309,9 @@ func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 	leader := c.StreamLeader(t, events.StreamSteps)
 	t.Logf("stopping node %s, the leader of %s", c.Name(leader), events.StreamSteps)
 	c.Stop(t, leader)
+	// A third replica starts while the stream elects its next leader: it
+	// creates the same consumer, asking again until the cluster answers.
+	executor(2)
 	publishSome(20, 40)
 	start := time.Now()
 	succeeded(t, res, keys, 90*time.Second)

@@ -185,17 +185,36 @@ func placeAuto(ctx context.Context, js jetstream.JetStream, cfg jetstream.Stream
 // cluster has no JetStream leader to answer: at start-up, the servers and
 // ferry often come up together.
 func createOrUpdate(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) error {
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+	err := untilAnswered(ctx, func(ctx context.Context) error {
 		_, err := js.CreateOrUpdateStream(ctx, cfg)
-		if err == nil {
-			return nil
-		}
-		if !unavailable(ctx, err) {
-			return fmt.Errorf("create or update stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("create or update stream %s with %d replicas: %w", cfg.Name, cfg.Replicas, err)
+	}
+	return nil
+}
+
+// APIAttempt bounds one attempt of a JetStream request. JetStream does not
+// answer while the stream (or the cluster's metadata) has no leader: a
+// replicated stream whose leader's server went away elects another within
+// seconds, and a request sent meanwhile is lost, not queued.
+const APIAttempt = 5 * time.Second
+
+// untilAnswered runs request, each attempt bounded by APIAttempt, until it
+// succeeds, fails with an error that asking again cannot cure, or ctx ends.
+// Callers make the request safe to repeat (a message ID, a create-or-update).
+func untilAnswered(ctx context.Context, request func(context.Context) error) error {
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, APIAttempt)
+		err := request(actx)
+		cancel()
+		if err == nil || !unavailable(ctx, err) {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("create or update stream %s with %d replicas: %w (%w)", cfg.Name, cfg.Replicas, ctx.Err(), err)
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
 		case <-time.After(wait):
 		}
 	}

@@ -154,7 +154,7 @@ func RunWorker(ctx context.Context, js jetstream.JetStream, opts WorkerOptions, 
 // consume creates (or updates) the kind's durable consumer and starts
 // pulling from it.
 func consume(ctx context.Context, js jetstream.JetStream, opts WorkerOptions) (jetstream.MessagesContext, error) {
-	cons, err := js.CreateOrUpdateConsumer(ctx, StreamSteps, jetstream.ConsumerConfig{
+	cfg := jetstream.ConsumerConfig{
 		Durable:       ConsumerName(opts.Kind),
 		Description:   "ferry executors of kind " + string(opts.Kind),
 		FilterSubject: StepsPrefix + string(opts.Kind) + ".>",
@@ -162,6 +162,15 @@ func consume(ctx context.Context, js jetstream.JetStream, opts WorkerOptions) (j
 		AckWait:       opts.AckWait,
 		MaxDeliver:    opts.MaxDeliver,
 		MaxAckPending: 1000,
+	}
+	// Replicas of an executor start together and create the same consumer;
+	// on a cluster, one of them may wait past a request's timeout while the
+	// consumer's group forms. Asking again is safe: the config is the same.
+	var cons jetstream.Consumer
+	err := untilAnswered(ctx, func(ctx context.Context) error {
+		var err error
+		cons, err = js.CreateOrUpdateConsumer(ctx, StreamSteps, cfg)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create consumer %s: %w", ConsumerName(opts.Kind), err)
@@ -262,19 +271,10 @@ const SettleTimeout = 30 * time.Second
 // redelivered and run again; asking again is harmless, JetStream answers
 // an ack of a message already acked.
 func ackSync(ctx context.Context, msg jetstream.Msg) error {
-	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 2*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, PublishAttempt)
-		err := msg.DoubleAck(actx)
-		cancel()
-		if err == nil || !unavailable(ctx, err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("ack step: %w (%w)", ctx.Err(), err)
-		case <-time.After(wait):
-		}
+	if err := untilAnswered(ctx, msg.DoubleAck); err != nil {
+		return fmt.Errorf("ack step: %w", err)
 	}
+	return nil
 }
 
 // stepTimeout bounds one run of a step: its own timeout parameter plus a
