@@ -224,6 +224,8 @@ func (s *server) startExecutors(ctx context.Context) error {
 
 // lead runs the loop until ctx ends, from the recorded statuses.
 func (s *server) lead(ctx context.Context) {
+	s.metrics.Standby(false)
+	s.relayWakes(ctx)
 	s.recordClusterEvents(ctx)
 	if err := s.rec.Restore(ctx, s.loop); err != nil && !errors.Is(err, status.ErrNoStatus) {
 		s.log.Warn("no recorded status read; starting from the observed state", "error", err)
@@ -272,5 +274,6 @@ func (s *server) runAsLeader(ctx context.Context) error {
 			return fmt.Errorf("--leader-election-identity: no host name to default to: %w", err)
 		}
 	}
+	s.metrics.Standby(true)
 	return reconciler.RunAsLeader(ctx, cfg, reconciler.LeaderOptions{Namespace: l.Namespace, Name: l.Name, Identity: l.Identity}, s.lead)
 }

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/observer"
@@ -174,8 +177,33 @@ func (s *server) serveWebhook(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook address: %w", err)
 	}
-	srv := &http.Server{Handler: gitsource.ForgeWebhookHandler(s.cfg.Forge.webhooks(), secret, s.loop.Wake), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: gitsource.ForgeWebhookHandler(s.cfg.Forge.webhooks(), secret, s.wakeLeader), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	return nil
+}
+
+// wakeLeader wakes the loop of the replica that leads, which need not be
+// this one: it publishes on events.WakeSubject, to which lead subscribes.
+// When NATS does not take the message, this replica's own loop is woken
+// (it runs when this replica leads, as with one replica).
+func (s *server) wakeLeader() {
+	if err := s.bus.Conn.Publish(events.WakeSubject, nil); err != nil {
+		s.log.Warn("webhook: the leading replica not told over NATS; it sees the change at its next poll", "error", err)
+		s.loop.Wake()
+	}
+}
+
+// relayWakes wakes the loop on every message on events.WakeSubject until
+// ctx ends: the webhooks any replica received.
+func (s *server) relayWakes(ctx context.Context) {
+	sub, err := s.bus.Conn.Subscribe(events.WakeSubject, func(*nats.Msg) { s.loop.Wake() })
+	if err != nil {
+		s.log.Warn("webhooks received by other replicas do not wake this one; they are seen at the next poll", "error", err)
+		return
+	}
+	go func() {
+		<-ctx.Done()
+		_ = sub.Unsubscribe()
+	}()
 }

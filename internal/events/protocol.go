@@ -20,6 +20,11 @@ const (
 	// ferry.steps.<executor-kind>.<plan> and ferry.results.<plan>.
 	StepsPrefix   = "ferry.steps."
 	ResultsPrefix = "ferry.results."
+	// WakeSubject carries no stream: a reconciler replica that a forge's
+	// webhook reached publishes an empty message on it, and the replica
+	// that leads wakes its loop, so that a webhook works whichever
+	// replica the Service sent it to.
+	WakeSubject = "ferry.wake"
 )
 
 // Event types. The version is part of the type: a consumer that meets a

@@ -37,6 +37,9 @@ type Metrics struct {
 	cycles        *prometheus.CounterVec
 
 	ready atomic.Bool
+	// standby is set while this replica waits for the Lease: it is ready
+	// to take over, with no cycle of its own.
+	standby atomic.Bool
 	// stalled, when set by Watch, fails /healthz.
 	stalled func() error
 	// stallLogged is set while a stall is reported, so that it is logged
@@ -185,18 +188,28 @@ func (m *Metrics) ObserveCycle(err error) {
 	m.ready.Store(true)
 }
 
+// Standby says whether this replica waits for another to give up the
+// Lease: /readyz passes while it does, so that both replicas of a
+// Deployment are Ready (a PodDisruptionBudget counts them, a Service sends
+// webhooks to either) and its body says "standing by".
+func (m *Metrics) Standby(on bool) { m.standby.Store(on) }
+
 // Serve answers /metrics, /healthz (the loop is not stalled: see Watch) and
-// /readyz (a cycle succeeded) on addr until ctx ends.
+// /readyz (a cycle succeeded, or the replica stands by) on addr until ctx
+// ends.
 func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", m.health)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !m.ready.Load() {
+		switch {
+		case m.ready.Load():
+			_, _ = w.Write([]byte("ok\n"))
+		case m.standby.Load():
+			_, _ = w.Write([]byte("standing by: another replica holds the Lease\n"))
+		default:
 			http.Error(w, "no successful cycle yet", http.StatusServiceUnavailable)
-			return
 		}
-		_, _ = w.Write([]byte("ok\n"))
 	})
 	if m.Profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

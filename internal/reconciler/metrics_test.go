@@ -40,6 +40,16 @@ func TestMetricsServer(t *testing.T) {
 	if code, _ := get("/readyz"); code != 503 {
 		t.Errorf("/readyz before a cycle = %d, want 503", code)
 	}
+	// A replica waiting for the Lease is ready, and says so; once it
+	// leads, it is ready after its first cycle.
+	m.Standby(true)
+	if code, body := get("/readyz"); code != 200 || !strings.Contains(body, "standing by") {
+		t.Errorf("/readyz standing by = %d %q, want 200 standing by", code, body)
+	}
+	m.Standby(false)
+	if code, _ := get("/readyz"); code != 503 {
+		t.Errorf("/readyz leading before a cycle = %d, want 503", code)
+	}
 	m.ObserveCycle(nil)
 	plan := &status.PlanStatus{Plan: "a", Phases: []status.PhaseStatus{{Name: "cluster", State: status.PhaseSucceeded},
 		{Name: "control-plane", State: status.PhaseRunning}, {Name: "workers", State: status.PhasePending}}}
