@@ -4,8 +4,9 @@
 // and nothing beyond, asked of the API server (access reviews) and tried
 // as the service account (access_test.go). The NetworkPolicy is checked
 // against the Deployment and Service it guards (enforcing it is a network
-// plugin's, which the test API server has none of). (cmd/reconciler's run
-// tests go further: they run migrations as this service account.)
+// plugin's, which the test API server has none of). The clustered overlay
+// is checked for the layout it promises (cluster_test.go). (cmd/reconciler's
+// run tests go further: they run migrations as this service account.)
 package deploy_test
 
 import (
@@ -31,8 +32,9 @@ func TestManifests(t *testing.T) {
 	k := testenv.StartKube(t)
 	mustCreate(t, k.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: planNamespace}})
 	base := testenv.ApplyKustomization(t, k, ".")
-	overlay := testenv.ApplyKustomization(t, k, "overlays/external-nats")
+	overlay := applyClusterOverlay(t, k)
 	testenv.ApplyKustomizationIn(t, k, "plan-namespace", planNamespace)
+	checkClusterOverlay(t, k, overlay)
 
 	kinds := map[string]int{}
 	for _, o := range base {
@@ -262,10 +264,10 @@ func TestNetworkPolicy(t *testing.T) {
 	testenv.Expect(t, "the ports the NetworkPolicy admits", admitted, servicePorts)
 	testenv.Expect(t, "the ports admitted are webhook and metrics", admitted, map[string]bool{"webhook": true, "metrics": true})
 
-	// The executors of overlays/external-nats listen on no port: their
-	// policy admits no ingress at all, and leaves egress open too.
+	// The executors of overlays/cluster listen on no port: their policy
+	// admits no ingress at all, and leaves egress open too.
 	found := false
-	for _, o := range testenv.Kustomize(t, "overlays/external-nats") {
+	for _, o := range testenv.Kustomize(t, clusterOverlay) {
 		if o.GetKind() != "NetworkPolicy" || o.GetName() != "ferry-executor" {
 			continue
 		}
@@ -277,7 +279,7 @@ func TestNetworkPolicy(t *testing.T) {
 		rules, _, _ := unstructured.NestedSlice(o.Object, "spec", "ingress")
 		testenv.Expect(t, "the executors' ingress rules", len(rules), 0)
 	}
-	testenv.Expect(t, "overlays/external-nats has a NetworkPolicy for the executors", found, true)
+	testenv.Expect(t, "overlays/cluster has a NetworkPolicy for the executors", found, true)
 }
 
 // help is the usage text of `reconciler <command> --help`.
