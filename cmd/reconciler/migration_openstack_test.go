@@ -32,6 +32,9 @@ type migration struct {
 	plan   string // the plan's name: plans/<plan>.yaml
 	pr     int    // the last pull request opened
 	branch string // its branch
+	// layout is the distributed layout the migration runs on, nil when
+	// it runs on one `reconciler run`; r is then its leader.
+	layout *clustered
 }
 
 // startMigration starts Gitea with files in its plans repository and
@@ -41,6 +44,21 @@ func startMigration(t *testing.T, ctx context.Context, mgmt *testenv.Kube, plan,
 	t.Helper()
 	gt, r, reader := startRunOnGitea(t, ctx, mgmt, nil, files, extra...)
 	return &migration{t: t, ctx: ctx, r: r, gt: gt, style: style, reader: reader, plan: plan}
+}
+
+// startClusteredMigration is startMigration on the distributed layout
+// (startClusteredOnGitea).
+func startClusteredMigration(t *testing.T, ctx context.Context, mgmt *testenv.Kube, plan, style string, files map[string]string, extra ...string) *migration {
+	t.Helper()
+	gt, c, reader := startClusteredOnGitea(t, ctx, mgmt, nil, files, extra...)
+	return &migration{t: t, ctx: ctx, r: c.leader, layout: c, gt: gt, style: style, reader: reader, plan: plan}
+}
+
+// handOver, on the distributed layout, stops the leading reconciler as a
+// rolling update would; the standby takes over the migration.
+func (m *migration) handOver() {
+	m.t.Helper()
+	m.r = m.layout.handOver()
 }
 
 func (m *migration) path() string { return "plans/" + m.plan + ".yaml" }
@@ -174,9 +192,17 @@ func (m *migration) wait(what string, done func() bool, last func() string) {
 		}
 		select {
 		case <-m.r.exited:
-			m.r.fatalf("reconciler run exited %d while waiting for %s; %s", m.r.code, what, last())
+			m.r.fatalf("reconciler run exited %d while waiting for %s; %s%s", m.r.code, what, last(), m.otherLogs())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	m.r.fatalf("timed out waiting for %s; %s", what, last())
+	m.r.fatalf("timed out waiting for %s; %s%s", what, last(), m.otherLogs())
+}
+
+// otherLogs is, on the distributed layout, the end of every process's log.
+func (m *migration) otherLogs() string {
+	if m.layout == nil {
+		return ""
+	}
+	return "\nthe layout's logs:\n" + m.layout.logs()
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,18 +63,31 @@ func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
 // returns them and a reader of the status branch.
 func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *running, status.Store) {
 	t.Helper()
-	gt := testenv.StartGitea(t, testenv.SeedDir(t, files))
+	gt, git, reader := giteaForRun(t, files)
+	r := startRunWith(t, ctx, mgmt, namespaces, gt.Token(testenv.GiteaBot), slices.Concat(git, giteaForgeFlags(gt), extra)...)
+	gt.AddWebhook(t, r.webhookURL, string(r.webhookSecret))
+	return gt, r, reader
+}
+
+// giteaForRun starts Gitea with files in its plans repository and returns
+// the Git flags of ferry's processes (as the bot) and a reader of the
+// status branch.
+func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git []string, reader status.Store) {
+	t.Helper()
+	gt = testenv.StartGitea(t, testenv.SeedDir(t, files))
 	bot := testenv.GiteaBot
 	gitToken := filepath.Join(t.TempDir(), "git-token")
 	if err := os.WriteFile(gitToken, []byte(gt.Token(bot)+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := startRunWith(t, ctx, mgmt, namespaces, gt.Token(bot), append([]string{
-		"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken,
-		"--forge", "gitea", "--forge-url", gt.URL, "--forge-repo", gt.Owner + "/" + gt.Repo}, extra...)...)
-	gt.AddWebhook(t, r.webhookURL, string(r.webhookSecret))
-	reader := status.Store{Git: &gitsource.Writer{URL: gt.RepoURL(), Branch: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
-	return gt, r, reader
+	git = []string{"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken}
+	reader = status.Store{Git: &gitsource.Writer{URL: gt.RepoURL(), Branch: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
+	return gt, git, reader
+}
+
+// giteaForgeFlags are `reconciler run`'s flags for gt as its forge.
+func giteaForgeFlags(gt *testenv.Gitea) []string {
+	return []string{"--forge", "gitea", "--forge-url", gt.URL, "--forge-repo", gt.Owner + "/" + gt.Repo}
 }
 
 // TestRunOnGitea: `reconciler run --forge gitea` against a real Gitea.

@@ -17,10 +17,13 @@ import (
 )
 
 // TestRunOpenStack is a seed 000 migration driven through three pull
-// requests on a real Gitea, merged with merge commits: `reconciler run
-// --forge gitea` (executors in process, embedded NATS) reads the plans
-// repository, the approvals, the webhooks from Gitea and writes its
-// comments and statuses there; the management and
+// requests on a real Gitea, merged with merge commits, on the distributed
+// layout (clustered: a three-node NATS cluster, two `reconciler run
+// --forge gitea --executors=false` replicas under leader election, three
+// executor replicas). The reconcilers read the plans repository, the
+// approvals, the webhooks from Gitea and write comments and statuses
+// there; after the first phase the leader stops and the standby carries
+// the migration on. The management and
 // workload clusters are real API servers, and the real Cluster API (core,
 // kubeadm bootstrap, KubeadmControlPlane) and CAPO managers act on what
 // ferry creates; the nodes' servers are in the local OpenStack. Pull
@@ -45,7 +48,7 @@ func TestRunOpenStack(t *testing.T) {
 	plan := func(approve string) string {
 		return f.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	m := startMigration(t, ctx, mgmt, "capi-quickstart", testenv.MergeCommit,
+	m := startClusteredMigration(t, ctx, mgmt, "capi-quickstart", testenv.MergeCommit,
 		map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest},
 		"--interval", "2s", "--comment-interval", "200ms")
 	bob, alice := testenv.GiteaReviewer, testenv.GiteaMaintainer
@@ -68,6 +71,9 @@ func TestRunOpenStack(t *testing.T) {
 	}
 	endpointKept("cluster")
 
+	// The leading reconciler goes, as in a rolling update: the standby
+	// takes the migration over from the status branch.
+	m.handOver()
 	m.open("Approve control-plane", "control-plane", plan("control-plane"))
 	m.merge("control-plane", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
 	endpointKept("control-plane")

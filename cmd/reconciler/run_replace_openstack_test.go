@@ -30,7 +30,9 @@ import (
 // disruption over three web replicas, the probe answered between nodes;
 // a budget of none holds the first drain past its timeout, which the PR
 // comment names, until the team lifts it) and cleanup (the old pool gone,
-// the project's other servers kept).
+// the project's other servers kept). It runs on the distributed layout
+// (startClusteredOnGitea): the drains are taken by three executor
+// replicas on a three-node NATS cluster.
 func TestRunReplaceOpenStack(t *testing.T) {
 	f := ostest.NewReplaceable(t, "tenant-a", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -46,7 +48,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	}
 	x.probe = f.Workload.NewProbe()
 	t.Cleanup(x.probe.Close)
-	x.m = startMigration(t, ctx, f.Mgmt, "tenant-a", testenv.MergeRebase,
+	x.m = startClusteredMigration(t, ctx, f.Mgmt, "tenant-a", testenv.MergeRebase,
 		map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": testenv.VPNClientManifest},
 		"--interval", "2s", "--comment-interval", "200ms")
 	m, S, P := x.m, status.PhaseSucceeded, status.PhasePending

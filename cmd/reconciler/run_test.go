@@ -293,7 +293,7 @@ func startRunWith(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespa
 }
 
 // start runs the command in the background and waits until its webhook
-// listens (after the informers synced).
+// listens (after the informers synced), if it has one.
 func (r *running) start() {
 	r.t.Helper()
 	runCtx, stop := context.WithCancel(r.ctx)
@@ -303,6 +303,9 @@ func (r *running) start() {
 		defer close(exited)
 		r.code = runContext(runCtx, r.args, &bytes.Buffer{}, &lockedWriter{mu: &r.mu, w: &r.logs})
 	}()
+	if r.webhookURL == "" {
+		return // an executor: it listens on nothing
+	}
 	hook := strings.TrimSuffix(strings.TrimPrefix(r.webhookURL, "http://"), "/")
 	r.waitFor("the webhook endpoint", func() bool {
 		c, err := net.DialTimeout("tcp", hook, time.Second)
