@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
@@ -37,22 +38,23 @@ type fault struct {
 // fails.
 const outage = 30 * time.Second
 
-// adoptFaults are the adopt runs' faults on the forge of kind, in the
-// order the runs take them. Two depend on the forge: on Gitea, Git and the
-// API share one port, so the proxy refuses both, and the forge's outage
-// is Gitea killed and started again; on the GitHub stand-in the proxy
-// refuses Git only, and the outage is the stand-in's 502 and 403 answers.
-func adoptFaults(kind string) []fault {
+// adoptFaults are the adopt runs' faults on the forge of kind and layout
+// lay, in the order the runs take them. Two depend on the forge: on
+// Gitea, Git and the API share one port, so the proxy refuses both, and
+// the forge's outage is Gitea killed and started again; on the GitHub
+// stand-in the proxy refuses Git only, and the outage is the stand-in's
+// 502 and 403 answers. The cluster layout's own faults (clusterFaults)
+// come first, in place of the NATS server's restart and the reconciler's
+// kill.
+func adoptFaults(kind string, lay layout) []fault {
 	refuse, down := "Git remote refuses connections for 30s", "GitHub stand-in answers 502, then 403 secondary rate limit, for 30s"
 	if kind == forgeGitea {
 		refuse, down = "Gitea's port refuses ferry's connections (Git and API) for 30s", "kill -9 Gitea, start it again after 30s"
 	}
-	return []fault{
-		{name: "kill -9 the reconciler", inject: func(_ context.Context, w *world, _ int) error { return w.kill9("reconciler", time.Second) }},
-		{name: "kill -9 an executor replica", inject: func(_ context.Context, w *world, run int) error {
-			return w.kill9(fmt.Sprintf("executor-%d", 1+run%executorReplicas), time.Second)
-		}},
-		{name: "restart the NATS server", inject: func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
+	killExecutor := fault{name: "kill -9 an executor replica", inject: func(_ context.Context, w *world, run int) error {
+		return w.kill9(time.Second, fmt.Sprintf("executor-%d", 1+run%w.layout.executors()))
+	}}
+	others := []fault{
 		{name: refuse, inject: func(ctx context.Context, w *world, _ int) error {
 			w.gitProxy.Refuse()
 			sleep(ctx, outage)
@@ -61,6 +63,56 @@ func adoptFaults(kind string) []fault {
 		{name: down, inject: func(ctx context.Context, w *world, _ int) error { return w.forge.outage(ctx, outage) }},
 		{name: "restart the management API server", inject: func(_ context.Context, w *world, _ int) error { w.fx.cloud.Mgmt.RestartAPIServer(w.r); return nil }},
 	}
+	if lay == cluster {
+		return slices.Concat(clusterFaults, []fault{killExecutor}, others)
+	}
+	return slices.Concat([]fault{
+		{name: "kill -9 the reconciler", inject: killReconciler},
+		killExecutor,
+		{name: "restart the NATS server", inject: func(_ context.Context, w *world, _ int) error { w.nats.Restart(w.r); return nil }},
+	}, others)
+}
+
+// clusterFaults are the faults of the cluster layout: a NATS node lost or
+// cut off, the leading reconciler killed, most executors killed.
+var clusterFaults = []fault{
+	{name: "stop the NATS node that leads FERRY_STEPS (in process: shut down, store kept), start it again after 30s", inject: func(ctx context.Context, w *world, _ int) error {
+		c := w.natsCluster
+		i := c.StreamLeader(w.r, events.StreamSteps)
+		w.out.say("==> node %s leads %s", c.Name(i), events.StreamSteps)
+		c.Stop(w.r, i)
+		sleep(ctx, outage)
+		c.Restart(w.r, i)
+		return nil
+	}},
+	{name: "partition one NATS node from the other two for 30s", inject: func(ctx context.Context, w *world, run int) error {
+		c := w.natsCluster
+		i := run % c.Len()
+		w.out.say("==> node %s loses its routes to the others", c.Name(i))
+		c.Partition(w.r, i)
+		sleep(ctx, outage)
+		c.Heal(w.r, i)
+		return nil
+	}},
+	{name: "kill -9 the leading reconciler", inject: killReconciler},
+	{name: "kill -9 two of three executor replicas at once", inject: func(_ context.Context, w *world, run int) error {
+		n := w.layout.executors()
+		return w.kill9(time.Second, fmt.Sprintf("executor-%d", 1+run%n), fmt.Sprintf("executor-%d", 1+(run+1)%n))
+	}},
+}
+
+// killReconciler kills the reconciler that leads (the only one, but on
+// the cluster layout) with SIGKILL and starts it again after a second; on
+// the cluster layout the other replica takes over once the Lease expires.
+func killReconciler(ctx context.Context, w *world, _ int) error {
+	name, err := w.leading(ctx)
+	if err != nil {
+		return err
+	}
+	if w.layout == cluster {
+		w.out.say("==> %s holds the Lease", name)
+	}
+	return w.kill9(time.Second, name)
 }
 
 // chaosRun is what one run of `make chaos` saw.
@@ -85,9 +137,9 @@ type chaosRun struct {
 // when a run did not finish, ended differently, did something twice, let
 // a secret out, broke the cutover's promises or left the world otherwise
 // than before its rollback.
-func chaos(ctx context.Context, out *display, bin, logDir, kind, only string, runs int, seed uint64, perRun time.Duration) error {
+func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layout, only string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	adopt := adoptFaults(kind)
+	adopt := adoptFaults(kind, lay)
 	if only != "" {
 		adopt = slices.DeleteFunc(adopt, func(f fault) bool { return !strings.Contains(f.name, only) })
 		if len(adopt) == 0 {
@@ -103,14 +155,14 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind, only string, ru
 	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a kill -9 during a cutover drain", replaceEvery, 2*replaceEvery)
 	out.say("    runs %d, %d, … migrate the adopt scenario and roll it back (spec.rollback.to: none) with a kill -9 during the undo, compared with the world before", rollbackFirst, rollbackFirst+rollbackEvery)
 	out.say("    the others migrate the adopt scenario (seed 000) with a fault at a random moment")
-	out.say("    layout: an external NATS server, `reconciler run --executors=false`, %d `reconciler executor` replicas; logs under %s", executorReplicas, logDir)
+	out.say("    layout: %s; logs under %s", lay.describe(), logDir)
 	baselines := map[*scenario]*chaosRun{}
 	var results []*chaosRun
 	for _, sc := range scenarios {
 		if !slices.Contains(scs, sc) && sc.name != "adopt" {
 			continue
 		}
-		base := chaosOnce(ctx, out, bin, logDir, kind, 0, sc, nil, 0, perRun)
+		base := chaosOnce(ctx, out, bin, logDir, kind, lay, 0, sc, nil, 0, perRun)
 		if base.err != nil {
 			return fmt.Errorf("the undisturbed %s run failed: %w", sc.name, base.err)
 		}
@@ -123,7 +175,7 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind, only string, ru
 	for i := 1; i <= runs && ctx.Err() == nil; i++ {
 		f, base := fs[i-1], baselines[scs[i-1]]
 		at := time.Duration(rng.Int64N(int64(base.took) * 8 / 10))
-		run := chaosOnce(ctx, out, bin, logDir, kind, i, scs[i-1], &f, at, perRun)
+		run := chaosOnce(ctx, out, bin, logDir, kind, lay, i, scs[i-1], &f, at, perRun)
 		if run.state != nil {
 			run.diffs = base.state.diff(run.state)
 		}
@@ -161,7 +213,7 @@ func chaosPlan(runs int, adoptFaults []fault) (scs []*scenario, fs []fault) {
 // executorLogs calls fn with each executor replica's name and the lines
 // of its current log (since its latest start).
 func (w *world) executorLogs(fn func(name string, lines []string)) {
-	for i := 1; i <= executorReplicas; i++ {
+	for i := 1; i <= w.layout.executors(); i++ {
 		name := fmt.Sprintf("executor-%d", i)
 		w.mu.Lock()
 		p := w.procs[name]
@@ -199,7 +251,7 @@ func (w *world) executorRunning(match func(line string) bool) (name, running str
 // chaosOnce is one run of scenario sc in a world of its own on the forge
 // of kind, with f at at, or at its moment (a drain, an undo), none when f
 // is nil, given up after timeout.
-func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
+func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, lay layout, n int, sc *scenario, f *fault, at, timeout time.Duration) *chaosRun {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	run := &chaosRun{n: n, sc: sc, fault: "none (the baseline)", at: at}
@@ -226,7 +278,7 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, n in
 	out.say("==> run %d (%s): %s", n, sc.name, run.fault)
 	r := testenv.NewProgram(func(format string, args ...any) { runOut.say("    "+format, args...) })
 	run.err = r.Do(func() error {
-		w, err := newWorld(ctx, r, runOut, bin, dir, external, sc, kind)
+		w, err := newWorld(ctx, r, runOut, bin, dir, lay, sc, kind)
 		if err != nil {
 			return err
 		}
@@ -266,7 +318,7 @@ func chaosOnce(ctx context.Context, out *display, bin, logDir, kind string, n in
 // a rollback scenario rolls it back, and captures the end state.
 func (run *chaosRun) migrate(ctx context.Context, w *world, f *fault) error {
 	msgs := &recorder{}
-	sub, err := w.nats.Conn.Subscribe(">", func(m *nats.Msg) { msgs.add(m.Subject, m.Data) })
+	sub, err := w.natsConn.Subscribe(">", func(m *nats.Msg) { msgs.add(m.Subject, m.Data) })
 	if err != nil {
 		return err
 	}
@@ -361,14 +413,17 @@ func recoveredText(run *chaosRun) string {
 	return fmt.Sprintf(" (fault at %s, recovered %s after it)", run.at.Round(time.Second), run.recovered.Round(100*time.Millisecond))
 }
 
-// recovered waits for the reconciler to end a successful pass after now
-// and returns how long that took.
+// recovered waits for a reconciler to end a successful pass after now
+// (on the cluster layout, either: the one that leads) and returns how long
+// that took.
 func (w *world) recovered(ctx context.Context) (time.Duration, error) {
 	began := time.Now()
-	before, _ := w.okCycles()
+	before := w.okCycles()
 	for {
-		if n, err := w.okCycles(); err == nil && n > before {
-			return time.Since(began), nil
+		for name, now := range w.okCycles() {
+			if b, ok := before[name]; now.n > 0 && (!ok || b.pid != now.pid || now.n > b.n) {
+				return time.Since(began), nil
+			}
 		}
 		if time.Since(began) > 5*time.Minute {
 			return time.Since(began), fmt.Errorf("no successful pass within 5m")
@@ -381,22 +436,35 @@ func (w *world) recovered(ctx context.Context) (time.Duration, error) {
 	}
 }
 
-// okCycles reads ferry_cycles_total{result="ok"} from the reconciler's
-// metrics (0 for a process that just started, -1 when it does not answer).
-func (w *world) okCycles() (int, error) {
-	resp, err := http.Get("http://" + w.metrics + "/metrics")
-	if err != nil {
-		return -1, err
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), `ferry_cycles_total{result="ok"} `); ok {
-			n, err := strconv.ParseFloat(v, 64)
-			return int(n), err
+// cycles is how many successful passes a reconciler process has ended.
+type cycles struct{ pid, n int }
+
+// okCycles reads ferry_cycles_total{result="ok"} from the metrics of each
+// reconciler that answers (0 for one that just started).
+func (w *world) okCycles() map[string]cycles {
+	out := map[string]cycles{}
+	for _, name := range w.layout.reconcilers() {
+		w.mu.Lock()
+		p := *w.procs[name]
+		w.mu.Unlock()
+		resp, err := http.Get("http://" + p.metrics + "/metrics")
+		if err != nil {
+			continue
+		}
+		c := cycles{pid: p.pid}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), `ferry_cycles_total{result="ok"} `); ok {
+				n, _ := strconv.ParseFloat(v, 64)
+				c.n = int(n)
+			}
+		}
+		resp.Body.Close()
+		if sc.Err() == nil {
+			out[name] = c
 		}
 	}
-	return 0, sc.Err()
+	return out
 }
 
 // recorder keeps every NATS message's subject and body.

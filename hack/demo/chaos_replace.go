@@ -22,11 +22,9 @@ var drainFaults = []fault{
 			name = "executor-1"
 		}
 		w.out.say("==> %s runs the drain of %s", name, w.fx.drain.node)
-		return w.kill9(name, time.Second)
+		return w.kill9(time.Second, name)
 	}},
-	{name: "kill -9 the reconciler during a cutover drain", drain: true, inject: func(_ context.Context, w *world, _ int) error {
-		return w.kill9("reconciler", time.Second)
-	}},
+	{name: "kill -9 the reconciler during a cutover drain", drain: true, inject: killReconciler},
 }
 
 // waitDrainStep waits until an old node is being drained: cordoned, not

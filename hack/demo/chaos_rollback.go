@@ -25,11 +25,9 @@ var undoFaults = []fault{
 	{name: "kill -9 the executor replica running an undo step", undo: true, inject: func(ctx context.Context, w *world, _ int) error {
 		name, why := w.undoExecutor(ctx)
 		w.out.say("==> %s: %s", name, why)
-		return w.kill9(name, time.Second)
+		return w.kill9(time.Second, name)
 	}},
-	{name: "kill -9 the reconciler during an undo", undo: true, inject: func(_ context.Context, w *world, _ int) error {
-		return w.kill9("reconciler", time.Second)
-	}},
+	{name: "kill -9 the reconciler during an undo", undo: true, inject: killReconciler},
 }
 
 const (

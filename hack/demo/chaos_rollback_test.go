@@ -12,8 +12,8 @@ import (
 // faults in turn (Gitea's, which kill Gitea where the GitHub stand-in's
 // answer 502 and 403).
 func TestChaosPlan(t *testing.T) {
-	faults := adoptFaults(forgeGitea)
-	if got, stand := faults[4].name, adoptFaults(forgeGitHub)[4].name; got != "kill -9 Gitea, start it again after 30s" || !strings.Contains(stand, "stand-in answers 502") {
+	faults := adoptFaults(forgeGitea, external)
+	if got, stand := faults[4].name, adoptFaults(forgeGitHub, external)[4].name; got != "kill -9 Gitea, start it again after 30s" || !strings.Contains(stand, "stand-in answers 502") {
 		t.Errorf("the forge's outage: %q on Gitea, %q on the GitHub stand-in", got, stand)
 	}
 	scs, fs := chaosPlan(20, faults)
@@ -52,6 +52,26 @@ func TestChaosPlan(t *testing.T) {
 	}
 	if rollbacks != 1 {
 		t.Errorf("CI's 6 runs hold %d rollback runs, want 1", rollbacks)
+	}
+}
+
+// TestClusterFaults: on the cluster layout the adopt runs take the
+// layout's own faults first, so that a short batch meets them, and none
+// that needs the external layout's single NATS server.
+func TestClusterFaults(t *testing.T) {
+	faults := adoptFaults(forgeGitea, cluster)
+	for i, f := range clusterFaults {
+		if faults[i].name != f.name {
+			t.Errorf("cluster fault %d: %q, want %q", i, faults[i].name, f.name)
+		}
+	}
+	for _, f := range faults {
+		if strings.Contains(f.name, "the NATS server") || f.name == "kill -9 the reconciler" {
+			t.Errorf("the cluster layout's runs take %q", f.name)
+		}
+	}
+	if len(faults) != len(clusterFaults)+4 {
+		t.Errorf("%d faults on the cluster layout, want the %d of the layout and 4 others", len(faults), len(clusterFaults))
 	}
 }
 

@@ -72,6 +72,7 @@ func main() {
 		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
 		"or rollback-replace (seed 003 moved up to the cutover, then rolled back to infrastructure); --chaos chooses its own")
 	only := flag.String("fault", "", "with --chaos, the adopt runs take only the faults whose name contains this (e.g. \"kill -9 Gitea\"); empty: all in turn")
+	layoutName := flag.String("layout", "single", "how ferry's processes run: single (the demo: one `reconciler run` with embedded NATS and executors in process; chaos: a NATS server apart and two executor replicas) or cluster (a three-node NATS cluster, two reconcilers under leader election, three executor replicas)")
 	forgeKind := flag.String("forge", forgeGitea, "where the plans repository and its pull requests live: gitea (a real Gitea server) or github (a Git server and the GitHub stand-in, an in-process fake of GitHub's API)")
 	flag.Parse()
 	sc, err := scenarioNamed(*name)
@@ -82,6 +83,16 @@ func main() {
 	}
 	if *forgeKind != forgeGitea && *forgeKind != forgeGitHub {
 		fmt.Fprintf(os.Stderr, "demo: --forge %q: gitea or github\n", *forgeKind)
+		flag.Usage()
+		os.Exit(2)
+	}
+	lay, chaosLay := inProcess, external
+	switch *layoutName {
+	case "single":
+	case "cluster":
+		lay, chaosLay = cluster, cluster
+	default:
+		fmt.Fprintf(os.Stderr, "demo: --layout %q: single or cluster\n", *layoutName)
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -101,7 +112,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *runs > 0 {
-		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, *only, *runs, *seed, *timeout); err != nil {
+		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, chaosLay, *only, *runs, *seed, *timeout); err != nil {
 			out.say("chaos failed: %v", err)
 			os.Exit(1)
 		}
@@ -115,7 +126,7 @@ func main() {
 	err = r.Do(func() error {
 		began := time.Now()
 		defer func() { took = time.Since(began) }()
-		return demo(ctx, r, out, bin, *logDir, sc, *forgeKind)
+		return demo(ctx, r, out, bin, *logDir, sc, *forgeKind, lay)
 	})
 	out.say("==> cleaning up: stopping the reconciler, the controllers and the servers, deleting the OpenStack fixture")
 	r.Close()
@@ -136,9 +147,9 @@ func main() {
 	}
 }
 
-func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, sc *scenario, kind string) error {
+func demo(ctx context.Context, r *testenv.Program, out *display, bin, logDir string, sc *scenario, kind string, lay layout) error {
 	out.say("==> scenario %s: %s", sc.name, sc.seed)
-	w, err := newWorld(ctx, r, out, bin, logDir, inProcess, sc, kind)
+	w, err := newWorld(ctx, r, out, bin, logDir, lay, sc, kind)
 	if err != nil {
 		return err
 	}

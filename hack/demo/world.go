@@ -16,6 +16,11 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/nats-io/nats.go"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testenv"
@@ -32,11 +37,49 @@ const (
 	// can be restarted), `reconciler run --executors=false`, and two
 	// `reconciler executor` replicas.
 	external
+	// cluster: the distributed layout of deploy/overlays/cluster: a
+	// three-node NATS cluster with three replicas of each stream, two
+	// `reconciler run --executors=false --leader-elect` replicas and three
+	// `reconciler executor` replicas. The NATS nodes are nats-server's own
+	// code run in this program with real routes between them (a stand-in
+	// for three nats-server processes, so that a node can be stopped and
+	// cut off by a proxy on its routes); ferry's are processes.
+	cluster
 )
 
-// executorReplicas is how many `reconciler executor` replicas the external
-// layout runs.
-const executorReplicas = 2
+// executors is how many `reconciler executor` replicas the layout runs.
+func (l layout) executors() int {
+	switch l {
+	case external:
+		return 2
+	case cluster:
+		return 3
+	}
+	return 0
+}
+
+// reconcilers are the names of the layout's `reconciler run` processes.
+func (l layout) reconcilers() []string {
+	if l == cluster {
+		return []string{"reconciler-1", "reconciler-2"}
+	}
+	return []string{"reconciler"}
+}
+
+// describe says what the layout runs.
+func (l layout) describe() string {
+	switch l {
+	case external:
+		return "an external NATS server, `reconciler run --executors=false`, 2 `reconciler executor` replicas"
+	case cluster:
+		return "a three-node NATS cluster (in process, real routes) with 3 replicas of each stream, 2 `reconciler run --executors=false --leader-elect` replicas, 3 `reconciler executor` replicas"
+	}
+	return "one `reconciler run` with its embedded NATS server and executors in process"
+}
+
+// leaseNamespace is where the cluster layout's reconcilers hold their
+// Lease.
+const leaseNamespace = "default"
 
 // world is everything one migration runs on: the scenario's cluster with
 // its cloud and API servers, the real CAPI and CAPO managers, the forge
@@ -59,10 +102,12 @@ type world struct {
 	layout      layout
 	// gitProxy stands between ferry's processes and the forge's Git
 	// remote (and its API, when they share a port as on Gitea), for
-	// faults; nats is the external layout's NATS server.
-	gitProxy *testenv.Proxy
-	nats     *testenv.NATS
-	metrics  string
+	// faults; nats is the external layout's NATS server, natsCluster the
+	// cluster layout's, and natsConn a connection to either.
+	gitProxy    *testenv.Proxy
+	nats        *testenv.NATS
+	natsCluster *testenv.NATSCluster
+	natsConn    *nats.Conn
 	// followStatus: each phase is followed by `reconciler status
 	// --watch` too, as a team would (the demo, not chaos).
 	followStatus bool
@@ -81,6 +126,9 @@ type proc struct {
 	args  []string
 	pid   int
 	start int // how many times it was started
+	// metrics and hook are a reconciler's --metrics-addr and
+	// --webhook-addr.
+	metrics, hook string
 }
 
 // newWorld builds a world on the forge of kind (forgeGitea,
@@ -103,8 +151,6 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	out.say("    %s", w.forge.describe())
 	w.gitProxy = testenv.StartProxy(r, w.forge.upstream())
 
-	hook := testenv.FreeAddr(r)
-	w.metrics = testenv.FreeAddr(r)
 	w.dir = r.TempDir()
 	w.webhookSecret = "demo-webhook-secret-" + randomHex(8)
 	secrets := map[string]string{"kubeconfig": string(fx.cloud.Mgmt.Kubeconfig(r)), "webhook-secret": w.webhookSecret}
@@ -118,28 +164,53 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 		return nil, err
 	}
 	kubeconfig := filepath.Join(w.dir, "kubeconfig")
-	args := slices.Concat([]string{"run"}, gitFlags, []string{"--kubeconfig", kubeconfig, "--data-dir", filepath.Join(w.dir, "data"),
-		"--interval", "10s", "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(w.dir, "webhook-secret"),
-		"--metrics-addr", w.metrics}, forgeFlags, []string{"--comment-interval", "1s"})
-	if lay == external {
+	run := slices.Concat([]string{"run"}, gitFlags, []string{"--kubeconfig", kubeconfig, "--interval", "10s",
+		"--webhook-secret-file", filepath.Join(w.dir, "webhook-secret")}, forgeFlags, []string{"--comment-interval", "1s"})
+	var natsFlags []string
+	switch lay {
+	case external:
 		w.nats = testenv.StartNATS(r)
-		args = append(args, "--executors=false", "--nats-url", w.nats.URL)
-		for i := 1; i <= executorReplicas; i++ {
-			name := fmt.Sprintf("executor-%d", i)
-			exec := slices.Concat([]string{"executor", "--nats-url", w.nats.URL, "--kubeconfig", kubeconfig}, gitFlags,
-				[]string{"--data-dir", filepath.Join(w.dir, name)})
-			if err := w.startProc(name, exec); err != nil {
-				return nil, err
-			}
+		w.natsConn, natsFlags = w.nats.Conn, []string{"--nats-url", w.nats.URL}
+	case cluster:
+		w.natsCluster = testenv.StartNATSCluster(r, 3)
+		w.natsConn, natsFlags = w.natsCluster.Conn, []string{"--nats-url", w.natsCluster.URL, "--nats-replicas", "3"}
+	}
+	for i := 1; i <= lay.executors(); i++ {
+		name := fmt.Sprintf("executor-%d", i)
+		exec := slices.Concat([]string{"executor", "--kubeconfig", kubeconfig}, natsFlags, gitFlags,
+			[]string{"--data-dir", filepath.Join(w.dir, name)})
+		if err := w.startProc(name, exec); err != nil {
+			return nil, err
 		}
 	}
-	out.say("==> starting the reconciler: %s %s", w.bin, strings.Join(args, " "))
-	out.say("    its log: %s; its metrics: http://%s/metrics", w.logFile("reconciler", 1), w.metrics)
-	if err := w.startProc("reconciler", args); err != nil {
-		return nil, err
+	if lay != inProcess {
+		run = slices.Concat(run, []string{"--executors=false"}, natsFlags)
 	}
-	if err := w.waitReady(ctx); err != nil {
-		return nil, err
+	var hook string
+	for i, name := range lay.reconcilers() {
+		p := &proc{metrics: testenv.FreeAddr(r), hook: testenv.FreeAddr(r)}
+		p.args = slices.Concat(run, []string{"--data-dir", filepath.Join(w.dir, "data-"+name), "--metrics-addr", p.metrics, "--webhook-addr", p.hook})
+		if lay == cluster {
+			p.args = append(p.args, "--leader-elect", "--leader-election-namespace", leaseNamespace, "--leader-election-identity", name)
+		}
+		if i == 0 {
+			out.say("==> starting the reconciler: %s %s", w.bin, strings.Join(p.args, " "))
+		} else {
+			out.say("==> starting %s, the standby: the same flags but its data directory, ports and identity", name)
+		}
+		out.say("    its log: %s; its metrics: http://%s/metrics", w.logFile(name, 1), p.metrics)
+		w.procs[name] = p
+		if err := w.startProc(name, nil); err != nil {
+			return nil, err
+		}
+		// The first leads (its first cycle makes it ready); the standby
+		// is ready once it waits for the Lease.
+		if err := w.waitReady(ctx, name); err != nil {
+			return nil, err
+		}
+		// The forge's webhooks go to the last: on the cluster layout the
+		// standby, which passes them on to the leader over NATS.
+		hook = p.hook
 	}
 	w.forge.deliver("http://"+hook+"/", w.webhookSecret)
 	w.reader = w.forge.remote().store(filepath.Join(w.dir, "status-reader"))
@@ -184,32 +255,63 @@ func (w *world) startProc(name string, args []string) error {
 	return nil
 }
 
-// kill9 kills process name with SIGKILL, as an OOM kill or a node loss
-// would, and starts it again after pause, as Kubernetes restarts a pod.
-func (w *world) kill9(name string, pause time.Duration) error {
-	w.mu.Lock()
-	p := w.procs[name]
-	w.mu.Unlock()
-	if p == nil {
-		return fmt.Errorf("no process %s", name)
-	}
-	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("kill -9 %s (pid %d): %w", name, p.pid, err)
+// kill9 kills processes names at once with SIGKILL, as an OOM kill or a
+// node loss would, and starts them again after pause, as Kubernetes
+// restarts a pod.
+func (w *world) kill9(pause time.Duration, names ...string) error {
+	for _, name := range names {
+		w.mu.Lock()
+		p := w.procs[name]
+		w.mu.Unlock()
+		if p == nil {
+			return fmt.Errorf("no process %s", name)
+		}
+		if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("kill -9 %s (pid %d): %w", name, p.pid, err)
+		}
 	}
 	time.Sleep(pause)
-	return w.startProc(name, nil)
+	for _, name := range names {
+		if err := w.startProc(name, nil); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// waitReady waits until the reconciler's /readyz answers 200, and fails
-// at once when the reconciler exits (a port taken, a bad flag).
-func (w *world) waitReady(ctx context.Context) error {
+// leading is the reconciler that leads: the only one, or on the cluster
+// layout the one whose identity the Lease holds.
+func (w *world) leading(ctx context.Context) (string, error) {
+	names := w.layout.reconcilers()
+	if w.layout != cluster {
+		return names[0], nil
+	}
+	var lease coordinationv1.Lease
+	key := client.ObjectKey{Namespace: leaseNamespace, Name: "ferry-reconciler"}
+	if err := w.fx.cloud.Mgmt.Client.Get(ctx, key, &lease); err != nil {
+		return "", fmt.Errorf("the reconcilers' Lease: %w", err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	if !slices.Contains(names, holder) {
+		return "", fmt.Errorf("the reconcilers' Lease is held by %q, none of %v", holder, names)
+	}
+	return holder, nil
+}
+
+// waitReady waits until reconciler name's /readyz answers 200 (its first
+// cycle, or standing by for the Lease), and fails at once when it exits
+// (a port taken, a bad flag).
+func (w *world) waitReady(ctx context.Context, name string) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	return w.out.wait(ctx, "the reconciler's first cycle (/readyz)", func() (bool, string) {
-		resp, err := http.Get("http://" + w.metrics + "/readyz")
-		if err != nil && !w.running("reconciler") {
-			log := w.logFile("reconciler", 1)
-			cancel(fmt.Errorf("the reconciler exited; the end of its log (%s):\n%s", log, tail(log, 10)))
+	w.mu.Lock()
+	addr := w.procs[name].metrics
+	w.mu.Unlock()
+	return w.out.wait(ctx, name+"'s first cycle or standby (/readyz)", func() (bool, string) {
+		resp, err := http.Get("http://" + addr + "/readyz")
+		if err != nil && !w.running(name) {
+			log := w.logFile(name, 1)
+			cancel(fmt.Errorf("%s exited; the end of its log (%s):\n%s", name, log, tail(log, 10)))
 			return false, "exited"
 		}
 		if err != nil {
