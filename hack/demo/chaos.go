@@ -101,18 +101,45 @@ var clusterFaults = []fault{
 	}},
 }
 
+// leaseTakeover bounds the wait for a standby to take the Lease over from
+// a killed leader: the Lease's 15 s and the election's 2 s retry, with
+// room for a loaded machine.
+const leaseTakeover = time.Minute
+
 // killReconciler kills the reconciler that leads (the only one, but on
-// the cluster layout) with SIGKILL and starts it again after a second; on
-// the cluster layout the other replica takes over once the Lease expires.
+// the cluster layout) with SIGKILL and starts it again after a second. On
+// the cluster layout it stays down, as a lost node's pod does, until the
+// other replica holds the Lease, which must happen within the Lease's
+// duration and the election's retry: the killed one would otherwise take
+// its own Lease back at once under the same identity.
 func killReconciler(ctx context.Context, w *world, _ int) error {
 	name, err := w.leading(ctx)
 	if err != nil {
 		return err
 	}
-	if w.layout == cluster {
-		w.out.say("==> %s holds the Lease", name)
+	if w.layout != cluster {
+		return w.kill9(time.Second, name)
 	}
-	return w.kill9(time.Second, name)
+	w.out.say("==> %s holds the Lease", name)
+	killed := time.Now()
+	if err := w.kill(name); err != nil {
+		return err
+	}
+	var holder string
+	takeover, cancel := context.WithTimeout(ctx, leaseTakeover)
+	defer cancel()
+	err = w.out.wait(takeover, "the other reconciler to take the Lease over", func() (bool, string) {
+		holder, err = w.leading(takeover)
+		if err != nil {
+			return false, err.Error()
+		}
+		return holder != name, holder + " holds it"
+	})
+	if err != nil {
+		return err
+	}
+	w.out.say("==> %s took the Lease over %s after the kill", holder, time.Since(killed).Round(100*time.Millisecond))
+	return w.startProc(name, nil)
 }
 
 // chaosRun is what one run of `make chaos` saw.

@@ -260,14 +260,8 @@ func (w *world) startProc(name string, args []string) error {
 // restarts a pod.
 func (w *world) kill9(pause time.Duration, names ...string) error {
 	for _, name := range names {
-		w.mu.Lock()
-		p := w.procs[name]
-		w.mu.Unlock()
-		if p == nil {
-			return fmt.Errorf("no process %s", name)
-		}
-		if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil {
-			return fmt.Errorf("kill -9 %s (pid %d): %w", name, p.pid, err)
+		if err := w.kill(name); err != nil {
+			return err
 		}
 	}
 	time.Sleep(pause)
@@ -275,6 +269,20 @@ func (w *world) kill9(pause time.Duration, names ...string) error {
 		if err := w.startProc(name, nil); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// kill kills process name with SIGKILL.
+func (w *world) kill(name string) error {
+	w.mu.Lock()
+	p := w.procs[name]
+	w.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("no process %s", name)
+	}
+	if err := syscall.Kill(-p.pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("kill -9 %s (pid %d): %w", name, p.pid, err)
 	}
 	return nil
 }
