@@ -43,6 +43,14 @@ SCENARIO ?= adopt
 # gitea (a real Gitea, built by `make tools`) or github (the GitHub
 # stand-in, for what only GitHub does: its 502/403 rate-limit fault).
 FORGE ?= gitea
+# How ferry's processes run in `make demo`, `make chaos` and `make bench`:
+# single (one `reconciler run` with its embedded NATS server and executors
+# in process, as a newcomer runs it; chaos runs its NATS server apart and
+# two executor replicas) or cluster (a three-node NATS cluster with
+# replicated streams, two `reconciler run --executors=false` replicas under
+# leader election and three `reconciler executor` replicas; the bench runs
+# single and cluster in one invocation).
+LAYOUT ?= single
 # How long `make fuzz` fuzzes the plan decoder.
 FUZZTIME ?= 30s
 
@@ -65,11 +73,11 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 
 .PHONY: demo
 demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004), rollback (seed 000 rolled back after each phase in turn and compared with how it was, then adopted again), rollback-kamaji (seed 004 adopted, rolled back, compared) or rollback-replace (seed 003 up to the cutover, rolled back to infrastructure); starts local OpenStack when needed.
-	hack/demo.sh --scenario $(SCENARIO) --forge $(FORGE)
+	hack/demo.sh --scenario $(SCENARIO) --forge $(FORGE) --layout $(LAYOUT)
 
 .PHONY: chaos
 chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, runs 5, 11, 17, … a seed 000 rollback killed mid-undo, the others seed 000; compare end states with undisturbed runs'.
-	hack/demo.sh --chaos $(CHAOS_RUNS) --forge $(FORGE)
+	hack/demo.sh --chaos $(CHAOS_RUNS) --forge $(FORGE) --layout $(LAYOUT)
 
 .PHONY: test
 test: tools ## Run unit and integration tests against real backends (builds tools when missing).
@@ -85,7 +93,7 @@ bench: tools ## Benchmarks: a step's round trip over NATS and a status file's en
 	hack/kubectl.sh
 	go test -run '^$$' -bench . -benchtime 2000x ./internal/events/ ./internal/status/
 	kubectl=$$(hack/kubectl.sh --path); \
-	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --kubectl "$$kubectl" --container-memory "$(BENCH_MEMORY)" --out bin/bench-$$n.json; done
+	for n in $(BENCH_PLANS); do go run ./hack/bench --plans $$n --layout $(LAYOUT) --kubectl "$$kubectl" --container-memory "$(BENCH_MEMORY)" --out bin/bench-$$n.json; done
 
 .PHONY: fuzz
 fuzz: ## Fuzz the plan decoder for FUZZTIME (default 30s).
