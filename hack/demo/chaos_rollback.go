@@ -11,8 +11,8 @@ import (
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
-// Runs rollbackFirst, rollbackFirst+rollbackEvery, … (5, 11, 17, …: CI's
-// six runs hold one) migrate the adopt fixture, roll every phase back
+// Runs rollbackFirst, rollbackFirst+rollbackEvery, … (5, 11, 17, …: six
+// runs hold one) migrate the adopt fixture, roll every phase back
 // (the rollback scenario) and strike during the undo.
 const (
 	rollbackEvery = 6

@@ -8,7 +8,7 @@ import (
 
 // TestChaosPlan: runs 3, 6, 9, … are replace runs with the drain faults
 // in turn; runs 5, 11, 17, … rollback runs with the undo faults in turn,
-// one of them among CI's six runs; the others adopt runs with the adopt
+// one of them among six runs; the others adopt runs with the adopt
 // faults in turn (Gitea's, which kill Gitea where the GitHub stand-in's
 // answer 502 and 403).
 func TestChaosPlan(t *testing.T) {
@@ -43,15 +43,15 @@ func TestChaosPlan(t *testing.T) {
 			t.Errorf("run %d: scenario %s with fault %q", i+1, scs[i].name, f.name)
 		}
 	}
-	ci, _ := chaosPlan(6, faults)
+	six, _ := chaosPlan(6, faults)
 	rollbacks := 0
-	for _, sc := range ci {
+	for _, sc := range six {
 		if sc.rollback {
 			rollbacks++
 		}
 	}
 	if rollbacks != 1 {
-		t.Errorf("CI's 6 runs hold %d rollback runs, want 1", rollbacks)
+		t.Errorf("6 runs hold %d rollback runs, want 1", rollbacks)
 	}
 }
 
