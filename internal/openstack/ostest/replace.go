@@ -72,7 +72,27 @@ func NewReplaceable(t testenv.T, name string, workers int) *Replaceable {
 		must(t, fmt.Sprintf("create %s %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()), r.Mgmt.Client.Create(ctx, obj))
 	}
 	must(t, "the old pool ready", r.waitOldPool(ctx, int32(workers)))
+	must(t, "create the new pool's MachineHealthCheck", r.Mgmt.Client.Create(ctx, r.newPoolHealthCheck()))
 	return r
+}
+
+// newPoolHealthCheck is the MachineHealthCheck a team keeps on the pool
+// the plan builds (os-md-0), which the real Cluster API controller acts
+// on: a Machine whose server went to ERROR before it had a Node (CAPO sets
+// its failure reason) is deleted and built again. The local Nova, on
+// SQLite, sometimes fails a build under load with "database is locked";
+// without it the pool would wait for that server forever. The node
+// start-up timeout is off: a slow boot on a loaded machine is not a fault.
+func (r *Replaceable) newPoolHealthCheck() *clusterv1.MachineHealthCheck {
+	pool := r.Name + "-os-md-0"
+	return &clusterv1.MachineHealthCheck{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: pool},
+		Spec: clusterv1.MachineHealthCheckSpec{
+			ClusterName:        r.Name,
+			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{clusterv1.MachineDeploymentNameLabel: pool}},
+			NodeStartupTimeout: &clusterv1.ZeroDuration,
+		},
+	}
 }
 
 func must(t testenv.T, what string, err error) {
