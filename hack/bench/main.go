@@ -7,19 +7,27 @@
 // Nodes), a stand-in for the OpenStack APIs, a Git server with one adopt
 // plan per cluster, the GitHub stand-in and the CAPI/CAPO controller
 // stand-ins of the demo, and builds and runs bin/reconciler (executors in process,
-// embedded NATS) as a separate process. One commit approves every plan's
-// last phase; the benchmark measures until every phase of every plan
-// succeeded, then measures a minute of idleness.
+// embedded NATS) as a separate process. One merged pull request approves
+// every plan's last phase; the benchmark measures until every phase of
+// every plan succeeded, then measures a minute of idleness.
 //
-// Then it stops the reconciler and runs the kubectl baseline on the same
-// servers: a second fleet (namespace baseline), each cluster the twin of
-// one of ferry's, adopted by a bash script per cluster that does seed 000's
-// phases with one process of Debian's kubectl per change and a loop that
-// polls every second between phases, --baseline-parallel scripts at once.
-// The scripts' manifests are the objects ferry created for the twins, and
-// afterwards each baseline cluster must look like its twin, or the
-// benchmark fails. It prints a table, with ferry's time over the
-// baseline's, and writes the figures as JSON.
+// With --layout cluster it then migrates the same fleet again in a fresh
+// world, with ferry as a production install runs it: a three-node NATS
+// JetStream cluster in the benchmark's process, R3 streams, `reconciler
+// run --executors=false` and three `reconciler executor` processes; the
+// table gives both runs side by side and what the cluster layout costs
+// per step.
+//
+// After the runs of ferry it runs the kubectl baseline on the single
+// run's servers, its reconciler stopped: a second fleet (namespace
+// baseline), each cluster the twin of one of ferry's, adopted by a bash
+// script per cluster that does seed 000's phases with one process of
+// Debian's kubectl per change and a loop that polls every second between
+// phases, --baseline-parallel scripts at once. The scripts' manifests are
+// the objects ferry created for the twins, and afterwards each baseline
+// cluster must look like its twin, or the benchmark fails. It prints a
+// table, with ferry's time over the baseline's, and writes the figures
+// of every run as JSON.
 package main
 
 import (
@@ -55,44 +63,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/testenv"
 )
 
-// Result is one run's figures; the JSON file holds it.
-type Result struct {
-	Plans           int     `json:"plans"`
-	StepsPerPlan    float64 `json:"stepsPerPlan"`
-	Steps           int     `json:"steps"`
-	WallSeconds     float64 `json:"wallSeconds"`
-	StepsPerSecond  float64 `json:"stepsPerSecond"`
-	LatencyP50      float64 `json:"stepLatencyP50Seconds"`
-	LatencyP99      float64 `json:"stepLatencyP99Seconds"`
-	KubePerStep     float64 `json:"managementRequestsPerStep"`
-	WorkloadPerStep float64 `json:"workloadRequestsPerStep"`
-	GitFetches      float64 `json:"gitFetches"`
-	GitPushes       float64 `json:"gitPushes"`
-	GitHubPerPlan   float64 `json:"githubCallsPerPlan"`
-	CloudPerPlan    float64 `json:"openstackCallsPerPlan"`
-	PeakRSSMiB      float64 `json:"peakRSSMiB"`
-	// MemoryLimitMiB is the reconciler's GOMEMLIMIT (--container-memory),
-	// 0 for none.
-	MemoryLimitMiB float64 `json:"memoryLimitMiB,omitempty"`
-	CPUSeconds     float64 `json:"cpuSeconds"`
-	Idle           Idle    `json:"idle"`
-	// Baseline is nil when the run had none (--baseline-plans 0).
-	Baseline *Baseline `json:"baseline,omitempty"`
-}
-
-// Idle is the cost of one poll interval with nothing changing.
-type Idle struct {
-	IntervalSeconds  float64 `json:"intervalSeconds"`
-	CPUSeconds       float64 `json:"cpuSecondsPerInterval"`
-	CorePercent      float64 `json:"percentOfOneCore"`
-	KubeRequests     float64 `json:"managementRequestsPerInterval"`
-	WorkloadRequests float64 `json:"workloadRequestsPerInterval"`
-	GitLsRemotes     float64 `json:"gitLsRemotesPerInterval"`
-	GitFetches       float64 `json:"gitFetchesPerInterval"`
-	GitHubCalls      float64 `json:"githubCallsPerInterval"`
-	CloudCalls       float64 `json:"openstackCallsPerInterval"`
-}
-
 // options are the command's flags.
 type options struct {
 	plans, workers   int
@@ -101,10 +71,12 @@ type options struct {
 	kubectl          string
 	baselinePlans    int
 	baselineParallel int
-	// containerMemory, when set, runs the reconciler as in a container of
-	// that memory limit (GOMEMLIMIT at memlimit.Share of it, as the
-	// reconciler sets it from its cgroup).
+	// containerMemory, when set, runs each of ferry's processes as in a
+	// container of that memory limit (GOMEMLIMIT at memlimit.Share of it,
+	// as the reconciler sets it from its cgroup).
 	containerMemory string
+	// runs are the layouts that --layout runs, in order.
+	runs []layout
 }
 
 func main() {
@@ -117,14 +89,19 @@ func main() {
 	flag.StringVar(&o.kubectl, "kubectl", "", "the baseline's kubectl (default: Debian's, where hack/kubectl.sh puts it)")
 	flag.IntVar(&o.baselinePlans, "baseline-plans", -1, "clusters the kubectl baseline migrates, 0 for no baseline (default: plans, at most 100)")
 	flag.IntVar(&o.baselineParallel, "baseline-parallel", 10, "baseline scripts running at once")
-	flag.StringVar(&o.containerMemory, "container-memory", "", "run the reconciler as in a container with this memory limit (e.g. 300Mi): GOMEMLIMIT at 80% of it, as the reconciler sets it from its cgroup (default: no limit)")
-	out := flag.String("out", "", "JSON file for the figures (default bin/bench-<plans>.json)")
-	timeout := flag.Duration("timeout", 40*time.Minute, "give up after this long")
+	flag.StringVar(&o.containerMemory, "container-memory", "", "run each of ferry's processes as in a container with this memory limit (e.g. 300Mi): GOMEMLIMIT at 80% of it, as the reconciler sets it from its cgroup (default: no limit)")
+	layoutName := flag.String("layout", "single", "how ferry's processes run: single (reconciler run with executors in process and its embedded NATS server, one copy of each stream) or cluster (the single run, then the same fleet on a fresh world with a three-node NATS cluster, R3 streams, reconciler run --executors=false and three reconciler executor replicas)")
+	out := flag.String("out", "", "JSON file for the figures of every run (default bin/bench-<plans>.json)")
+	timeout := flag.Duration("timeout", 90*time.Minute, "give up after this long (both runs of --layout cluster, with the baseline, on a loaded machine)")
 	flag.Parse()
 	if *out == "" {
 		*out = fmt.Sprintf("bin/bench-%d.json", o.plans)
 	}
-	if err := o.resolveBaseline(); err != nil {
+	var err error
+	if o.runs, err = runsOf(*layoutName); err == nil {
+		err = o.resolveBaseline()
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(2)
 	}
@@ -137,19 +114,13 @@ func main() {
 	logf := func(format string, args ...any) {
 		fmt.Printf("[%6.1fs] "+format+"\n", append([]any{time.Since(start).Seconds()}, args...)...)
 	}
-	p := testenv.NewProgram(func(format string, args ...any) { logf("  "+format, args...) })
-	var res *Result
-	err := p.Do(func() (err error) {
-		res, err = run(ctx, p, logf, o)
-		return err
-	})
-	p.Close()
+	rep, err := runAll(ctx, logf, o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
 	}
-	printTable(os.Stdout, res)
-	data, _ := json.MarshalIndent(res, "", "  ")
+	printTable(os.Stdout, rep)
+	data, _ := json.MarshalIndent(rep, "", "  ")
 	if err := os.WriteFile(*out, append(data, '\n'), 0o644); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
 		os.Exit(1)
@@ -187,8 +158,11 @@ func (o *options) resolveBaseline() error {
 	return nil
 }
 
-func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o options) (*Result, error) {
-	n, interval, idle := o.plans, o.interval, o.idle
+// runAll builds the reconciler, unless --reconciler names one, and makes
+// the runs of --layout in turn, each in a world of its own that is torn
+// down before the next starts, but the single run's, which the kubectl
+// baseline uses last.
+func runAll(ctx context.Context, logf func(string, ...any), o options) (*Report, error) {
 	if o.reconciler == "" {
 		// A binary left from an older build would measure older code. It
 		// is built as the image's is (make image): static, stripped; what
@@ -205,12 +179,68 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	if err != nil {
 		return nil, err
 	}
+	rep := &Report{}
+	// The kubectl baseline runs last, in the single run's world, which
+	// stays up meanwhile with its reconciler and controller stand-ins
+	// stopped: the runs of ferry follow each other, so that they compare
+	// under the same load of the machine as far as may be.
+	var pending *baseline
+	var pendingWorld *testenv.Program
+	defer func() {
+		if pendingWorld != nil {
+			pendingWorld.Close()
+		}
+	}()
+	for _, lay := range o.runs {
+		logf("layout %s", lay.name)
+		p := testenv.NewProgram(func(format string, args ...any) { logf("  "+format, args...) })
+		var res *Result
+		var b *baseline
+		err := p.Do(func() (err error) {
+			res, b, err = run(ctx, p, logf, o, bin, lay)
+			return err
+		})
+		if err != nil || b == nil {
+			p.Close()
+		} else {
+			pending, pendingWorld = b, p
+		}
+		if err != nil {
+			return nil, fmt.Errorf("layout %s: %w", lay.name, err)
+		}
+		rep.Runs = append(rep.Runs, res)
+	}
+	if len(rep.Runs) == 2 {
+		rep.ClusterCost = layoutCost(rep.Runs[0], rep.Runs[1])
+	}
+	if pending == nil {
+		return rep, nil
+	}
+	res, p := rep.Runs[0], pendingWorld
+	err = p.Do(func() (err error) {
+		testenv.StartControllerStandIns(quiet{p}, pending.mgmt, 0)
+		res.Baseline, err = pending.run(ctx, p, logf)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("kubectl baseline: %w", err)
+	}
+	res.Baseline.FerrySpeedup = res.Baseline.SecondsPerPlan / (res.WallSeconds / float64(res.Plans))
+	return rep, nil
+}
+
+// run migrates the fleet once, with ferry's processes in layout lay. After
+// the single layout's run, unless --baseline-plans is 0, it stops ferry
+// and the controller stand-ins and returns the kubectl baseline to run in
+// the same world.
+func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o options, bin string, lay layout) (*Result, *baseline, error) {
+	n, interval, idle := o.plans, o.interval, o.idle
 	logf("starting the management API server and the one that stands for every workload cluster")
 	mgmt := testenv.StartKube(p)
 	workload := testenv.StartKube(p)
 	proxy, err := startWorkloadProxy(workload)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p.Cleanup(proxy.srv.Close)
 	cloud := newCloudStandIn()
@@ -219,16 +249,20 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	logf("creating %d clusters to adopt (%d nodes each)", n, o.workers+1)
 	f := &fleet{namespace: "fleet", prefix: "c", workers: o.workers}
 	if err := f.create(p, mgmt, workload, proxy, cloud, n); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := createIgnoreExists(ctx, mgmt.Client, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
 		Data: map[string][]byte{"clouds.yaml": cloud.cloudsYAML()}}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	testenv.StartControllerStandIns(quiet{p}, mgmt, 0)
+	// The stand-ins poll: they are stopped with ferry when the world
+	// waits for the baseline.
+	standIns := testenv.NewProgram(p.Logf)
+	p.Cleanup(standIns.Close)
+	testenv.StartControllerStandIns(quiet{standIns}, mgmt, 0)
 
 	files := map[string]string{"manifests/ccm.yaml": testenv.CCMManifest}
 	for i := range n {
@@ -242,31 +276,35 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	dir := p.TempDir()
 	for name, content := range map[string]string{"kubeconfig": string(mgmt.Kubeconfig(p)), "token": gh.Token, "secret": "bench-secret"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	hook, metrics := testenv.FreeAddr(p), testenv.FreeAddr(p)
 	args := []string{"run", "--repo", g.URL, "--kubeconfig", filepath.Join(dir, "kubeconfig"), "--data-dir", filepath.Join(dir, "data"),
 		"--interval", interval.String(), "--webhook-addr", hook, "--webhook-secret-file", filepath.Join(dir, "secret"),
 		"--metrics-addr", metrics, "--forge", "github", "--forge-url", gh.URL, "--forge-repo", "acme/fleet", "--forge-token-file", filepath.Join(dir, "token"), "--pprof"}
-	logFile := filepath.Join("bin", fmt.Sprintf("bench-%d-reconciler.log", n))
+	logPrefix := filepath.Join("bin", fmt.Sprintf("bench-%d", n))
+	if lay != single {
+		logPrefix += "-" + lay.name
+	}
 	var env []string
 	var limitMiB float64
 	if o.containerMemory != "" {
 		q, err := resource.ParseQuantity(o.containerMemory)
 		if err != nil {
-			return nil, fmt.Errorf("--container-memory %q: %w", o.containerMemory, err)
+			return nil, nil, fmt.Errorf("--container-memory %q: %w", o.containerMemory, err)
 		}
 		limit := memlimit.Of(q.Value())
 		limitMiB = float64(limit) / (1 << 20)
 		env = append(env, fmt.Sprintf("GOMEMLIMIT=%d", limit))
-		logf("the reconciler runs as in a container of %s: GOMEMLIMIT=%.0fMiB", o.containerMemory, limitMiB)
+		logf("each of ferry's processes runs as in a container of %s: GOMEMLIMIT=%.0fMiB", o.containerMemory, limitMiB)
 	}
-	logf("starting %s run (log: %s)", o.reconciler, logFile)
-	pid, err := p.StartProcess(bin, args, logFile, env...)
+	l := launch{bin: bin, run: args, kubeconfig: filepath.Join(dir, "kubeconfig"), repo: g.URL, dir: dir, logPrefix: logPrefix, env: env}
+	procs, err := l.start(ctx, p, logf, lay)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	pid := procs.reconciler
 	scrape := func() map[string]float64 { return scrapeMetrics("http://" + metrics + "/metrics") }
 
 	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
@@ -275,20 +313,28 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		all, err := reader.ReadAll(ctx)
 		return err == nil && len(all) == n
 	}); err != nil {
-		return nil, fmt.Errorf("first statuses: %w", err)
+		return nil, nil, fmt.Errorf("first statuses: %w", err)
 	}
 
-	before, cpu0 := scrape(), cpuSeconds(pid)
-	ghBefore, cloudBefore, proxyBefore := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
+	// With a forge, ferry acts only on approvals that a merged pull
+	// request made. The pull request's previews are not timed.
 	repo := testenv.NewPlansRepo(p, g, gh)
 	repo.WebhookURL, repo.WebhookSecret = "http://"+hook+"/", []byte("bench-secret")
 	approve := map[string]string{}
 	for i := range n {
 		approve["plans/"+f.clusterName(i)+".yaml"] = f.plan(i, "workers")
 	}
-	logf("approving phase workers (and those before it) of all %d plans in one commit", n)
+	logf("opening a pull request that approves phase workers (and those before it) of all %d plans", n)
+	repo.OpenPR(1, "Approve the fleet's migration", "alice", approve)
+	settleGitHub(ctx, gh, 5*time.Second, 2*time.Minute)
+
+	before := scrape()
+	cpu0, execCPU0 := procs.cpu()
+	bench0 := cpuSeconds(os.Getpid())
+	ghBefore, cloudBefore, proxyBefore := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
+	logf("merging the pull request: the clock starts")
 	t0 := time.Now()
-	repo.Commit("Approve the fleet's migration", "bench", approve)
+	repo.MergePR(1, "bob")
 	var done int
 	err = waitFor(ctx, time.Second, func() bool {
 		all, err := reader.ReadAll(ctx)
@@ -306,14 +352,18 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	})
 	wall := time.Since(t0)
 	if err != nil {
-		return nil, fmt.Errorf("%d of %d plans migrated: %w", done, n, err)
+		return nil, nil, fmt.Errorf("%d of %d plans migrated: %w", done, n, err)
 	}
-	after, cpu1 := scrape(), cpuSeconds(pid)
+	after := scrape()
+	cpu1, execCPU1 := procs.cpu()
+	bench1 := cpuSeconds(os.Getpid())
 	steps := after["ferry_steps_total{outcome=Succeeded}"] - before["ferry_steps_total{outcome=Succeeded}"]
 	res := &Result{
+		Layout: lay.name, NATSReplicas: max(lay.natsNodes, 1), ExecutorReplicas: lay.executors,
 		Plans: n, Steps: int(steps), StepsPerPlan: steps / float64(n), WallSeconds: wall.Seconds(),
 		StepsPerSecond:  steps / wall.Seconds(),
 		LatencyP50:      quantile(after, "ferry_step_latency_seconds", 0.50),
+		LatencyP95:      quantile(after, "ferry_step_latency_seconds", 0.95),
 		LatencyP99:      quantile(after, "ferry_step_latency_seconds", 0.99),
 		KubePerStep:     (after["ferry_kube_requests_total"] - before["ferry_kube_requests_total"]) / steps,
 		WorkloadPerStep: float64(proxy.requests.Load()-proxyBefore) / steps,
@@ -321,6 +371,10 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		GitPushes:       after["ferry_git_pushes_total"] - before["ferry_git_pushes_total"],
 		CloudPerPlan:    float64(cloud.requests.Load()-cloudBefore) / float64(n),
 		CPUSeconds:      cpu1 - cpu0,
+		BenchCPUSeconds: bench1 - bench0,
+	}
+	if lay.executors > 0 {
+		res.ExecutorCPUSeconds = execCPU1 - execCPU0
 	}
 
 	// The last progress comments and commit statuses follow the last
@@ -330,14 +384,16 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	settleGitHub(ctx, gh, 12*time.Second, 2*time.Minute)
 	res.GitHubPerPlan = float64(len(gh.Calls(""))-ghBefore) / float64(n)
 	logf("measuring %s of idleness", idle)
-	i0, c0 := scrape(), cpuSeconds(pid)
+	i0 := scrape()
+	c0, e0 := procs.cpu()
 	gh0, cl0, px0 := len(gh.Calls("")), cloud.requests.Load(), proxy.requests.Load()
 	select {
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	case <-time.After(idle):
 	}
-	i1, c1 := scrape(), cpuSeconds(pid)
+	i1 := scrape()
+	c1, e1 := procs.cpu()
 	per := interval.Seconds() / idle.Seconds()
 	res.Idle = Idle{
 		IntervalSeconds:  interval.Seconds(),
@@ -350,7 +406,11 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 		GitHubCalls:      float64(len(gh.Calls(""))-gh0) * per,
 		CloudCalls:       float64(cloud.requests.Load()-cl0) * per,
 	}
+	if lay.executors > 0 {
+		res.Idle.ExecutorCPUSeconds = (e1 - e0) * per
+	}
 	res.PeakRSSMiB, res.MemoryLimitMiB = peakRSSMiB(pid), limitMiB
+	res.ExecutorPeakRSSMiB = procs.executorPeakRSSMiB()
 	if profile := os.Getenv("FERRY_BENCH_HEAP"); profile != "" {
 		if resp, err := http.Get("http://" + metrics + "/debug/pprof/heap"); err == nil {
 			data, _ := io.ReadAll(resp.Body)
@@ -358,22 +418,18 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 			_ = os.WriteFile(profile, data, 0o644)
 		}
 	}
-	if o.baselinePlans == 0 {
-		return res, nil
+	if o.baselinePlans == 0 || lay != single {
+		return res, nil, nil
 	}
-
-	logf("stopping the reconciler, so that the kubectl baseline runs alone")
+	logf("stopping the reconciler and the controller stand-ins: the kubectl baseline runs last, alone")
 	if err := stopProcess(ctx, pid); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	standIns.Close()
 	b := &baseline{kubectl: o.kubectl, plans: o.baselinePlans, parallel: o.baselineParallel,
 		example: filepath.Join("bin", "bench-baseline-example.sh"),
 		mgmt:    mgmt, workload: workload, proxy: proxy, cloud: cloud, ferry: f}
-	if res.Baseline, err = b.run(ctx, p, logf); err != nil {
-		return nil, fmt.Errorf("kubectl baseline: %w", err)
-	}
-	res.Baseline.FerrySpeedup = res.Baseline.SecondsPerPlan / (res.WallSeconds / float64(res.Plans))
-	return res, nil
+	return res, b, nil
 }
 
 // stopProcess ends process pid with SIGTERM, as in production, and waits
@@ -527,42 +583,4 @@ func peakRSSMiB(pid int) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-func printTable(w io.Writer, r *Result) {
-	rss := fmt.Sprintf("%.0f MiB", r.PeakRSSMiB)
-	if r.MemoryLimitMiB > 0 {
-		rss += fmt.Sprintf(" (GOMEMLIMIT %.0f MiB)", r.MemoryLimitMiB)
-	}
-	rows := [][2]string{
-		{"plans", strconv.Itoa(r.Plans)},
-		{"steps (per plan)", fmt.Sprintf("%d (%.1f)", r.Steps, r.StepsPerPlan)},
-		{"wall time, approval to last step", fmt.Sprintf("%.1f s", r.WallSeconds)},
-		{"steps per second", fmt.Sprintf("%.1f", r.StepsPerSecond)},
-		{"step latency p50 / p99 (publication to result)", fmt.Sprintf("%.3f s / %.3f s", r.LatencyP50, r.LatencyP99)},
-		{"management API requests per step", fmt.Sprintf("%.1f", r.KubePerStep)},
-		{"workload API requests per step", fmt.Sprintf("%.1f", r.WorkloadPerStep)},
-		{"Git fetches / pushes", fmt.Sprintf("%.0f / %.0f", r.GitFetches, r.GitPushes)},
-		{"GitHub API calls per plan", fmt.Sprintf("%.1f", r.GitHubPerPlan)},
-		{"OpenStack API calls per plan", fmt.Sprintf("%.1f", r.CloudPerPlan)},
-		{"reconciler peak RSS", rss},
-		{"reconciler CPU during the migration", fmt.Sprintf("%.1f s", r.CPUSeconds)},
-		{fmt.Sprintf("idle, per %.0f s poll interval: CPU", r.Idle.IntervalSeconds), fmt.Sprintf("%.2f s (%.2f%% of a core)", r.Idle.CPUSeconds, r.Idle.CorePercent)},
-		{"idle: management / workload API requests", fmt.Sprintf("%.0f / %.0f", r.Idle.KubeRequests, r.Idle.WorkloadRequests)},
-		{"idle: Git ls-remotes / fetches", fmt.Sprintf("%.0f / %.0f", r.Idle.GitLsRemotes, r.Idle.GitFetches)},
-		{"idle: GitHub / OpenStack calls", fmt.Sprintf("%.0f / %.0f", r.Idle.GitHubCalls, r.Idle.CloudCalls)},
-	}
-	if b := r.Baseline; b != nil {
-		rows = append(rows,
-			[2]string{"kubectl baseline: plans (scripts at once)", fmt.Sprintf("%d (%d)", b.Plans, b.Parallel)},
-			[2]string{"baseline wall time, first script to last", fmt.Sprintf("%.1f s", b.WallSeconds)},
-			[2]string{"seconds per plan: ferry / baseline", fmt.Sprintf("%.3f s / %.3f s", r.WallSeconds/float64(r.Plans), b.SecondsPerPlan)},
-			[2]string{"baseline kubectl processes (per plan)", fmt.Sprintf("%d (%.1f)", b.KubectlProcesses, float64(b.KubectlProcesses)/float64(b.Plans))},
-			[2]string{"baseline CPU of the scripts (kubectl and shell)", fmt.Sprintf("%.1f s", b.KubectlCPUSeconds)},
-			[2]string{"ferry's time over the baseline's", fmt.Sprintf("%.2f (%.1fx faster)", 1/b.FerrySpeedup, b.FerrySpeedup)},
-		)
-	}
-	for _, row := range rows {
-		fmt.Fprintf(w, "%-48s %s\n", row[0], row[1])
-	}
 }
