@@ -22,7 +22,11 @@ const maxDeliveriesSubject = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + Str
 // result's message ID makes the report count once. It returns when ctx ends.
 func WatchMaxDeliveries(ctx context.Context, nc *nats.Conn, js jetstream.JetStream) error {
 	log := logging.From(ctx)
-	stream, err := js.Stream(ctx, StreamSteps)
+	var stream jetstream.Stream
+	err := untilAnswered(ctx, func(ctx context.Context) (err error) {
+		stream, err = js.Stream(ctx, StreamSteps)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("watch max deliveries: %w", err)
 	}

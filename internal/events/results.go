@@ -85,11 +85,14 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 // without the replay nothing would ever end it. Errors of fn are ignored:
 // the durable consumer delivers what comes after.
 func ReplayResults(ctx context.Context, js jetstream.JetStream, since time.Time, fn func(context.Context, *ResultEvent) error) (int, error) {
-	stream, err := js.Stream(ctx, StreamResults)
-	if err != nil {
-		return 0, fmt.Errorf("replay results: %w", err)
-	}
-	info, err := stream.Info(ctx)
+	var info *jetstream.StreamInfo
+	err := untilAnswered(ctx, func(ctx context.Context) error {
+		stream, err := js.Stream(ctx, StreamResults)
+		if err == nil {
+			info, err = stream.Info(ctx)
+		}
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("replay results: %w", err)
 	}
@@ -97,10 +100,14 @@ func ReplayResults(ctx context.Context, js jetstream.JetStream, since time.Time,
 	if last == 0 || info.State.LastTime.Before(since) {
 		return 0, nil
 	}
-	cons, err := js.OrderedConsumer(ctx, StreamResults, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{ResultsPrefix + ">"},
-		DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
-		OptStartTime:   &since,
+	var cons jetstream.Consumer
+	err = untilAnswered(ctx, func(ctx context.Context) (err error) {
+		cons, err = js.OrderedConsumer(ctx, StreamResults, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{ResultsPrefix + ">"},
+			DeliverPolicy:  jetstream.DeliverByStartTimePolicy,
+			OptStartTime:   &since,
+		})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("replay results: %w", err)

@@ -140,9 +140,14 @@ func streamConfigs() []jetstream.StreamConfig {
 // when JetStream cannot place them.
 func autoReplicas(ctx context.Context, js jetstream.JetStream, cfg jetstream.StreamConfig) (Replication, error) {
 	have := 0
-	if s, err := js.Stream(ctx, cfg.Name); err == nil {
-		have = s.CachedInfo().Config.Replicas
-	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+	err := untilAnswered(ctx, func(ctx context.Context) error {
+		s, err := js.Stream(ctx, cfg.Name)
+		if err == nil {
+			have = s.CachedInfo().Config.Replicas
+		}
+		return err
+	})
+	if err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return Replication{}, fmt.Errorf("look up stream %s: %w", cfg.Name, err)
 	}
 	nc := js.Conn()
@@ -159,7 +164,7 @@ func autoReplicas(ctx context.Context, js jetstream.JetStream, cfg jetstream.Str
 		chosen = Replication{Replicas: ClusterReplicas, Reason: fmt.Sprintf("auto: cluster %q has at least %d JetStream servers (it placed %d replicas of %s)", cluster, ClusterReplicas, ClusterReplicas, cfg.Name)}
 	}
 	cfg.Replicas = chosen.Replicas
-	err := createOrUpdate(ctx, js, cfg)
+	err = createOrUpdate(ctx, js, cfg)
 	if err == nil {
 		return chosen, nil
 	}
