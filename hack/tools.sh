@@ -28,7 +28,7 @@
 # followed by kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v>, gitea-<v> and
 # prometheus-<v>, so that a version bump
 # builds into a new directory instead of reusing a stale binary.
-# internal/testenv computes the same defaults. Two runs at once take turns
+# internal/testing/testenv computes the same defaults. Two runs at once take turns
 # (flock): neither sees the other's half-written binary.
 set -euo pipefail
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/status"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // clustered is ferry's distributed layout in a test (docs/install.md,

@@ -17,7 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // statusOf is the status of a plan whose cluster phase runs: one step
@@ -56,7 +56,7 @@ func statusOf(plan string) *status.PlanStatus {
 // TestStatusCommand reads statuses that the Writer pushed to a real Git
 // server: the phase tables of all plans or of one, JSON, and the errors.
 func TestStatusCommand(t *testing.T) {
-	g := testenv.StartGit(t, "../../internal/testenv/testdata/seed")
+	g := testenv.StartGit(t, "../../internal/testing/testenv/testdata/seed")
 	ctx := t.Context()
 	sts := []*status.PlanStatus{statusOf("alpha"), statusOf("beta")}
 

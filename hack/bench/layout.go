@@ -14,7 +14,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/app"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // layout is how ferry's processes run in one run of the benchmark.

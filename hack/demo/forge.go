@@ -14,10 +14,10 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // The forges the demo can host its plans repository on (--forge).
@@ -26,7 +26,7 @@ const (
 	// as it would to a team's.
 	forgeGitea = "gitea"
 	// forgeGitHub is a plain Git server with the GitHub stand-in
-	// (internal/forge/fakegithub), an in-process fake of GitHub's API:
+	// (internal/testing/fakegithub), an in-process fake of GitHub's API:
 	// not GitHub, but it can answer 502 and 403 on cue.
 	forgeGitHub = "github"
 )
@@ -306,7 +306,7 @@ func startGitHubStandIn(r *testenv.Program, seed string) *githubHost {
 }
 
 func (h *githubHost) describe() string {
-	return "a plain Git server with the plans repository and the GitHub stand-in (internal/forge/fakegithub: an in-process fake of GitHub's API, not GitHub)"
+	return "a plain Git server with the plans repository and the GitHub stand-in (internal/testing/fakegithub: an in-process fake of GitHub's API, not GitHub)"
 }
 
 func (h *githubHost) upstream() string {

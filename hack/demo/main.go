@@ -23,7 +23,7 @@
 // each pull request, bob merges it through Gitea's API (the merge styles in
 // turn: a merge commit, squash, rebase) and Gitea delivers signed webhooks;
 // or, with --forge github, a plain Git server with the GitHub stand-in
-// (internal/forge/fakegithub, not GitHub), whose webhooks the demo
+// (internal/testing/fakegithub, not GitHub), whose webhooks the demo
 // delivers. ferry's processes reach the repository, and Gitea's API, through
 // a fault proxy. It then runs `reconciler run` (the real binary,
 // unchanged) against all of them, and for each phase opens a pull request,
@@ -56,10 +56,10 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 func main() {

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // vpnClientPath is the VPN overlay's client DaemonSet in the plans

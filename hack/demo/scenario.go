@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // scenario is one migration the demo can run: which cluster it builds, the

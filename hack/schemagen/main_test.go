@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 
 	"gopkg.in/yaml.v3"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 )
 
 // newCoalescer puts a Coalescer with millisecond timings in front of a client

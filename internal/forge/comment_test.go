@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 )
 
 // The framing of a preview comment, byte for byte: the reconciler renders the

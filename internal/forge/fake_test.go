@@ -3,7 +3,7 @@ package forge
 import (
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 )
 
 // newFakeGitHub starts the GitHub stand-in for the tests of this package.

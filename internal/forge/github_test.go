@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/failure"
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 )
 
 func TestUpsertCommentCreatesEditsAndSkips(t *testing.T) {

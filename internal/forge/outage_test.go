@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 )
 
 // TestOutageAnswers checks the stand-in's outage itself: 502 during the

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestPullHeads: the ls-remote every poll makes lists the pull requests'

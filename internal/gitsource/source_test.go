@@ -14,7 +14,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestPollSkipsFetchWhenHeadUnchanged follows a branch through pushes, a

@@ -12,7 +12,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planfile"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestFSAtRevisions reads the tree at an old and a new revision after both

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // deliveries records what a receiver answered to each delivery it got.

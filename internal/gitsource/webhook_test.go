@@ -111,7 +111,7 @@ func TestWebhookEmptySecret(t *testing.T) {
 
 // TestWebhookDialects: each receiver reads its own forge's headers, and a
 // delivery signed only the other forge's way is refused. (The real Gitea's
-// deliveries are tested in internal/testenv.)
+// deliveries are tested in internal/testing/testenv.)
 func TestWebhookDialects(t *testing.T) {
 	secret := []byte("webhook-secret")
 	body := []byte(`{"ref":"refs/heads/main"}`)

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // files makes Write's files from path -> content.

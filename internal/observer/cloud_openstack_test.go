@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
-	"github.com/ferry-dev/ferry/internal/openstack/ostest"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestObserveOpenStack reads a plan's cloud from the local OpenStack with

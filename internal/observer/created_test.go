@@ -13,7 +13,7 @@ import (
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestObserveCreated: the snapshot tells what ferry created for the plan

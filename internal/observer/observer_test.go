@@ -21,7 +21,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 const secretValue = "observer-test-secret-value"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 )

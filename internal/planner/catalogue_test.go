@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
 
 	"sigs.k8s.io/yaml"

@@ -10,8 +10,8 @@ import (
 	"testing/fstest"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/golden"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"

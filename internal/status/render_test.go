@@ -10,7 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferry-dev/ferry/internal/golden"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
 
 	"github.com/ferry-dev/ferry/internal/events"

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 const seed = "../testenv/testdata/seed"

@@ -20,7 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/failure"
 	kubeclient "github.com/ferry-dev/ferry/internal/kube"
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 func testCluster(name string, paused bool, ann ...string) *clusterv1.Cluster {

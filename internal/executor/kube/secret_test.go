@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestKubeCopySecret: copy-secret creates what is missing, adds only the

@@ -30,7 +30,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/ferry-dev/ferry/internal/openstack"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // builder creates a fixture's resources, one kind at a time, in the order

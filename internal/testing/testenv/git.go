@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ferry-dev/ferry/internal/gitserver"
+	"github.com/ferry-dev/ferry/internal/testing/gitserver"
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"

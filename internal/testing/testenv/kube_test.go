@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestKube proves the API server is real: CAPI and CAPO objects are stored and

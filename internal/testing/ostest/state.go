@@ -19,7 +19,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/pagination"
 	"golang.org/x/crypto/ssh"
 
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // CloudState is what the fixture's project holds, one line per resource,

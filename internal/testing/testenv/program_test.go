@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestProgram: Fatal ends Do with its message, cleanups run newest first at

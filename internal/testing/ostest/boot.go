@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/step"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )

@@ -25,7 +25,7 @@ import (
 	"github.com/gophercloud/gophercloud/v2/openstack/config/clouds"
 
 	"github.com/ferry-dev/ferry/internal/openstack"
-	"github.com/ferry-dev/ferry/internal/testenv"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // Fixture is a project of the local cloud, populated for one test.

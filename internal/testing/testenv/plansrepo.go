@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
-	"github.com/ferry-dev/ferry/internal/forge/fakegithub"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 )
 
 // PlansRepo acts on a plans repository the way a team does on GitHub:

@@ -21,7 +21,7 @@ func ExamplePlan(t T, phase string) string {
 	if !ok {
 		t.Fatalf("testenv: no caller information to find plans/")
 	}
-	path := filepath.Join(filepath.Dir(here), "..", "..", "plans", examplePlan)
+	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "plans", examplePlan)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
