@@ -18,10 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
 
 // TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose

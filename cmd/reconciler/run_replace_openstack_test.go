@@ -12,8 +12,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

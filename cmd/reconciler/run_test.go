@@ -19,10 +19,10 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/clusterevents"
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

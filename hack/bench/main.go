@@ -56,10 +56,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

@@ -14,9 +14,9 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
-	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

@@ -56,9 +56,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

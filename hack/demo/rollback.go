@@ -13,8 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
 
 const (

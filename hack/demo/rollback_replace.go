@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/observed"
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
 
 // The replace rollback: the phases kept (spec.rollback.to and

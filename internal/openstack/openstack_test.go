@@ -21,8 +21,8 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/openstack"
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
 
 func ctx(t *testing.T) context.Context {

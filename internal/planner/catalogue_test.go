@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
-	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 )
 
 // catalogueCases are the planner cases docs/steps.md lists the steps of:

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 
 	"sigs.k8s.io/yaml"
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

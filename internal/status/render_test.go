@@ -10,8 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ferry-dev/ferry/internal/testing/golden"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/golden"
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/planner"

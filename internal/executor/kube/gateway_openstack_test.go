@@ -25,9 +25,9 @@ import (
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/observer"
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 

@@ -15,8 +15,8 @@ import (
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/openstack"
-	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
