@@ -30,6 +30,12 @@ const (
 	TaggedResources = "TaggedResources"
 )
 
+// targetKinds lists every target kind above, so that ParseKey gives a
+// kind back as this package spells it.
+var targetKinds = []string{Secret, Cluster, OpenStackCluster, OpenStackMachineTemplate, OpenStackMachine, OpenStackServer,
+	KubeadmControlPlane, KamajiControlPlane, KubeadmConfig, KubeadmConfigTemplate, Machine, MachineSet, MachineDeployment,
+	Node, Service, Manifest, MigrationPlan, Cloud, Keypair, TaggedResources}
+
 // ClusterScoped reports whether a target kind has no namespace: the
 // planner leaves its Target.Namespace empty.
 func ClusterScoped(kind string) bool {

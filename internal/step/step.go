@@ -26,8 +26,9 @@ const (
 // Step is one idempotent change or wait, as data. It never carries a
 // secret's value: Secrets appear by name only.
 type Step struct {
-	// Key identifies the step within its plan: phase/action/kind/name. The
-	// event layer derives the message ID from it, the plan and the revision.
+	// Key identifies the step within its plan: Key(Phase, Action, Target),
+	// read back with ParseKey. The event layer derives the message ID from
+	// it, the plan and the revision.
 	Key string `json:"key"`
 	// Phase the step belongs to.
 	Phase string `json:"phase"`
