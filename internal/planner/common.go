@@ -27,6 +27,15 @@ func resource(r *v1alpha1.ResourceRef) string {
 
 func (c *planCtx) waitTimeout() string { return c.plan.Spec.Timeouts.Wait }
 
+// drainParams are a drain step's parameters: the plan's
+// spec.cutover.drainTimeout (validated, and defaulted, before the plan gets
+// here) is the step's timeout, so that the executor reads it from the step
+// and never from the plan.
+func (c *planCtx) drainParams() step.Params {
+	return step.NewParams(step.ParamTimeout, c.plan.Spec.Cutover.DrainTimeout,
+		step.ParamRespect, step.RespectDisruptionBudgets, step.ParamIgnore, step.IgnoreDaemonSets)
+}
+
 func (c *planCtx) identityRef() string {
 	id := c.plan.Spec.Target.Identity
 	return step.IdentityRef(id.SecretName, id.CloudName)

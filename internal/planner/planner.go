@@ -182,7 +182,7 @@ func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, t
 		target.Namespace = b.ctx.ns
 	}
 	b.cur = append(b.cur, step.Step{
-		Key:      b.phase.Name + "/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
+		Key:      b.key(action, target),
 		Phase:    b.phase.Name,
 		Executor: executor,
 		Action:   action,
@@ -190,6 +190,12 @@ func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, t
 		Params:   params,
 		Reason:   reason,
 	})
+}
+
+// key is the key of the phase's step that does action to target: what
+// step gives it, and what a one-shot check is recorded under.
+func (b *phaseBuilder) key(action step.Action, target step.Target) string {
+	return step.Key(b.phase.Name, action, target)
 }
 
 // group ends the current group: the steps after it run once these are done.

@@ -289,12 +289,11 @@ func replaceCutover(c *planCtx, b *phaseBuilder) {
 		b.step(gone || n.Unschedulable, step.Workload, step.Cordon, step.Target{Kind: step.Node, Name: name}, nil, "no new pods on the old node")
 		b.group()
 		b.step(gone || (n.Unschedulable && n.PodsToEvict == 0), step.Workload, step.Drain, step.Target{Kind: step.Node, Name: name},
-			step.NewParams(step.ParamTimeout, cut.DrainTimeout, step.ParamRespect, step.RespectDisruptionBudgets, step.ParamIgnore, step.IgnoreDaemonSets),
-			"its pods move to the new nodes")
+			c.drainParams(), "its pods move to the new nodes")
 		b.group()
 		if cut.ProbeURL != "" {
-			key := v1alpha1.PhaseCutover + "/probe/node/" + name
-			b.step(gone || c.snap.Checked(key), step.Workload, step.Probe, step.Target{Kind: step.Node, Name: name},
+			node := step.Target{Kind: step.Node, Name: name}
+			b.step(gone || c.snap.Checked(b.key(step.Probe, node)), step.Workload, step.Probe, node,
 				step.NewParams(step.ParamURL, cut.ProbeURL, step.ParamExpect, step.Expect2xx),
 				"the application still answers before the next node")
 			b.group()

@@ -81,12 +81,11 @@ func undoNewWorkers(c *planCtx, b *phaseBuilder) {
 				b.step(n.Unschedulable, step.Workload, step.Cordon, step.Target{Kind: step.Node, Name: n.Name}, nil, "no new pods on the new node")
 				b.group()
 				b.step(n.Unschedulable && n.PodsToEvict == 0, step.Workload, step.Drain, step.Target{Kind: step.Node, Name: n.Name},
-					step.NewParams(step.ParamTimeout, cut.DrainTimeout, step.ParamRespect, step.RespectDisruptionBudgets, step.ParamIgnore, step.IgnoreDaemonSets),
-					"its pods go back to the old nodes")
+					c.drainParams(), "its pods go back to the old nodes")
 				b.group()
 				if cut.ProbeURL != "" {
-					key := v1alpha1.PhaseWorkers + "/probe/node/" + n.Name
-					b.step(s.Checked(key), step.Workload, step.Probe, step.Target{Kind: step.Node, Name: n.Name},
+					node := step.Target{Kind: step.Node, Name: n.Name}
+					b.step(s.Checked(b.key(step.Probe, node)), step.Workload, step.Probe, node,
 						step.NewParams(step.ParamURL, cut.ProbeURL, step.ParamExpect, step.Expect2xx),
 						"the application still answers before the next node")
 					b.group()
