@@ -152,8 +152,12 @@ func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 }
 
 // isCheck reports whether a step key is a one-shot check whose passing
-// leaves nothing to observe (the planner asks the record for it).
-func isCheck(key string) bool { return strings.Contains(key, "/probe/") }
+// leaves nothing to observe (the planner asks the record for it): a probe.
+// A key that does not parse is no check.
+func isCheck(key string) bool {
+	_, action, _, err := step.ParseKey(key)
+	return err == nil && action == step.Probe
+}
 
 // settled reports whether a plan may be skipped this cycle: at its last
 // observation it had nothing to run, nothing in flight and nothing
