@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 )
 
 // Metrics are the reconciler's Prometheus metrics, on their own registry
@@ -161,19 +163,17 @@ func (m *Metrics) ObserveResult(ev *events.ResultEvent) {
 }
 
 // resultLabels are a result's action and target kind: from the event, or
-// from its step key (phase/action/kind/name) when an older executor left
-// them out.
+// from its step key when an older executor left them out (a key that does
+// not parse leaves them empty).
 func resultLabels(ev *events.ResultEvent) (action, kind string) {
-	parts := strings.SplitN(ev.StepKey, "/", 4)
 	action = string(ev.Action)
 	if f := strings.Fields(ev.Target); len(f) > 0 {
 		kind = f[0]
 	}
-	if action == "" && len(parts) > 1 {
-		action = parts[1]
-	}
-	if kind == "" && len(parts) > 2 {
-		kind = parts[2]
+	if action == "" || kind == "" {
+		if _, a, t, err := step.ParseKey(ev.StepKey); err == nil {
+			action, kind = cmp.Or(action, string(a)), cmp.Or(kind, t.Kind)
+		}
 	}
 	return action, kind
 }

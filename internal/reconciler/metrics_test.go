@@ -73,7 +73,7 @@ func TestMetricsServer(t *testing.T) {
 		`ferry_plan_phase{phase="control-plane",plan="a",state="Failed"} 1`,
 		`ferry_plan_phase{phase="workers",plan="a",state="Pending"} 1`,
 		`ferry_steps_total{action="create",executor="kube",kind="Cluster",outcome="Succeeded"} 1`,
-		`ferry_steps_total{action="copy-secret",executor="kube",kind="secret",outcome="Failed"} 1`,
+		`ferry_steps_total{action="copy-secret",executor="kube",kind="Secret",outcome="Failed"} 1`,
 		`ferry_step_duration_seconds_count{action="create",executor="kube",kind="Cluster"} 1`,
 		"go_goroutines ",
 		"process_resident_memory_bytes ",
