@@ -1,8 +1,3 @@
-// Package failure sorts errors by what should happen next. A terminal error
-// needs a person to change something (a wrong password, a name that does
-// not exist, an invalid plan): retrying cannot help, so it is reported and
-// not retried. Any other error is retryable: a timeout, a refused
-// connection, a conflict, which the next attempt may not meet.
 package failure
 
 import "errors"

@@ -1,7 +1,3 @@
-// Package logging carries the logger in the context, as docs/development.md
-// ("How the code is written") asks: a caller attaches what a line concerns (plan, phase, step, revision) once,
-// with With, and everything it calls logs with it through From, instead of
-// holding a logger in a field of its own.
 package logging
 
 import (

@@ -1,6 +1,3 @@
-// Package memlimit gives the Go runtime a soft memory limit from the
-// container's, for the reconciler's commands and for the benchmark that
-// runs them as in a container.
 package memlimit
 
 import (

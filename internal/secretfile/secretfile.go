@@ -1,7 +1,3 @@
-// Package secretfile reads the one-line secrets ferry is given as files
-// (Git tokens, the GitHub token, the webhook secret, SSH key passphrases):
-// mounted from a Kubernetes Secret, they are read again at each use, so that
-// a rotated secret is picked up without a restart.
 package secretfile
 
 import (
