@@ -26,7 +26,7 @@ const (
 
 func mkStep(phase string, executor step.Kind, action step.Action, kind, ns, name string) step.Step {
 	return step.Step{
-		Key:      phase + "/" + string(action) + "/" + strings.ToLower(kind) + "/" + name,
+		Key:      step.Key(phase, action, step.Target{Kind: kind, Name: name}),
 		Phase:    phase,
 		Executor: executor,
 		Action:   action,

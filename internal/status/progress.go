@@ -5,7 +5,6 @@
 package status
 
 import (
-	"strings"
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/step"
@@ -89,14 +88,4 @@ func phaseIndex(st *PlanStatus, name string) int {
 		}
 	}
 	return -1
-}
-
-// splitKey reads the action and target of a step key
-// (phase/action/kind/name), for a result of a step the status never listed.
-func splitKey(key string) (action, target string) {
-	parts := strings.SplitN(key, "/", 4)
-	if len(parts) < 4 {
-		return "", ""
-	}
-	return parts[1], parts[2] + " " + parts[3]
 }

@@ -68,7 +68,7 @@ func TestResultOfUnplannedStep(t *testing.T) {
 	}
 	// An event from before the fields existed: the key is all there is.
 	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: step.Kube, Outcome: events.Succeeded, Attempt: 1, At: at(2)})
-	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Target != "cluster c" {
+	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Action != step.Create || ss.Target != "Cluster c" {
 		t.Fatalf("step %+v from a key alone", ss)
 	}
 }

@@ -27,12 +27,17 @@ func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 	ph := phaseFor(st, ev.Phase)
 	ss := ph.Step(ev.StepKey)
 	if ss == nil {
-		action, target := splitKey(ev.StepKey)
-		if ev.Action != "" && ev.Target != "" {
-			action, target = string(ev.Action), ev.Target
+		action, target := ev.Action, ev.Target
+		if action == "" || target == "" {
+			// A result from before events carried them: the key is
+			// all there is.
+			action, target = "", ""
+			if _, a, t, err := step.ParseKey(ev.StepKey); err == nil {
+				action, target = a, t.String()
+			}
 		}
 		ph.Steps = append(ph.Steps, StepStatus{
-			Key: ev.StepKey, Executor: ev.Executor, Action: step.Action(action), Target: target, State: StepPending,
+			Key: ev.StepKey, Executor: ev.Executor, Action: action, Target: target, State: StepPending,
 		})
 		ph.Left++
 		ss = &ph.Steps[len(ph.Steps)-1]
