@@ -1,9 +1,3 @@
-// Package kube holds what ferry's Kubernetes-facing code shares: the scheme of
-// the core, Cluster API (core, kubeadm bootstrap and control plane) and CAPO
-// types that ferry reads and writes in a management cluster.
-//
-// KamajiControlPlane has no Go types here (its provider's module is not
-// available); ferry handles it as unstructured data.
 package kube
 
 import (

@@ -1,9 +1,3 @@
-// Package observed is the snapshot of the world that the planner plans
-// against: the CAPI and CAPO objects and Secrets of one cluster in the
-// management cluster, the workload cluster's nodes, the OpenStack resources
-// the plan names, and what ferry recorded in the plan's status. It is plain
-// data, filled by internal/observer and by tests, and it never holds a
-// secret's value: of a Secret it keeps only the names of its keys.
 package observed
 
 // Annotations and labels ferry sets on the objects it changes, and reads

@@ -1,10 +1,3 @@
-// Package observer fills an observed.Snapshot for one plan from the
-// management cluster (CAPI and CAPO objects, Secrets by key name), the
-// workload cluster (nodes, pods to evict, manifests, load balancers),
-// reached through its <cluster>-kubeconfig Secret, and OpenStack through a
-// CloudObserver. It only reads. A workload cluster or cloud that cannot be
-// reached is recorded in the snapshot (WorkloadError, CloudError) rather
-// than failing the observation: the planner decides what that blocks.
 package observer
 
 import (

@@ -1,12 +1,3 @@
-// Package openstack is ferry's small client of the OpenStack APIs
-// (gophercloud v2): authentication from a clouds.yaml Secret as CAPO reads
-// it, name-to-ID resolution, keypairs, servers by name for provider IDs, a
-// quota preflight, and clean-up of what ferry created. Callers depend on
-// the interface they need at their point of use; *Client satisfies them.
-//
-// Errors say what was being done and to what. Those a person must fix (a
-// wrong password, a missing or ambiguous name) are terminal
-// (failure.IsTerminal); others, such as a refused connection, are retryable.
 package openstack
 
 import (
