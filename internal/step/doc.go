@@ -8,4 +8,11 @@
 // The wire format (the JSON of a step, its parameter keys and value
 // formatting, and String) is what events, status files and pull-request
 // comments hold: changing it changes every golden file.
+//
+// It owns that vocabulary and a step's key (Key, ParseKey), by which the
+// status, the results and the metrics name a step. It imports only the
+// standard library and the other data packages (internal/layering's rule
+// "the data packages hold data"): the planner, the bus, the status and
+// the executors all import it, and a client imported here would reach the
+// planner.
 package step
