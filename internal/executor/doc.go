@@ -7,4 +7,16 @@
 // and workload (the migrated cluster: manifests, cordon, drain, probes).
 // What they share is here: the Executor interface, the field manager and
 // how a failed write is classified.
+//
+// No package of internal/executor may import the observer
+// (internal/layering's rule "executors never import the observer"): an
+// executor acts on the world as it is when its step runs, never on the
+// observer's cached snapshot, and what both need (kubeconfigs, manifests,
+// cloud credentials) lives in internal/kube and internal/openstack. Nor
+// may one import the planner, the reconciler, the status, Git, the forge,
+// planfile, clusterevents or internal/app (rule "an executor only runs its
+// step"): a step carries everything its executor needs, and planning,
+// recording and talking to Git or the forge are the reconciler's. The
+// kinds do not import each other (rule "executor kinds are
+// independent"): a replica of one kind carries none of another's clients.
 package executor

@@ -6,4 +6,10 @@
 // MachineDeployments a plan names (marked in prepare) and, in a rollback,
 // what it created (labelled when created). Each action is idempotent; an
 // error a person must fix is failure.Terminal.
+//
+// It reaches the management cluster through the controller-runtime client
+// it is given and internal/kube's scheme and kubeconfig reading; it must
+// not import the observer, the planner, the status, the reconciler, Git,
+// the forge or the other executor kinds (internal/layering's rules on
+// internal/executor/..., stated in internal/executor).
 package kube
