@@ -26,7 +26,7 @@ func statusOf(plan string) *status.PlanStatus {
 	t0 := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	mk := func(action step.Action, kind, name string) step.Step {
 		return step.Step{
-			Key: "cluster/" + string(action) + "/" + strings.ToLower(kind) + "/" + name, Phase: "cluster",
+			Key: step.Key("cluster", action, step.Target{Kind: kind, Name: name}), Phase: "cluster",
 			Executor: step.Kube, Action: action, Target: step.Target{Kind: kind, Namespace: "default", Name: name},
 		}
 	}

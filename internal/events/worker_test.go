@@ -38,7 +38,7 @@ func bus(t *testing.T) *testenv.NATS {
 
 func stepEvent(plan, key string) *events.StepEvent {
 	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: plan}}
-	return events.NewStepEvent(p, "rev1", step.Step{Key: "cluster/noop/x/" + key, Phase: "cluster", Executor: "test", Action: "noop",
+	return events.NewStepEvent(p, "rev1", step.Step{Key: step.Key("cluster", "noop", step.Target{Kind: "X", Name: key}), Phase: "cluster", Executor: "test", Action: "noop",
 		Target: step.Target{Kind: "X", Name: key}}, time.Now())
 }
 

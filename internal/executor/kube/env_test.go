@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
 // event is a hand-made step of the kube executor, for the table tests.
 func event(p *v1alpha1.MigrationPlan, action step.Action, kind, name string, params map[string]string) *events.StepEvent {
 	st := step.Step{
-		Key:      "test/" + string(action) + "/" + strings.ToLower(kind) + "/" + name,
+		Key:      step.Key("test", action, step.Target{Kind: kind, Name: name}),
 		Phase:    "test",
 		Executor: step.Kube,
 		Action:   action,

@@ -273,8 +273,9 @@ func (w *gatewayWorld) waitServerID(ctx context.Context, name string) string {
 func (w *gatewayWorld) refuseDelete(ctx context.Context, name string) {
 	t := w.t
 	t.Helper()
-	st := step.Step{Key: "cleanup/delete/openstackserver/" + name, Phase: v1alpha1.PhaseCleanup, Executor: step.Kube, Action: step.Delete,
-		Target: step.Target{Kind: step.OpenStackServer, Namespace: "default", Name: name}}
+	target := step.Target{Kind: step.OpenStackServer, Namespace: "default", Name: name}
+	st := step.Step{Key: step.Key(v1alpha1.PhaseCleanup, step.Delete, target), Phase: v1alpha1.PhaseCleanup, Executor: step.Kube, Action: step.Delete,
+		Target: target}
 	_, err := w.execs[step.Kube].Execute(ctx, events.NewStepEvent(w.plan, "rev-1", st, time.Now()))
 	if err == nil || !failure.IsTerminal(err) || !strings.Contains(err.Error(), "ferry deletes only the gateways it created") {
 		t.Errorf("delete of a user's OpenStackServer: %v; want a terminal refusal", err)

@@ -71,7 +71,7 @@ func TestOpenStackExecutor(t *testing.T) {
 	}()
 	run := func(revision string, p *v1alpha1.MigrationPlan, action step.Action, target step.Target) events.ResultEvent {
 		t.Helper()
-		ev := events.NewStepEvent(p, revision, step.Step{Key: "prepare/" + string(action), Phase: "prepare", Executor: step.OpenStack, Action: action, Target: target}, time.Now())
+		ev := events.NewStepEvent(p, revision, step.Step{Key: step.Key(v1alpha1.PhasePrepare, action, target), Phase: v1alpha1.PhasePrepare, Executor: step.OpenStack, Action: action, Target: target}, time.Now())
 		if _, err := (&events.Publisher{JS: bus.JS}).PublishStep(ctx, ev); err != nil {
 			t.Fatal(err)
 		}

@@ -104,7 +104,7 @@ func testPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationPlan {
 // publishes it.
 func stepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
 	s := step.Step{
-		Key:      "cutover/" + string(action) + "/" + strings.ToLower(target.Kind) + "/" + target.Name,
+		Key:      step.Key(v1alpha1.PhaseCutover, action, target),
 		Phase:    v1alpha1.PhaseCutover,
 		Executor: step.Workload,
 		Action:   action,
