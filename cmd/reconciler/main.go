@@ -1,7 +1,3 @@
-// Command reconciler is ferry: it migrates Cluster API clusters onto
-// OpenStack, one phase at a time, as approved by merges to a Git repository
-// of migration plans. This package only parses the command line (cobra and
-// pflag) and calls one function of internal/app per command.
 package main
 
 import (

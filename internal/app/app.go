@@ -1,8 +1,3 @@
-// Package app holds what each command of the reconciler binary does, one
-// function per command (Run, Executor, Plan, Status, Validate, Version),
-// each taking a Config that cmd/reconciler fills from its flags. Keeping
-// the commands here leaves cmd with parsing and wiring only, and lets the
-// commands be tested without a command line.
 package app
 
 import (

@@ -1,10 +1,3 @@
-// Package clusterevents writes ferry's progress as Kubernetes Events on the
-// CAPI Cluster a plan migrates, where `kubectl describe cluster` and
-// event-based alerting find it: one Event per phase transition and per
-// step that failed for good.
-//
-// Transitions is pure (two states in, Events out); Recorder is the side
-// effect, through client-go's event recorder.
 package clusterevents
 
 import (

@@ -10,4 +10,16 @@
 // without blocking, sends only the latest of each at most once per interval,
 // and retries rate limits and server errors in the background. Comment frames
 // the bodies that the reconciler renders, so they can be golden-tested.
+//
+// It owns the forge's API: one Forge interface whatever the forge, the
+// rule that only a merged pull request approves (ApprovingPullRequest),
+// who may give `/ferry` commands (CanWrite), the forge's size limits, and
+// the rate limits.
+//
+// It must not import the reconciler, the planner, the status, the bus,
+// the observer or an executor: what to comment or which status to set is
+// the reconciler's to decide. Nor may it import internal/gitsource or
+// go-git: the forge is reached through its API only, and Git itself is
+// internal/gitsource's (internal/layering's rules "Git and the forge are
+// clients, not the loop").
 package forge

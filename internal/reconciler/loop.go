@@ -1,8 +1,3 @@
-// Package reconciler is ferry's loop: on each new revision of the plans
-// repository and each step result it observes every plan's clusters and
-// cloud, plans, publishes the next runnable group of steps, and records the
-// status. It is level-triggered: what woke it does not matter; each cycle
-// looks at everything again.
 package reconciler
 
 import (
