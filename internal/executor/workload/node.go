@@ -30,7 +30,9 @@ import (
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
-// defaultDrainTimeout bounds a drain step that carries no timeout.
+// defaultDrainTimeout bounds a drain step that carries no timeout. The
+// planner gives every drain the plan's spec.cutover.drainTimeout (checked
+// when the plan was loaded) as its timeout: the plan is not read here.
 var defaultDrainTimeout = mustParseDefault(v1alpha1.DefaultDrainTimeout)
 
 // maxPodsInError caps the pods an error names; the rest are counted.
@@ -220,13 +222,7 @@ func uncordonNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.
 // are gone or the step's timeout ends.
 func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Report, error) {
 	name := s.ev.Step.Target.Name
-	def := defaultDrainTimeout
-	if c := s.ev.Spec.Spec.Cutover; c != nil && c.DrainTimeout != "" {
-		if d, err := time.ParseDuration(c.DrainTimeout); err == nil {
-			def = d
-		}
-	}
-	timeout, err := s.timeout(def)
+	timeout, err := s.timeout(defaultDrainTimeout)
 	if err != nil {
 		return events.Report{}, err
 	}
