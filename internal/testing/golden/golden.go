@@ -1,7 +1,3 @@
-// Package golden compares what a test produced with a file kept under the
-// test's testdata directory (a golden file), and rewrites those files when
-// the tests run with -update. Only tests import it: the flag is the test
-// binary's.
 package golden
 
 import (

@@ -1,12 +1,3 @@
-// Package ostest builds test fixtures in the local OpenStack that
-// hack/openstack-up.sh runs: a project and its user, an external network
-// with a subnet, a tenant network with a router, flavors, an image, and
-// servers named like the nodes of a cluster being adopted. Everything is
-// created through gophercloud as the cloud's admin, with names unique to the
-// test, and removed when the test ends.
-//
-// A test that uses it fails, rather than skips, when the services are not
-// running: `make test-openstack` starts them.
 package ostest
 
 import (

@@ -1,16 +1,3 @@
-// Package testenv starts the real backends that ferry's integration tests run
-// against, each in one call and each torn down with t.Cleanup:
-//
-//   - StartKube: a Kubernetes API server and etcd (controller-runtime envtest
-//     over the binaries that `make tools` builds) with the CRDs of CAPI core,
-//     kubeadm bootstrap and control plane, CAPO and KamajiControlPlane;
-//   - StartNATS: an embedded NATS server with JetStream on a random port and
-//     a temporary file store;
-//   - StartGit: a Git server over http:// (git http-backend) serving a bare
-//     repository seeded from a directory of files.
-//
-// A backend that cannot start fails the test with the reason; no test is ever
-// skipped because a backend is missing.
 package testenv
 
 // Env is a running set of all backends.
