@@ -1,12 +1,3 @@
-// Package deploy_test checks the manifests under deploy/ against a real API
-// server: they are accepted, they wire flags the binary has, and the
-// service account's RBAC and admission policy allow what a migration needs
-// and nothing beyond, asked of the API server (access reviews) and tried
-// as the service account (access_test.go). The NetworkPolicy is checked
-// against the Deployment and Service it guards (enforcing it is a network
-// plugin's, which the test API server has none of). The clustered overlay
-// is checked for the layout it promises (cluster_test.go). (cmd/reconciler's
-// run tests go further: they run migrations as this service account.)
 package deploy_test
 
 import (

@@ -1,5 +1,3 @@
-// Package docs holds ferry's documentation; its tests check that the
-// README and the pages link to files and headings that exist.
 package docs
 
 import (

@@ -1,9 +1,3 @@
-// Package monitoring_test checks deploy/monitoring with Prometheus's own
-// code, built by `make tools` (hack/tools/prometheus): promtool checks the
-// alerting rules and runs their unit tests (testdata/rules_test.yaml), and
-// promql-names parses every rule and dashboard query with Prometheus's
-// PromQL parser and lists the metrics it selects, which must be ones the
-// reconciler's metrics handler serves.
 package monitoring_test
 
 import (
