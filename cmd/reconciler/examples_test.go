@@ -129,7 +129,7 @@ func TestDocExamples(t *testing.T) {
 		{Name: "workers", State: planner.Succeeded, Done: 21},
 	}}
 	st := status.FromResult(nil, done, "121ac0a766730000000000000000000000000000", time.Date(2026, 11, 22, 8, 52, 58, 0, time.UTC))
-	store := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: t.TempDir()}}
+	store := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
 	if _, err := store.Write(t.Context(), []*status.PlanStatus{st}); err != nil {
 		t.Fatal(err)
 	}

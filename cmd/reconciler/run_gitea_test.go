@@ -81,7 +81,7 @@ func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git 
 		t.Fatal(err)
 	}
 	git = []string{"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken}
-	reader = status.Store{Git: &gitsource.Writer{URL: gt.RepoURL(), Branch: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
+	reader = status.Store{Git: &gitsource.Branch{URL: gt.RepoURL(), Name: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
 	return gt, git, reader
 }
 

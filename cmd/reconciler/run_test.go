@@ -52,7 +52,7 @@ func TestRunPullRequests(t *testing.T) {
 
 	r := startRun(t, ctx, g, gh, mgmt, []string{"capi-backup"}, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
 	waitFor := r.waitFor
-	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch}}
+	reader := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch}}
 	readStatus := func() *status.PlanStatus {
 		st, err := reader.Read(ctx, "capi-quickstart")
 		if err != nil {

@@ -53,8 +53,9 @@ func statusOf(plan string) *status.PlanStatus {
 	return st
 }
 
-// TestStatusCommand reads statuses that the Writer pushed to a real Git
-// server: the phase tables of all plans or of one, JSON, and the errors.
+// TestStatusCommand reads statuses that a gitsource.Branch pushed to a
+// real Git server: the phase tables of all plans or of one, JSON, and the
+// errors.
 func TestStatusCommand(t *testing.T) {
 	g := testenv.StartGit(t, "../../internal/testing/testenv/testdata/seed")
 	ctx := t.Context()
@@ -66,7 +67,7 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("status before any write = %d, stderr %q; want 1 and no status yet", code, stderr.String())
 	}
 
-	w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: t.TempDir()}}
+	w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
 	if _, err := w.Write(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +150,7 @@ func TestStatusCommand(t *testing.T) {
 			branch := "status-" + strings.ToLower(string(tc.state))
 			st := statusOf("delta")
 			st.Phases[0].State = tc.state
-			w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: branch, CacheDir: t.TempDir()}}
+			w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
 			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestStatusCommand(t *testing.T) {
 			code int
 		}{{status.PhaseSucceeded, 0}, {status.PhaseFailed, 3}} {
 			branch := "watch-" + strings.ToLower(string(tc.end))
-			w := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: branch, CacheDir: t.TempDir()}}
+			w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
 			st := statusOf("delta")
 			st.Phases[0].State = status.PhaseRunning
 			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {

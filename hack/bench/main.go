@@ -277,7 +277,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	pid := procs.reconciler
 	scrape := func() map[string]float64 { return scrapeMetrics("http://" + metrics + "/metrics") }
 
-	reader := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
+	reader := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
 	logf("waiting for the first status of every plan")
 	if err := waitFor(ctx, time.Second, func() bool {
 		all, err := reader.ReadAll(ctx)

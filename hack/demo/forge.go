@@ -111,7 +111,7 @@ func (g gitRemote) flags() []string {
 // store reads the status branch, as `reconciler status` does, through a
 // clone under cacheDir.
 func (g gitRemote) store(cacheDir string) status.Store {
-	return status.Store{Git: &gitsource.Writer{URL: g.url, Branch: status.DefaultBranch, CacheDir: cacheDir, Auth: g.auth}}
+	return status.Store{Git: &gitsource.Branch{URL: g.url, Name: status.DefaultBranch, CacheDir: cacheDir, Auth: g.auth}}
 }
 
 // goGit is the URL and credentials for a go-git clone.

@@ -112,7 +112,7 @@ type server struct {
 	mgmt    *management
 	client  client.WithWatch
 	src     *gitsource.Source
-	store   *gitsource.Writer // the status branch
+	store   *gitsource.Branch // the status branch
 	forge   *forgeClient
 	bus     *events.Bus
 	metrics *reconciler.Metrics
@@ -132,7 +132,7 @@ func (s *server) start(ctx context.Context) error {
 	if s.src, err = cfg.Git.source(cfg.Path, filepath.Join(cfg.DataDir, "git", "plans"), s.log); err != nil {
 		return err
 	}
-	s.store = &gitsource.Writer{URL: cfg.Git.URL, Auth: cfg.Git.Auth, Branch: cfg.StatusBranch,
+	s.store = &gitsource.Branch{URL: cfg.Git.URL, Auth: cfg.Git.Auth, Name: cfg.StatusBranch,
 		CacheDir: filepath.Join(cfg.DataDir, "git", "status"), Timeout: cfg.Git.Timeout}
 	if s.forge, err = cfg.Forge.open(s.log); err != nil {
 		return err

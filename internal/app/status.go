@@ -121,7 +121,7 @@ func needsAction(sts []*status.PlanStatus) error {
 
 // read reads the named plan's status, or all of them; none is an error.
 func (cfg StatusConfig) read(ctx context.Context) ([]*status.PlanStatus, error) {
-	w := status.Store{Git: &gitsource.Writer{URL: cfg.Git.URL, Branch: cfg.StatusBranch, Auth: cfg.Git.Auth, Timeout: cfg.Git.Timeout}}
+	w := status.Store{Git: &gitsource.Branch{URL: cfg.Git.URL, Name: cfg.StatusBranch, Auth: cfg.Git.Auth, Timeout: cfg.Git.Timeout}}
 	where := fmt.Sprintf("on branch %s of %s", cfg.StatusBranch, gitsource.RedactURL(cfg.Git.URL))
 	if cfg.Plan != "" {
 		st, err := w.Read(ctx, cfg.Plan)

@@ -223,13 +223,13 @@ func (a Auth) sshMethod(e endpoint) (transport.AuthMethod, []string, error) {
 // readSecret reads a one-line secret file (secretfile.Read).
 func readSecret(file string) (string, error) { return secretfile.Read(file) }
 
-// Remote is how to reach a repository URL with auth, for a writer that
+// Remote is how to reach a repository URL with auth, for a Branch that
 // pushes where the Source reads: the URL without user information (what
 // go-git may see), the go-git auth method built from auth's files (read
 // now, so that a rotated secret is picked up), and a function that keeps
-// those secrets out of an error. The status writer pushes with it, so that
-// an ssh remote is pushed to with the same key and known_hosts it is read
-// with.
+// those secrets out of an error. A Branch fetches and pushes with it, so
+// that an ssh remote is pushed to with the same key and known_hosts it is
+// read with.
 func Remote(url string, auth Auth) (clean string, method transport.AuthMethod, scrubErr func(error) error, err error) {
 	ep, err := parseEndpoint(url)
 	if err != nil {

@@ -24,12 +24,13 @@ var (
 	retryMax  = 3 * time.Second
 )
 
-// Writer commits files to one branch of a Git repository with go-git, and
-// reads them back: ferry's write-back of plan statuses. It keeps a bare
-// clone of that branch alone in CacheDir between calls and fetches only
-// when the remote branch moved. A Writer is safe for concurrent use; two
-// Writers, or two processes, must not share a CacheDir.
-type Writer struct {
+// Branch is one branch of a Git repository that ferry reads and writes
+// with go-git: it commits files to the branch and reads them back (ferry's
+// write-back of plan statuses). It keeps a bare clone of that branch alone
+// in CacheDir between calls and fetches only when the remote branch moved.
+// A Branch is safe for concurrent use; two Branches, or two processes,
+// must not share a CacheDir.
+type Branch struct {
 	// URL is the repository's URL (http(s), ssh or file). It is named in
 	// errors with its user information redacted and is not written to the
 	// cache; credentials in an http(s) URL are used for basic auth when
@@ -40,12 +41,12 @@ type Writer struct {
 	// ssh remote is pushed to with the key and known_hosts it is read with.
 	// The zero value is none (credentials in an http(s) URL still work).
 	Auth Auth
-	// Branch receives the commits; it must be set. It may be the tracked
-	// branch, when pushes to it are allowed. It is created as an orphan
-	// branch when it does not exist.
-	Branch string
+	// Name is the branch's name ("ferry/status"); it must be set. It may
+	// be the tracked branch, when pushes to it are allowed. It is created
+	// as an orphan branch when it does not exist.
+	Name string
 	// CacheDir keeps the bare clone between calls and restarts; empty
-	// keeps it in memory for the Writer's lifetime.
+	// keeps it in memory for the Branch's lifetime.
 	CacheDir string
 	// AuthorName and AuthorEmail sign the commits; "ferry" and
 	// FerryAuthorEmail when empty. Whoever signs, the message carries the
@@ -67,7 +68,7 @@ type Writer struct {
 }
 
 // Pushes counts the pushes Write attempted, rejected ones included.
-func (w *Writer) Pushes() uint64 { return w.pushes.Load() }
+func (b *Branch) Pushes() uint64 { return b.pushes.Load() }
 
 // File is one file for Write: its path in the tree and its content, made
 // only when the commit is built, one file at a time, so that a fleet's
@@ -86,7 +87,7 @@ type File struct {
 // top of it (the other files of a person's commit survive; in the files
 // given, ferry's version wins) and pushes again, with a capped back-off, a
 // few times.
-func (w *Writer) Write(ctx context.Context, files []File, subject func(changed []string) string) (string, error) {
+func (b *Branch) Write(ctx context.Context, files []File, subject func(changed []string) string) (string, error) {
 	seen := map[string]bool{}
 	for _, f := range files {
 		if err := validPath(f.Path); err != nil {
@@ -100,16 +101,16 @@ func (w *Writer) Write(ctx context.Context, files []File, subject func(changed [
 	if len(files) == 0 {
 		return "", nil
 	}
-	if w.Branch == "" {
-		return "", errors.New("write to " + w.where() + ": no branch given")
+	if b.Name == "" {
+		return "", errors.New("write to " + b.where() + ": no branch given")
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if err := w.open(); err != nil {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.open(); err != nil {
 		return "", err
 	}
 	for attempt := 1; ; attempt++ {
-		commit, err := w.attempt(ctx, attempt, files, subject)
+		commit, err := b.attempt(ctx, attempt, files, subject)
 		if err == nil {
 			return commit, nil
 		}
@@ -118,45 +119,45 @@ func (w *Writer) Write(ctx context.Context, files []File, subject func(changed [
 		}
 		if attempt == pushAttempts {
 			return "", fmt.Errorf("push to %s branch %s: rejected %d times, the branch keeps moving: %w",
-				w.where(), w.Branch, attempt, err)
+				b.where(), b.Name, attempt, err)
 		}
 		wait := min(retryBase<<(attempt-1), retryMax)
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("push to %s branch %s: %w", w.where(), w.Branch, ctx.Err())
+			return "", fmt.Errorf("push to %s branch %s: %w", b.where(), b.Name, ctx.Err())
 		case <-time.After(wait):
 		}
 	}
 }
 
-// attempt syncs, commits and pushes once. Callers hold w.mu.
-func (w *Writer) attempt(ctx context.Context, n int, files []File, subject func([]string) string) (string, error) {
-	head, err := w.sync(ctx)
+// attempt syncs, commits and pushes once. Callers hold b.mu.
+func (b *Branch) attempt(ctx context.Context, n int, files []File, subject func([]string) string) (string, error) {
+	head, err := b.sync(ctx)
 	if err != nil {
 		return "", err
 	}
-	commit, err := w.commit(head, files, subject)
+	commit, err := b.commit(head, files, subject)
 	if err != nil || commit.IsZero() {
 		return "", err
 	}
-	if w.beforePush != nil {
-		w.beforePush(n)
+	if b.beforePush != nil {
+		b.beforePush(n)
 	}
-	err = w.push(ctx, commit)
-	w.pushes.Add(1)
+	err = b.push(ctx, commit)
+	b.pushes.Add(1)
 	if err != nil {
 		if rejected(err) {
 			return "", err
 		}
-		return "", fmt.Errorf("push to %s branch %s: %w", w.where(), w.Branch, err)
+		return "", fmt.Errorf("push to %s branch %s: %w", b.where(), b.Name, err)
 	}
-	w.compact()
+	b.compact()
 	return commit.String(), nil
 }
 
 // bound limits one exchange with the remote to Timeout.
-func (w *Writer) bound(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := w.Timeout
+func (b *Branch) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := b.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
@@ -164,7 +165,7 @@ func (w *Writer) bound(ctx context.Context) (context.Context, context.CancelFunc
 }
 
 // where is the repository's URL for messages, credentials redacted.
-func (w *Writer) where() string { return RedactURL(w.URL) }
+func (b *Branch) where() string { return RedactURL(b.URL) }
 
 // validPath refuses a path that is not a plain relative path in the tree
 // (empty, absolute, with "." or ".." elements, or a trailing slash).

@@ -1,4 +1,4 @@
-// Reading the status branch back: one file, or every file of a directory,
+// Reading a Branch back: one file, or every file of a directory,
 // at the remote branch's head.
 
 package gitsource
@@ -15,19 +15,19 @@ import (
 
 // ReadFile returns a file's content at the head of the branch; the error
 // wraps fs.ErrNotExist when the file or the branch does not exist.
-func (w *Writer) ReadFile(ctx context.Context, name string) ([]byte, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	tree, err := w.headTree(ctx)
+func (b *Branch) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tree, err := b.headTree(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if tree == nil {
-		return nil, fmt.Errorf("read %s: branch %s of %s does not exist: %w", name, w.Branch, w.where(), fs.ErrNotExist)
+		return nil, fmt.Errorf("read %s: branch %s of %s does not exist: %w", name, b.Name, b.where(), fs.ErrNotExist)
 	}
 	f, err := tree.File(name)
 	if errors.Is(err, object.ErrFileNotFound) {
-		return nil, fmt.Errorf("read %s: not on branch %s of %s: %w", name, w.Branch, w.where(), fs.ErrNotExist)
+		return nil, fmt.Errorf("read %s: not on branch %s of %s: %w", name, b.Name, b.where(), fs.ErrNotExist)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
@@ -38,10 +38,10 @@ func (w *Writer) ReadFile(ctx context.Context, name string) ([]byte, error) {
 // ReadDir calls fn with the name and content of each file directly in dir
 // at the head of the branch, in name order; nothing when the branch or the
 // directory does not exist. It stops at fn's first error.
-func (w *Writer) ReadDir(ctx context.Context, dir string, fn func(name string, data []byte) error) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	tree, err := w.headTree(ctx)
+func (b *Branch) ReadDir(ctx context.Context, dir string, fn func(name string, data []byte) error) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tree, err := b.headTree(ctx)
 	if err != nil || tree == nil {
 		return err
 	}
@@ -84,23 +84,23 @@ func contents(f *object.File) ([]byte, error) {
 	return data, nil
 }
 
-// headTree returns the tree of the status branch's head, or nil when the
+// headTree returns the tree of the branch's head, or nil when the
 // branch does not exist.
-func (w *Writer) headTree(ctx context.Context) (*object.Tree, error) {
-	if err := w.open(); err != nil {
+func (b *Branch) headTree(ctx context.Context) (*object.Tree, error) {
+	if err := b.open(); err != nil {
 		return nil, err
 	}
-	head, err := w.sync(ctx)
+	head, err := b.sync(ctx)
 	if err != nil || head.IsZero() {
 		return nil, err
 	}
-	c, err := object.GetCommit(w.store, head)
+	c, err := object.GetCommit(b.store, head)
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.Branch, err)
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, b.Name, err)
 	}
 	t, err := c.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, w.Branch, err)
+		return nil, fmt.Errorf("read commit %s of branch %s: %w", head, b.Name, err)
 	}
 	return t, nil
 }

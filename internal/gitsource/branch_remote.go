@@ -1,4 +1,4 @@
-// The Writer's exchanges with the remote: a sync that fetches only when
+// The Branch's exchanges with the remote: a sync that fetches only when
 // the branch moved, and the push.
 
 package gitsource
@@ -17,8 +17,8 @@ import (
 )
 
 // tracking is the cache's copy of the remote branch.
-func (w *Writer) tracking() plumbing.ReferenceName {
-	return plumbing.NewRemoteReferenceName("origin", w.Branch)
+func (b *Branch) tracking() plumbing.ReferenceName {
+	return plumbing.NewRemoteReferenceName("origin", b.Name)
 }
 
 // outgoing holds the commit being pushed.
@@ -27,30 +27,30 @@ const outgoing = plumbing.ReferenceName("refs/ferry/outgoing")
 // remote is the branch's remote, with its auth method and the
 // function that keeps the auth's secrets out of errors. The remote lives in
 // the cache's storage, so that the URL is never written to disk.
-func (w *Writer) remote() (*git.Remote, transport.AuthMethod, func(error) error, error) {
-	url, auth, scrubErr, err := Remote(w.URL, w.Auth)
+func (b *Branch) remote() (*git.Remote, transport.AuthMethod, func(error) error, error) {
+	url, auth, scrubErr, err := Remote(b.URL, b.Auth)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("branch %s: %w", w.Branch, err)
+		return nil, nil, nil, fmt.Errorf("branch %s: %w", b.Name, err)
 	}
-	return git.NewRemote(w.store, &config.RemoteConfig{
+	return git.NewRemote(b.store, &config.RemoteConfig{
 		Name:  "origin",
 		URLs:  []string{url},
-		Fetch: []config.RefSpec{w.fetchSpec()},
+		Fetch: []config.RefSpec{b.fetchSpec()},
 	}), auth, scrubErr, nil
 }
 
-func (w *Writer) fetchSpec() config.RefSpec {
-	return config.RefSpec("+" + plumbing.NewBranchReferenceName(w.Branch).String() + ":" + w.tracking().String())
+func (b *Branch) fetchSpec() config.RefSpec {
+	return config.RefSpec("+" + plumbing.NewBranchReferenceName(b.Name).String() + ":" + b.tracking().String())
 }
 
 // sync makes the cache hold the remote branch's head and returns it; the
 // zero hash when the branch does not exist. Like Flux's source-controller,
 // it asks for the remote's references first and fetches only when the
 // head moved.
-func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
-	ctx, cancel := w.bound(ctx)
+func (b *Branch) sync(ctx context.Context) (plumbing.Hash, error) {
+	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	rem, auth, scrubErr, err := w.remote()
+	rem, auth, scrubErr, err := b.remote()
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -60,19 +60,19 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, nil
 	}
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("list references of %s: %w", w.where(), err)
+		return plumbing.ZeroHash, fmt.Errorf("list references of %s: %w", b.where(), err)
 	}
 	var remoteHead plumbing.Hash
 	for _, r := range refs {
-		if r.Name() == plumbing.NewBranchReferenceName(w.Branch) {
+		if r.Name() == plumbing.NewBranchReferenceName(b.Name) {
 			remoteHead = r.Hash()
 		}
 	}
 	if remoteHead.IsZero() {
 		return plumbing.ZeroHash, nil
 	}
-	if local, err := w.store.Reference(w.tracking()); err == nil && local.Hash() == remoteHead {
-		if _, err := object.GetCommit(w.store, remoteHead); err == nil {
+	if local, err := b.store.Reference(b.tracking()); err == nil && local.Hash() == remoteHead {
+		if _, err := object.GetCommit(b.store, remoteHead); err == nil {
 			return remoteHead, nil
 		}
 	}
@@ -81,20 +81,20 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 	// every status commit. Pushes send what the remote's head lacks.
 	err = rem.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{w.fetchSpec()},
+		RefSpecs:   []config.RefSpec{b.fetchSpec()},
 		Auth:       auth,
 		Tags:       git.NoTags,
 		Force:      true,
 		Depth:      1,
 	})
 	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.Branch, w.where(), scrubErr(err))
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", b.Name, b.where(), scrubErr(err))
 	}
 	// The branch may have moved again between the listing and the fetch:
 	// what was fetched is the newer head.
-	ref, err := w.store.Reference(w.tracking())
+	ref, err := b.store.Reference(b.tracking())
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", w.Branch, w.where(), err)
+		return plumbing.ZeroHash, fmt.Errorf("fetch branch %s of %s: %w", b.Name, b.where(), err)
 	}
 	return ref.Hash(), nil
 }
@@ -102,25 +102,25 @@ func (w *Writer) sync(ctx context.Context) (plumbing.Hash, error) {
 // push sends commit to the branch without force: the server (or go-git,
 // seeing the advertised head) rejects it when the branch moved since the
 // fetch.
-func (w *Writer) push(ctx context.Context, commit plumbing.Hash) error {
-	ctx, cancel := w.bound(ctx)
+func (b *Branch) push(ctx context.Context, commit plumbing.Hash) error {
+	ctx, cancel := b.bound(ctx)
 	defer cancel()
-	if err := w.store.SetReference(plumbing.NewHashReference(outgoing, commit)); err != nil {
+	if err := b.store.SetReference(plumbing.NewHashReference(outgoing, commit)); err != nil {
 		return fmt.Errorf("set %s: %w", outgoing, err)
 	}
-	rem, auth, scrubErr, err := w.remote()
+	rem, auth, scrubErr, err := b.remote()
 	if err != nil {
 		return err
 	}
 	err = rem.PushContext(ctx, &git.PushOptions{
 		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{config.RefSpec(outgoing.String() + ":" + plumbing.NewBranchReferenceName(w.Branch).String())},
+		RefSpecs:   []config.RefSpec{config.RefSpec(outgoing.String() + ":" + plumbing.NewBranchReferenceName(b.Name).String())},
 		Auth:       auth,
 	})
 	if err != nil {
 		return scrubErr(err)
 	}
-	return w.store.SetReference(plumbing.NewHashReference(w.tracking(), commit))
+	return b.store.SetReference(plumbing.NewHashReference(b.tracking(), commit))
 }
 
 // rejected reports whether a push failed because the branch moved. go-git

@@ -24,42 +24,42 @@ func files(m map[string]string) []gitsource.File {
 
 func subject(changed []string) string { return "write " + strings.Join(changed, ", ") }
 
-// TestWriter: the first write creates the branch (an orphan) with ferry's
+// TestBranch: the first write creates the branch (an orphan) with ferry's
 // trailer; a write of the same content makes no commit; the subject names
 // the changed paths only; ReadFile and ReadDir give back what is there and
 // say when a file or the branch does not exist; bad paths are refused.
-func TestWriter(t *testing.T) {
+func TestBranch(t *testing.T) {
 	g := testenv.StartGit(t, "")
 	ctx := t.Context()
-	w := &gitsource.Writer{URL: g.URL, Branch: "notes", CacheDir: t.TempDir()}
-	if _, err := w.ReadFile(ctx, "a"); !errors.Is(err, fs.ErrNotExist) {
+	br := &gitsource.Branch{URL: g.URL, Name: "notes", CacheDir: t.TempDir()}
+	if _, err := br.ReadFile(ctx, "a"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile before the branch exists = %v; want fs.ErrNotExist", err)
 	}
-	first, err := w.Write(ctx, files(map[string]string{"d/a": "1", "d/b": "2", "c": "3"}), subject)
+	first, err := br.Write(ctx, files(map[string]string{"d/a": "1", "d/b": "2", "c": "3"}), subject)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := g.Run(t, "log", "-1", "--format=%s|%P|%(trailers:key=Ferry-Status,valueonly)", first); got != "write c, d/a, d/b||true" {
 		t.Errorf("first commit: %q; want subject, no parent, the trailer", got)
 	}
-	second, err := w.Write(ctx, files(map[string]string{"d/a": "1", "d/b": "two"}), subject)
+	second, err := br.Write(ctx, files(map[string]string{"d/a": "1", "d/b": "two"}), subject)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := g.Run(t, "log", "-1", "--format=%s|%P", second); got != "write d/b|"+first {
 		t.Errorf("second commit: %q; want the changed path only, on %s", got, first)
 	}
-	if c, err := w.Write(ctx, files(map[string]string{"d/a": "1"}), subject); c != "" || err != nil {
+	if c, err := br.Write(ctx, files(map[string]string{"d/a": "1"}), subject); c != "" || err != nil {
 		t.Errorf("write of unchanged content = %q, %v; want no commit", c, err)
 	}
-	if data, err := w.ReadFile(ctx, "d/b"); err != nil || string(data) != "two" {
+	if data, err := br.ReadFile(ctx, "d/b"); err != nil || string(data) != "two" {
 		t.Errorf("ReadFile(d/b) = %q, %v", data, err)
 	}
-	if _, err := w.ReadFile(ctx, "d/x"); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := br.ReadFile(ctx, "d/x"); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("ReadFile(d/x) = %v; want fs.ErrNotExist", err)
 	}
 	var read []string
-	err = w.ReadDir(ctx, "d", func(name string, data []byte) error {
+	err = br.ReadDir(ctx, "d", func(name string, data []byte) error {
 		read = append(read, name+"="+string(data))
 		return nil
 	})
@@ -67,35 +67,35 @@ func TestWriter(t *testing.T) {
 		t.Errorf("ReadDir(d) = %v, %v", read, err)
 	}
 	for _, bad := range []string{"", "/abs", "../up", "d/../c", "d/"} {
-		if _, err := w.Write(ctx, files(map[string]string{bad: "x"}), subject); err == nil {
+		if _, err := br.Write(ctx, files(map[string]string{bad: "x"}), subject); err == nil {
 			t.Errorf("write of path %q: no error", bad)
 		}
 	}
-	if _, err := (&gitsource.Writer{URL: g.URL}).Write(ctx, files(map[string]string{"a": "1"}), subject); err == nil {
+	if _, err := (&gitsource.Branch{URL: g.URL}).Write(ctx, files(map[string]string{"a": "1"}), subject); err == nil {
 		t.Error("write without a branch: no error")
 	}
 }
 
-// TestWriterRace: a person pushes between ferry's fetch and its push. The
+// TestBranchRace: a person pushes between ferry's fetch and its push. The
 // push is rejected; ferry fetches, re-applies its files on the person's
 // commit and pushes again: the person's other files survive, and in the
 // files ferry writes its version wins.
-func TestWriterRace(t *testing.T) {
+func TestBranchRace(t *testing.T) {
 	g := testenv.StartGit(t, "")
 	ctx := t.Context()
-	w := &gitsource.Writer{URL: g.URL, Branch: "notes", CacheDir: t.TempDir()}
-	if _, err := w.Write(ctx, files(map[string]string{"s/a": "1"}), subject); err != nil {
+	br := &gitsource.Branch{URL: g.URL, Name: "notes", CacheDir: t.TempDir()}
+	if _, err := br.Write(ctx, files(map[string]string{"s/a": "1"}), subject); err != nil {
 		t.Fatal(err)
 	}
 	var attempts []int
 	var human string
-	gitsource.BeforePush(w, func(attempt int) {
+	gitsource.BeforePush(br, func(attempt int) {
 		attempts = append(attempts, attempt)
 		if attempt == 1 {
 			human = g.Push(t, "notes", map[string]string{"NOTES.md": "Monday.\n", "s/a": "edited by hand"})
 		}
 	})
-	commit, err := w.Write(ctx, files(map[string]string{"s/a": "2"}), subject)
+	commit, err := br.Write(ctx, files(map[string]string{"s/a": "2"}), subject)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,33 +110,33 @@ func TestWriterRace(t *testing.T) {
 	}
 }
 
-// TestWriterGivesUp: a branch that moves before every push makes Write
+// TestBranchGivesUp: a branch that moves before every push makes Write
 // fail after a few attempts rather than loop.
-func TestWriterGivesUp(t *testing.T) {
+func TestBranchGivesUp(t *testing.T) {
 	gitsource.FastRetries(t.Cleanup)
 	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README": "x\n"}))
-	w := &gitsource.Writer{URL: g.URL, Branch: "main"}
+	br := &gitsource.Branch{URL: g.URL, Name: "main"}
 	n := 0
-	gitsource.BeforePush(w, func(int) {
+	gitsource.BeforePush(br, func(int) {
 		n++
 		g.Push(t, "main", map[string]string{"NOTES.md": strings.Repeat("busy\n", n)})
 	})
-	_, err := w.Write(t.Context(), files(map[string]string{"s/a": "1"}), subject)
+	_, err := br.Write(t.Context(), files(map[string]string{"s/a": "1"}), subject)
 	if err == nil || !strings.Contains(err.Error(), "rejected 5 times") || n != gitsource.PushAttempts {
 		t.Errorf("Write = %v after %d pushes; want it to give up after %d", err, n, gitsource.PushAttempts)
 	}
 }
 
-// TestWriterCompacts: once the Writer stored enough objects in its cache it
+// TestBranchCompacts: once the Branch stored enough objects in its cache it
 // drops the cache after a push and fetches the branch's head afresh,
 // shallow: the loose objects are gone, and the next commit still builds on
 // the branch's head.
-func TestWriterCompacts(t *testing.T) {
+func TestBranchCompacts(t *testing.T) {
 	gitsource.CompactAfter(8, t.Cleanup)
 	g := testenv.StartGit(t, "")
 	ctx := t.Context()
 	cache := t.TempDir()
-	w := &gitsource.Writer{URL: g.URL, Branch: "notes", CacheDir: cache}
+	br := &gitsource.Branch{URL: g.URL, Name: "notes", CacheDir: cache}
 	loose := func() int {
 		n := 0
 		_ = filepath.WalkDir(filepath.Join(cache, "objects"), func(p string, d os.DirEntry, err error) error {
@@ -147,21 +147,21 @@ func TestWriterCompacts(t *testing.T) {
 		})
 		return n
 	}
-	first, err := w.Write(ctx, files(map[string]string{"s/a": "a", "s/b": "b", "s/c": "c"}), subject) // 3 blobs, 2 trees, 1 commit
+	first, err := br.Write(ctx, files(map[string]string{"s/a": "a", "s/b": "b", "s/c": "c"}), subject) // 3 blobs, 2 trees, 1 commit
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != 6 {
 		t.Fatalf("after the first write the cache holds %d loose objects; want 6", n)
 	}
-	second, err := w.Write(ctx, files(map[string]string{"s/b": "2"}), subject) // 4 more: 10, the cache is dropped
+	second, err := br.Write(ctx, files(map[string]string{"s/b": "2"}), subject) // 4 more: 10, the cache is dropped
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := loose(); n != 0 {
 		t.Errorf("after 10 objects the cache still holds %d loose objects; want it dropped", n)
 	}
-	third, err := w.Write(ctx, files(map[string]string{"s/c": "3"}), subject)
+	third, err := br.Write(ctx, files(map[string]string{"s/c": "3"}), subject)
 	if err != nil {
 		t.Fatalf("write after the cache was dropped: %v", err)
 	}
@@ -171,7 +171,7 @@ func TestWriterCompacts(t *testing.T) {
 	if got := g.Run(t, "log", "--format=%H", "-3", third); got != strings.Join([]string{third, second, first}, "\n") {
 		t.Errorf("history %q; want third on second on first", got)
 	}
-	if data, err := w.ReadFile(ctx, "s/b"); err != nil || string(data) != "2" {
+	if data, err := br.ReadFile(ctx, "s/b"); err != nil || string(data) != "2" {
 		t.Errorf("ReadFile(s/b) after the cache was dropped = %q, %v", data, err)
 	}
 }

@@ -1,10 +1,10 @@
 // Package gitsource is ferry's Git, with go-git (http(s), ssh, file): a
 // Source reads the repository of migration plans and hands the planner a
 // revision and a read-only fs.FS of the repository at that revision; a
-// Writer commits ferry's own files (the plans' statuses) to a branch and
-// reads them back. Both take the same Auth. It skips the fetch when the
-// remote head has not moved. A webhook only triggers an early poll; polling
-// stays the source of truth.
+// Branch reads and writes one branch: it commits ferry's own files (the
+// plans' statuses) to it and reads them back. Both take the same Auth.
+// Both skip the fetch when the remote head has not moved. A webhook only
+// triggers an early poll; polling stays the source of truth.
 //
 // A Source follows one branch. Poll asks the remote for the branch head
 // (like `git ls-remote`) and fetches only when the head is a commit the
@@ -18,7 +18,7 @@
 // current state: that commit says who approved a phase. IsFerryCommit
 // recognises ferry's own status commits, which the reconciler ignores.
 //
-// A Writer builds its commits from objects, without a worktree, on a
+// A Branch builds its commits from objects, without a worktree, on a
 // shallow cache of its branch alone, and pushes without force: a push
 // rejected because someone pushed first is rebuilt on their commit and
 // pushed again.

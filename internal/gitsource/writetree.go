@@ -15,7 +15,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 )
 
-// The Writer builds its commits from objects, without a worktree: a blob
+// A Branch builds its commits from objects, without a worktree: a blob
 // per file, and new trees only along the paths that change.
 
 func storeBlob(s storer.EncodedObjectStorer, data []byte) error {
@@ -133,20 +133,20 @@ func writeTree(s storer.EncodedObjectStorer, base *object.Tree, files map[string
 // commit stores a commit on head (none: an orphan) that puts the files
 // whose content differs from head's, and returns its ID; the zero hash
 // when every file is as head has it. Each file is made and stored in turn.
-func (w *Writer) commit(head plumbing.Hash, files []File, subject func([]string) string) (plumbing.Hash, error) {
-	base, err := w.tree(head)
+func (b *Branch) commit(head plumbing.Hash, files []File, subject func([]string) string) (plumbing.Hash, error) {
+	base, err := b.tree(head)
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	changed, err := w.storeChanged(base, files)
+	changed, err := b.storeChanged(base, files)
 	if err != nil || len(changed) == 0 {
 		return plumbing.ZeroHash, err
 	}
-	root, err := writeTree(w.store, base, changed)
+	root, err := writeTree(b.store, base, changed)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", b.Name, err)
 	}
-	sig := object.Signature{Name: w.AuthorName, Email: w.AuthorEmail, When: time.Now()}
+	sig := object.Signature{Name: b.AuthorName, Email: b.AuthorEmail, When: time.Now()}
 	if sig.Name == "" {
 		sig.Name = "ferry"
 	}
@@ -162,15 +162,15 @@ func (w *Writer) commit(head plumbing.Hash, files []File, subject func([]string)
 	if !head.IsZero() {
 		c.ParentHashes = []plumbing.Hash{head}
 	}
-	obj := w.store.NewEncodedObject()
+	obj := b.store.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", w.Branch, err)
+		return plumbing.ZeroHash, fmt.Errorf("build commit on branch %s: %w", b.Name, err)
 	}
-	id, err := w.store.SetEncodedObject(obj)
+	id, err := b.store.SetEncodedObject(obj)
 	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("store commit on branch %s: %w", w.Branch, err)
+		return plumbing.ZeroHash, fmt.Errorf("store commit on branch %s: %w", b.Name, err)
 	}
-	w.stored += 1 + treesAlong(changed)
+	b.stored += 1 + treesAlong(changed)
 	return id, nil
 }
 
@@ -187,24 +187,24 @@ func treesAlong(paths map[string]plumbing.Hash) int {
 }
 
 // tree is head's tree; nil for the zero hash (a new branch).
-func (w *Writer) tree(head plumbing.Hash) (*object.Tree, error) {
+func (b *Branch) tree(head plumbing.Hash) (*object.Tree, error) {
 	if head.IsZero() {
 		return nil, nil
 	}
-	c, err := object.GetCommit(w.store, head)
+	c, err := object.GetCommit(b.store, head)
 	if err != nil {
-		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, b.Name, err)
 	}
 	t, err := c.Tree()
 	if err != nil {
-		return nil, fmt.Errorf("read head %s of branch %s: %w", head, w.Branch, err)
+		return nil, fmt.Errorf("read head %s of branch %s: %w", head, b.Name, err)
 	}
 	return t, nil
 }
 
 // storeChanged stores the blobs of the files whose content differs from
 // base's, and returns their IDs by path.
-func (w *Writer) storeChanged(base *object.Tree, files []File) (map[string]plumbing.Hash, error) {
+func (b *Branch) storeChanged(base *object.Tree, files []File) (map[string]plumbing.Hash, error) {
 	changed := map[string]plumbing.Hash{}
 	dirs := treeDirs{root: base}
 	for _, f := range files {
@@ -216,10 +216,10 @@ func (w *Writer) storeChanged(base *object.Tree, files []File) (map[string]plumb
 		if e := dirs.find(f.Path); e != nil && e.Hash == h && e.Mode.IsFile() {
 			continue
 		}
-		if err := storeBlob(w.store, data); err != nil {
+		if err := storeBlob(b.store, data); err != nil {
 			return nil, fmt.Errorf("store %s: %w", f.Path, err)
 		}
-		w.stored++
+		b.stored++
 		changed[f.Path] = h
 	}
 	return changed, nil

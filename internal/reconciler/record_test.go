@@ -21,7 +21,7 @@ import (
 func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	ctx := context.Background()
 	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
-	store := status.Store{Git: &gitsource.Writer{URL: g.URL, Branch: status.DefaultBranch, CacheDir: t.TempDir()}}
+	store := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
 	const merge = "0123456789abcdef0123456789abcdef01234567"
 	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
 		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},

@@ -8,7 +8,7 @@
 // (Published), takes in the executors' results (ApplyResult) and who approved
 // (SetApproval), and feeds the status back to the planner (Record). These
 // functions are pure. A Store lays the statuses out as files for the Git
-// writer (gitsource.Writer), which commits the ones that changed in one
+// branch (gitsource.Branch), which commits the ones that changed in one
 // commit to the status branch and reads them back; Table and Markdown render
 // a status for `reconciler status` and for the pull-request comment. Nothing
 // here speaks Git itself.

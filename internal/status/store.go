@@ -29,7 +29,7 @@ var ErrNoStatus = errors.New("no status yet")
 // writes to (its Branch; DefaultBranch by convention). It only lays the
 // statuses out; the commits, pushes and retries are Git's.
 type Store struct {
-	Git *gitsource.Writer
+	Git *gitsource.Branch
 }
 
 // Write commits the statuses that differ from the branch head, all in one

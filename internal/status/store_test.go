@@ -13,7 +13,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
-const seed = "../testenv/testdata/seed"
+const seed = "../testing/testenv/testdata/seed"
 
 // statusesOf returns the rendered cases as the statuses of plans named
 // after them, in name order.
@@ -31,13 +31,13 @@ func statusesOf(names ...string) []*PlanStatus {
 // store is a Store writing to the status branch of url, caching in cache
 // ("": in memory).
 func store(url, cache string) Store {
-	return Store{Git: &gitsource.Writer{URL: url, Branch: DefaultBranch, CacheDir: cache}}
+	return Store{Git: &gitsource.Branch{URL: url, Name: DefaultBranch, CacheDir: cache}}
 }
 
 // TestStore: the first write creates the status branch (an orphan)
 // with one commit holding every plan's file; a write with one plan changed
 // makes one commit touching one file; a write with nothing changed makes
-// no commit; Read and ReadAll give back what was written, to a Writer with
+// no commit; Read and ReadAll give back what was written, to a Branch with
 // a cache and to one without.
 func TestStore(t *testing.T) {
 	g := testenv.StartGit(t, seed)
@@ -183,7 +183,7 @@ func TestStoreTrackedBranch(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	ctx := t.Context()
 	seedHead := g.Run(t, "rev-parse", "refs/heads/main")
-	w := Store{Git: &gitsource.Writer{URL: g.URL, Branch: "main", CacheDir: t.TempDir()}}
+	w := Store{Git: &gitsource.Branch{URL: g.URL, Name: "main", CacheDir: t.TempDir()}}
 	commit, err := w.Write(ctx, statusesOf("normal"))
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +271,7 @@ func TestStoreSSH(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	s := testenv.StartSSHGit(t, g)
 	ctx := t.Context()
-	w := Store{Git: &gitsource.Writer{URL: s.URL, Branch: DefaultBranch, CacheDir: t.TempDir(), Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}}}
+	w := Store{Git: &gitsource.Branch{URL: s.URL, Name: DefaultBranch, CacheDir: t.TempDir(), Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}}}
 	commit, err := w.Write(ctx, statusesOf("normal"))
 	if err != nil {
 		t.Fatalf("write over ssh: %v", err)
@@ -294,7 +294,7 @@ func TestStoreSSH(t *testing.T) {
 		{"no key", gitsource.Auth{KnownHostsFile: s.KnownHosts}, "needs an SSH key file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := Store{Git: &gitsource.Writer{URL: s.URL, Branch: DefaultBranch, Auth: tc.auth}}
+			w := Store{Git: &gitsource.Branch{URL: s.URL, Name: DefaultBranch, Auth: tc.auth}}
 			if _, err := w.Write(ctx, statusesOf("failed")); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("write: %v; want an error saying %q", err, tc.want)
 			}
