@@ -12,11 +12,14 @@ TOOLS_DIR := $(shell hack/tools.sh --dir)
 export KUBEBUILDER_ASSETS := $(TOOLS_DIR)
 export FERRY_MANAGERS_DIR := $(shell hack/tools.sh --managers-dir)
 export FERRY_PROMTOOL_DIR := $(shell hack/tools.sh --promtool-dir)
+# golangci-lint (hack/tools/golangci-lint), which `make lint` and `make
+# verify` run with .golangci.yml.
+GOLANGCI_LINT := $(shell hack/tools.sh --golangci-lint-dir)/golangci-lint
 # The checksum database answers 404 for this module of CAPO's graph
 # (hack/tools/capi).
 export GONOSUMDB := sigs.k8s.io/cluster-api/test
 
-GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd hack/tools/capi hack/tools/prometheus
+GO_MODULES := . hack/tools/kube-apiserver hack/tools/etcd hack/tools/capi hack/tools/prometheus hack/tools/golangci-lint
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # -count=1: the integration tests talk to servers they start, so a cached
 # result would say nothing about this run.
@@ -104,16 +107,22 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	go run ./hack/schemagen
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark, the CAPI and CAPO managers, Gitea and promtool for the test environment (idempotent).
+tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark, the CAPI and CAPO managers, Gitea and promtool for the test environment, and golangci-lint (idempotent).
 	hack/tools.sh
+
+.PHONY: lint
+lint: ## Run golangci-lint with .golangci.yml, -tags openstack included (builds only it when missing).
+	hack/tools.sh golangci-lint
+	$(GOLANGCI_LINT) run ./...
 
 # verify regenerates first, so that a schema that is out of date with the
 # Go types shows up as a dirty tree.
 .PHONY: verify
-verify: generate ## Check formatting, go vet, tidy go.mod files, shell scripts, generated files, and a clean tree.
+verify: generate ## Check formatting, go vet, golangci-lint, tidy go.mod files, shell scripts, generated files, and a clean tree.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt: run 'gofmt -w' on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	@$(MAKE) --no-print-directory lint
 	@for m in $(GO_MODULES); do (cd $$m && go mod tidy); done
 	@command -v shellcheck >/dev/null || { echo "shellcheck not found: apt-get install shellcheck"; exit 1; }
 	shellcheck hack/*.sh .ci/run

@@ -14,19 +14,24 @@
 #     whose replace lines must hold, so no tools module can require it);
 #   - promtool (hack/tools/prometheus), which checks deploy/monitoring's
 #     alerting rules and runs their unit tests, and promql-names, from the
-#     same module, which lists the metrics an expression selects.
+#     same module, which lists the metrics an expression selects;
+#   - golangci-lint (hack/tools/golangci-lint), which make verify runs with
+#     the repository's .golangci.yml.
 #
 #   hack/tools.sh                  build what is missing; a second run does nothing
+#   hack/tools.sh golangci-lint    build only golangci-lint, if missing (make lint)
 #   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
 #   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
 #   hack/tools.sh --gitea-dir      print the directory of gitea (the binary and,
 #                                  under src/, the templates it reads at run time)
 #   hack/tools.sh --promtool-dir   print the directory of promtool and promql-names
+#   hack/tools.sh --golangci-lint-dir  print the directory of golangci-lint
 #
-# The directories are $FERRY_TOOLS_DIR, $FERRY_MANAGERS_DIR, $FERRY_GITEA_DIR and
-# $FERRY_PROMTOOL_DIR when set, otherwise ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/
-# followed by kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v>, gitea-<v> and
-# prometheus-<v>, so that a version bump
+# The directories are $FERRY_TOOLS_DIR, $FERRY_MANAGERS_DIR, $FERRY_GITEA_DIR,
+# $FERRY_PROMTOOL_DIR and $FERRY_GOLANGCI_LINT_DIR when set, otherwise
+# ${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools/ followed by
+# kube-apiserver-<v>_etcd-<v>, capi-<v>_capo-<v>, gitea-<v>, prometheus-<v>
+# and golangci-lint-<v>, so that a version bump
 # builds into a new directory instead of reusing a stale binary.
 # internal/testing/testenv computes the same defaults. Two runs at once take turns
 # (flock): neither sees the other's half-written binary.
@@ -37,6 +42,7 @@ apiserver_mod=$root/hack/tools/kube-apiserver
 etcd_mod=$root/hack/tools/etcd
 capi_mod=$root/hack/tools/capi
 prometheus_mod=$root/hack/tools/prometheus
+golangci_lint_mod=$root/hack/tools/golangci-lint
 
 # required_version prints the version a tools module requires of a module.
 required_version() {
@@ -48,6 +54,7 @@ etcd_version=$(required_version "$etcd_mod" go.etcd.io/etcd/server/v3)
 capi_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api)
 capo_version=$(required_version "$capi_mod" sigs.k8s.io/cluster-api-provider-openstack)
 prometheus_version=$(required_version "$prometheus_mod" github.com/prometheus/prometheus)
+golangci_lint_version=$(required_version "$golangci_lint_mod" github.com/golangci/golangci-lint/v2)
 # Gitea v1.24.0 downloads and builds from the module proxy here; v1.27
 # (module gitea.dev) does not: some of its dependencies are refused.
 gitea_version=v1.24.0
@@ -56,6 +63,7 @@ dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}
 managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}}
 gitea_dir=${FERRY_GITEA_DIR:-$cache/gitea-${gitea_version}}
 promtool_dir=${FERRY_PROMTOOL_DIR:-$cache/prometheus-${prometheus_version}}
+golangci_lint_dir=${FERRY_GOLANGCI_LINT_DIR:-$cache/golangci-lint-${golangci_lint_version}}
 # promql-names is ferry's own: built as the hash of its source, so that a
 # change to it is rebuilt.
 names_version=$(sha256sum "$prometheus_mod/promql-names/main.go" | cut -c1-12)
@@ -76,6 +84,20 @@ case ${1:-} in
 --promtool-dir)
 	echo "$promtool_dir"
 	exit 0
+	;;
+--golangci-lint-dir)
+	echo "$golangci_lint_dir"
+	exit 0
+	;;
+esac
+
+only=
+case ${1:-} in
+golangci-lint) only=$1 ;;
+'') ;;
+*)
+	echo "usage: hack/tools.sh [golangci-lint | --dir | --managers-dir | --gitea-dir | --promtool-dir | --golangci-lint-dir]" >&2
+	exit 2
 	;;
 esac
 
@@ -147,7 +169,8 @@ up_to_date() {
 	for m in "${managers[@]}"; do
 		manager_works "$managers_dir/${m%% *}" || return 1
 	done
-	gitea_works && works "$promtool_dir/promtool" && names_works
+	gitea_works && works "$promtool_dir/promtool" && names_works &&
+		works "$golangci_lint_dir/golangci-lint"
 }
 
 names_works() {
@@ -180,21 +203,40 @@ build_gitea() {
 		"sqlite sqlite_unlock_notify"
 }
 
+# build_golangci_lint builds golangci-lint. main.date set: otherwise it
+# reports the version of the main module, this tools module's (devel).
+build_golangci_lint() {
+	build "$golangci_lint_dir/golangci-lint" "$golangci_lint_mod" github.com/golangci/golangci-lint/v2/cmd/golangci-lint \
+		"-s -w -X main.version=${golangci_lint_version#v} -X main.commit=none -X main.date=none" "a cold build takes about 15 minutes on 2 cores"
+}
+
+# lock makes a second run wait for the first.
+lock() {
+	mkdir -p "$cache"
+	exec 9>"$cache/.lock"
+	if ! flock -n 9; then
+		echo "==> another hack/tools.sh is building; waiting for it"
+		flock 9
+	fi
+}
+
+if [[ $only == golangci-lint ]]; then
+	works "$golangci_lint_dir/golangci-lint" && exit 0
+	lock
+	works "$golangci_lint_dir/golangci-lint" || build_golangci_lint
+	exit 0
+fi
+
 # The Docker provider's CRDs (the old clusters of the replace scenario) come
 # from this module of the graph, which no build downloads.
 (cd "$capi_mod" && go mod download sigs.k8s.io/cluster-api/test)
 
 if up_to_date; then
-	echo "tools up to date in $dir, $managers_dir, $gitea_dir and $promtool_dir; nothing to do"
+	echo "tools up to date in $dir, $managers_dir, $gitea_dir, $promtool_dir and $golangci_lint_dir; nothing to do"
 	exit 0
 fi
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock"
-if ! flock -n 9; then
-	echo "==> another hack/tools.sh is building; waiting for it"
-	flock 9
-fi
+lock
 
 works "$dir/etcd" || build "$dir/etcd" "$etcd_mod" go.etcd.io/etcd/server/v3 "-s -w"
 k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")"
@@ -218,4 +260,5 @@ gitea_works || build_gitea
 works "$promtool_dir/promtool" || build "$promtool_dir/promtool" "$prometheus_mod" github.com/prometheus/prometheus/cmd/promtool \
 	"-s -w -X github.com/prometheus/common/version.Version=$prometheus_version" "a cold build takes about 10 CPU-minutes: 5 or more on 2 cores" remove_all_sd
 names_works || build "$promtool_dir/promql-names" "$prometheus_mod" ./promql-names "-s -w -X main.version=$names_version"
-echo "tools ready in $dir, $managers_dir, $gitea_dir and $promtool_dir"
+works "$golangci_lint_dir/golangci-lint" || build_golangci_lint
+echo "tools ready in $dir, $managers_dir, $gitea_dir, $promtool_dir and $golangci_lint_dir"
