@@ -121,7 +121,7 @@ func TestFieldRules(t *testing.T) {
 		{tag: `required,min=-3,format=duration`, want: Rules{Required: true, Min: -3, HasMin: true, Format: "duration"}},
 		{tag: `min=one`, wantPanic: "bad min in ferry tag of F: one"},
 		{tag: `min`, wantPanic: "bad min in ferry tag of F: "},
-		{tag: `requried`, wantPanic: "unknown rule in ferry tag of F: requried"},
+		{tag: `requried`, wantPanic: "unknown rule in ferry tag of F: requried"}, //nolint:misspell // a misspelt rule on purpose
 		{tag: `required,`, wantPanic: "unknown rule in ferry tag of F: "},
 	}
 	for _, tt := range tests {
@@ -148,7 +148,7 @@ func TestJSONName(t *testing.T) {
 		Optional string `json:"optional,omitempty"`
 		Untagged string
 		Skipped  string `json:"-"`
-		hidden   string // unexported: never part of the format
+		hidden   string //nolint:unused // unexported: never part of the format; read through reflection only
 	}
 	want := map[string]struct {
 		name      string

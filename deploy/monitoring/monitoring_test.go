@@ -3,6 +3,7 @@ package monitoring_test
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +128,7 @@ func promtool(t *testing.T, dir string, args ...string) (string, bool) {
 	cmd := exec.Command(testenv.Promtool(t), args...)
 	cmd.Dir = dir
 	out, err := cmd.CombinedOutput()
-	if _, exited := err.(*exec.ExitError); err != nil && !exited {
+	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {
 		t.Fatalf("promtool %s: %v", strings.Join(args, " "), err)
 	}
 	return string(out), err == nil
@@ -223,7 +224,7 @@ func promqlNames(t *testing.T, exprs []string) (names [][]string, errs []string)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	if exit, ok := err.(*exec.ExitError); err != nil && (!ok || exit.ExitCode() != 1) {
+	if exit := (*exec.ExitError)(nil); err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1) {
 		t.Fatalf("promql-names (run `make tools` if it is missing): %v: %s", err, stderr.String())
 	}
 	var results []struct {

@@ -43,8 +43,8 @@ func exposedMetrics(t *testing.T) map[string]bool {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Serve(ctx, ln) }()
+	done := make(chan struct{})
+	go func() { _ = m.Serve(ctx, ln); close(done) }()
 	defer func() { cancel(); <-done }()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/metrics")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
@@ -28,7 +29,7 @@ type drainWatch struct {
 	// fewest seen.
 	least func() int
 	// reader and plan read the plan's status (newWorld sets them).
-	reader status.Store
+	reader reconciler.GitStatusStore
 	plan   string
 	// node is the old node a chaos run found being drained.
 	node string
@@ -154,7 +155,7 @@ func (d *drainWatch) strayCordons(ctx context.Context) ([]string, error) {
 	}
 	var stray []string
 	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable && !(slices.Contains(d.f.OldNodes, n.Name) && drained[n.Name]) {
+		if n.Spec.Unschedulable && (!slices.Contains(d.f.OldNodes, n.Name) || !drained[n.Name]) {
 			stray = append(stray, n.Name)
 		}
 	}

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -24,9 +24,9 @@ func TestSecretValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []corev1.Secret{
-		{ObjectMeta: v1.ObjectMeta{Name: "c-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}},
-		{ObjectMeta: v1.ObjectMeta{Name: "c-ca"}, Data: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nMIIpubliccertificate\n-----END CERTIFICATE-----\n"), "tls.key": []byte(key)}},
-		{ObjectMeta: v1.ObjectMeta{Name: "cloud"}, Data: map[string][]byte{"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      username: user\n      password: \"s3cret-pass\"\n")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c-kubeconfig"}, Data: map[string][]byte{"value": kubeconfig}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "c-ca"}, Data: map[string][]byte{"tls.crt": []byte("-----BEGIN CERTIFICATE-----\nMIIpubliccertificate\n-----END CERTIFICATE-----\n"), "tls.key": []byte(key)}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "cloud"}, Data: map[string][]byte{"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      username: user\n      password: \"s3cret-pass\"\n")}},
 	}
 	values := secretValues(secrets, "ghp_token1234")
 	for _, want := range []string{"MIIEowIBAAKCAQEAzZq1privatekeybody", "kube-token-value", "s3cret-pass", "ghp_token1234"} {

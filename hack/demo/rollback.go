@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
@@ -245,7 +246,7 @@ func (w *world) rollbackPR(ctx context.Context, u undo, full bool) error {
 // a phase failed or the plan is invalid, when a phase stayed Blocked for
 // blockedMax (a rollback ferry refuses, or one stuck on something it
 // waits for), and after rollbackWait.
-func waitRolledBack(ctx context.Context, out *display, reader status.Store, plan string, phases []string) error {
+func waitRolledBack(ctx context.Context, out *display, reader reconciler.GitStatusStore, plan string, phases []string) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, rollbackWait, fmt.Errorf("the rollback did not end within %s", rollbackWait))
 	defer cancel()
 	ctx, fail := context.WithCancelCause(ctx)
@@ -405,34 +406,6 @@ func watchEndpoint(ctx context.Context, check func(context.Context) ostest.Check
 		wg.Wait()
 		return o
 	}
-}
-
-// compareWorld reads the world again, prints every line in which it
-// differs from before, each marked allowed or not, and a summary, and
-// fails when a difference is not allowed, an effect was repeated or a
-// secret value was let out.
-func (w *world) compareWorld(ctx context.Context, before *worldLines) error {
-	w.out.say("\n==> comparing the world with how it was before the first pull request")
-	after, _, notAllowed, err := w.judgeWorld(ctx, before, "world-after.txt", "")
-	if err != nil {
-		return err
-	}
-	var problems []string
-	if len(notAllowed) > 0 {
-		problems = append(problems, "the world differs from before the migration beyond what a rollback cannot undo")
-	}
-	created, err := repeatedCreates(w.fx.cloud.Mgmt.AuditLog)
-	if err != nil {
-		return err
-	}
-	more, err := w.effects(slices.Concat(after.repeated, created), slices.Concat(before.secrets, after.secrets))
-	if err != nil {
-		return err
-	}
-	if problems = append(problems, more...); len(problems) > 0 {
-		return fmt.Errorf("the rollback: %s", strings.Join(problems, "; "))
-	}
-	return nil
 }
 
 // judgeWorld reads the world again, saves its lines to file in the log

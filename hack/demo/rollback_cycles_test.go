@@ -40,6 +40,7 @@ func TestProblemsErr(t *testing.T) {
 	if err := problemsErr(nil, []string{"a", "b"}); err == nil || err.Error() != "a; b" {
 		t.Errorf("problems: %v", err)
 	}
+	//nolint:errorlint // the error itself, not one that wraps it: the problems are dropped
 	if err := problemsErr(os.ErrNotExist, []string{"a"}); err != os.ErrNotExist {
 		t.Errorf("an error and problems: %v", err)
 	}

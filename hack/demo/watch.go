@@ -92,7 +92,7 @@ func (sw *statusWatch) end(ctx context.Context, out *display, phase string, succ
 	}
 	if !exited && sw.cmd.Process != nil {
 		_ = sw.cmd.Process.Kill()
-		<-sw.done
+		<-sw.done //nolint:errcheck // the error of a process killed on purpose
 	}
 	lines := strings.TrimRight(sw.out.String(), "\n")
 	out.say("    `reconciler status %s --watch` followed phase %s:\n      %s", strings.Join(sw.cmd.Args[2:3], ""), phase, strings.ReplaceAll(lines, "\n", "\n      "))

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 
@@ -36,7 +37,7 @@ func TestDataDigest(t *testing.T) {
 			t.Errorf("%q digests like %q", other, data)
 		}
 	}
-	s := corev1.Secret{ObjectMeta: v1.ObjectMeta{Namespace: "default", Name: "c-ca", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "c"}},
+	s := corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c-ca", Labels: map[string]string{"cluster.x-k8s.io/cluster-name": "c"}},
 		Type: "cluster.x-k8s.io/secret", Data: data}
 	want := "Secret default/c-ca: cluster.x-k8s.io/secret, keys [tls.crt tls.key], labels map[cluster.x-k8s.io/cluster-name:c], owners []"
 	if got := secretLine(s, false); got != want {
@@ -100,7 +101,7 @@ func TestObjectLine(t *testing.T) {
 // TestNodeLines: a Node's providerID is a line of its own, "<none>" when
 // unset; its taints are sorted.
 func TestNodeLines(t *testing.T) {
-	n := corev1.Node{ObjectMeta: v1.ObjectMeta{Name: "cp-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
+	n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cp-0", Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}},
 		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "z", Effect: corev1.TaintEffectNoExecute}, {Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}}}
 	want := []string{
 		"Node cp-0: labels map[node-role.kubernetes.io/control-plane:], taints [node-role.kubernetes.io/control-plane:NoSchedule z:NoExecute], unschedulable false",
@@ -132,7 +133,7 @@ func TestWorkloadKindsCoverCCM(t *testing.T) {
 	n := 0
 	for {
 		var o unstructured.Unstructured
-		if err := dec.Decode(&o.Object); err == io.EOF {
+		if err := dec.Decode(&o.Object); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
 			t.Fatal(err)

@@ -173,7 +173,7 @@ func TestSchemaAgreesWithPlans(t *testing.T) {
 	tests := []struct {
 		name, old, new, want string
 	}{
-		{"unknown field", "  strategy: replace\n", "  strategy: replace\n  stratgey: adopt\n", "spec: unknown property stratgey"},
+		{"unknown field", "  strategy: replace\n", "  strategy: replace\n  stratgey: adopt\n", "spec: unknown property stratgey"}, //nolint:misspell // a misspelt field on purpose
 		{"enum", "strategy: replace", "strategy: migrate", "spec.strategy: not one of"},
 		{"empty enum is allowed only where the tag allows it", "provider: KubeadmControlPlane", `provider: ""`, "spec.target.controlPlane.provider: shorter than 1"},
 		{"min", "replicas: 3", "replicas: 0", "spec.target.workers[0].replicas: 0 is less than 1"},

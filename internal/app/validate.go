@@ -96,7 +96,7 @@ func checkedFiles(valid []*planfile.File, problems planfile.Errors) []CheckedFil
 	byPath := map[string]*CheckedFile{}
 	for _, f := range valid {
 		byPath[f.Path] = &CheckedFile{Path: f.Path, Plan: f.Plan.Metadata.Name, Valid: true,
-			Strategy: string(f.Plan.Spec.Strategy), Provider: string(f.Plan.Spec.Target.ControlPlane.Provider)}
+			Strategy: string(f.Plan.Spec.Strategy), Provider: f.Plan.Spec.Target.ControlPlane.Provider}
 	}
 	for _, p := range problems {
 		c := byPath[p.File]

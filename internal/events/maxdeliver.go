@@ -36,7 +36,7 @@ func WatchMaxDeliveries(ctx context.Context, nc *nats.Conn, js jetstream.JetStre
 	if err != nil {
 		return fmt.Errorf("subscribe to %s: %w", maxDeliveriesSubject, err)
 	}
-	defer sub.Unsubscribe()
+	defer func() { _ = sub.Unsubscribe() }()
 	for {
 		select {
 		case <-ctx.Done():

@@ -53,7 +53,7 @@ func RunResults(ctx context.Context, js jetstream.JetStream, durable string, fn 
 		msg, err := iter.Next()
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
+				return nil //nolint:nilerr // a stop, not a failure: ctx is done or the iterator closed
 			}
 			if missedHeartbeat(err) {
 				continue

@@ -73,7 +73,7 @@ type item struct {
 // NewCoalescer starts a Coalescer in front of inner. Call Close to stop it.
 func NewCoalescer(inner Forge, opts CoalescerOptions) *Coalescer {
 	opts.defaults()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.Background()) //nolint:forbidigo // the worker lives until Close, longer than any caller's context
 	c := &Coalescer{
 		inner:   inner,
 		opts:    opts,

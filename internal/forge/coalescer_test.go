@@ -44,6 +44,14 @@ func (w testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// queued fails the test when a Coalescer refused a write.
+func queued(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 func flush(t *testing.T, c *Coalescer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -81,9 +89,9 @@ func TestCoalescerKeepsLatestComment(t *testing.T) {
 
 	// The same body again, and a status twice: one status call, nothing else.
 	before := len(f.Calls(""))
-	c.UpsertComment(ctx, 4, key, Comment(key, "Progress", "step 50 of 50"))
-	c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", "")
-	c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", "")
+	queued(t, c.UpsertComment(ctx, 4, key, Comment(key, "Progress", "step 50 of 50")))
+	queued(t, c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", ""))
+	queued(t, c.SetStatus(ctx, "h", "ferry/plan/prod", StateSuccess, "done", ""))
 	flush(t, c)
 	time.Sleep(300 * time.Millisecond) // past the interval: nothing may be sent late
 	if n := len(f.Calls("")) - before; n != 1 {
@@ -176,12 +184,12 @@ func TestCoalescerDropsClientErrors(t *testing.T) {
 		t.Errorf("%d requests, want the one that answered 404", n)
 	}
 	// The same update again is not retried either; a new one is tried.
-	c.UpsertComment(ctx, 404, "k", "body")
+	queued(t, c.UpsertComment(ctx, 404, "k", "body"))
 	flush(t, c)
 	if n := len(f.Calls("")); n != 1 {
 		t.Errorf("the dropped update was sent again")
 	}
-	c.UpsertComment(ctx, 404, "k", "other body")
+	queued(t, c.UpsertComment(ctx, 404, "k", "other body"))
 	flush(t, c)
 	if s := c.Stats(); s.Dropped != 2 || s.Requests != 2 || s.Pending != 0 || s.Retries != 0 {
 		t.Errorf("stats %+v", s)
@@ -204,8 +212,8 @@ func TestCoalescerNeverBlocksTheCaller(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	for i := range 100 {
-		c.SetStatus(ctx, fmt.Sprintf("sha%d", i%10), "ferry", StatePending, strconv.Itoa(i), "")
-		c.UpsertComment(ctx, i%3, "k", strconv.Itoa(i))
+		queued(t, c.SetStatus(ctx, fmt.Sprintf("sha%d", i%10), "ferry", StatePending, strconv.Itoa(i), ""))
+		queued(t, c.UpsertComment(ctx, i%3, "k", strconv.Itoa(i)))
 	}
 	if d := time.Since(start); d > 100*time.Millisecond {
 		t.Errorf("200 updates against a stalled GitHub took %v", d)
@@ -216,6 +224,7 @@ func TestCoalescerNeverBlocksTheCaller(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "13 updates not sent") {
 		t.Errorf("Close = %v, want 13 updates not sent", err)
 	}
+	//nolint:errorlint // ErrClosed itself, as its doc says, not an error that wraps it
 	if err := c.SetStatus(ctx, "sha", "ferry", StatePending, "", ""); err != ErrClosed {
 		t.Errorf("after Close: %v, want ErrClosed", err)
 	}
@@ -227,8 +236,8 @@ func TestCoalescerCloseDrains(t *testing.T) {
 	f := newFakeGitHub(t)
 	c := NewCoalescer(client(t, f), CoalescerOptions{Interval: time.Hour, Logger: slog.New(slog.DiscardHandler)})
 	ctx := context.Background()
-	c.SetStatus(ctx, "s", "ferry", StatePending, "started", "")
-	c.SetStatus(ctx, "s", "ferry", StateSuccess, "done", "")
+	queued(t, c.SetStatus(ctx, "s", "ferry", StatePending, "started", ""))
+	queued(t, c.SetStatus(ctx, "s", "ferry", StateSuccess, "done", ""))
 	closeCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := c.Close(closeCtx); err != nil {
@@ -247,7 +256,7 @@ func TestCoalescerNeverLogsTheToken(t *testing.T) {
 	c := newCoalescer(t, f, time.Millisecond, log)
 	f.Fail(http.MethodPost, "/statuses/s", http.StatusInternalServerError, nil, `{"message":"boom"}`)
 	f.Fail(http.MethodPost, "/statuses/s", http.StatusUnauthorized, nil, `{"message":"Bad credentials"}`)
-	c.SetStatus(context.Background(), "s", "ferry", StatePending, "", "")
+	queued(t, c.SetStatus(context.Background(), "s", "ferry", StatePending, "", ""))
 	flush(t, c)
 	mu.Lock()
 	defer mu.Unlock()

@@ -389,7 +389,9 @@ func TestTokenFromFile(t *testing.T) {
 		t.Errorf("no file and no variable: no error")
 	}
 	empty := filepath.Join(dir, "empty")
-	os.WriteFile(empty, []byte("\n"), 0o600)
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := TokenFromFile(empty); err == nil {
 		t.Errorf("empty file: no error")
 	}

@@ -22,7 +22,9 @@ func TestOutageAnswers(t *testing.T) {
 	const d = 400 * time.Millisecond
 	end := f.Outage(d)
 
-	post := func() *http.Response {
+	// post answers the status, the headers and the body of one comment's
+	// POST.
+	post := func() (int, http.Header, []byte) {
 		t.Helper()
 		req, err := http.NewRequest(http.MethodPost, f.URL+"/api/v3/repos/ferry-dev/plans/issues/3/comments", strings.NewReader(`{"body":"hello"}`))
 		if err != nil {
@@ -33,17 +35,17 @@ func TestOutageAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { resp.Body.Close() })
-		return resp
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, body
 	}
 
-	if resp := post(); resp.StatusCode != http.StatusBadGateway {
-		t.Errorf("first half: status %d, want 502", resp.StatusCode)
+	if status, _, _ := post(); status != http.StatusBadGateway {
+		t.Errorf("first half: status %d, want 502", status)
 	}
 
 	time.Sleep(time.Until(end.Add(-d / 4)))
-	resp := post()
-	body, _ := io.ReadAll(resp.Body)
+	status, header, body := post()
 	var answer struct {
 		Message          string `json:"message"`
 		DocumentationURL string `json:"documentation_url"`
@@ -51,18 +53,18 @@ func TestOutageAnswers(t *testing.T) {
 	if err := json.Unmarshal(body, &answer); err != nil {
 		t.Fatalf("second half: body %q: %v", body, err)
 	}
-	if resp.StatusCode != http.StatusForbidden || resp.Header.Get("Retry-After") != "1" ||
+	if status != http.StatusForbidden || header.Get("Retry-After") != "1" ||
 		!strings.Contains(answer.Message, "secondary rate limit") || !strings.HasSuffix(answer.DocumentationURL, "#secondary-rate-limits") {
 		t.Errorf("second half: status %d, Retry-After %q, body %s; want 403, 1 and the secondary rate limit answer",
-			resp.StatusCode, resp.Header.Get("Retry-After"), body)
+			status, header.Get("Retry-After"), body)
 	}
 	if n := len(f.Comments(3)); n != 0 {
 		t.Errorf("%d comments after the outage's answers, want none", n)
 	}
 
 	time.Sleep(time.Until(end))
-	if resp := post(); resp.StatusCode != http.StatusCreated {
-		t.Errorf("after the outage: status %d, want 201", resp.StatusCode)
+	if status, _, _ := post(); status != http.StatusCreated {
+		t.Errorf("after the outage: status %d, want 201", status)
 	}
 	var got []int
 	for _, r := range f.Calls(http.MethodPost) {

@@ -1,6 +1,7 @@
 package planfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -83,7 +84,8 @@ func decodeAll(names []string, read func(string) ([]byte, error)) ([]*File, erro
 }
 
 func asErrors(name string, err error) Errors {
-	if es, ok := err.(Errors); ok {
+	var es Errors
+	if errors.As(err, &es) {
 		return es
 	}
 	return Errors{{File: name, Msg: err.Error()}}

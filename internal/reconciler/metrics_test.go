@@ -22,8 +22,8 @@ func TestMetricsServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- m.Serve(ctx, ln) }()
+	done := make(chan struct{})
+	go func() { _ = m.Serve(ctx, ln); close(done) }()
 	defer func() { cancel(); <-done }()
 	get := func(path string) (int, string) {
 		resp, err := http.Get("http://" + ln.Addr().String() + path)

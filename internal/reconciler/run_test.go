@@ -72,8 +72,8 @@ func TestRunReconcilesOnResults(t *testing.T) {
 	pub := &syncPublisher{}
 	l := &Loop{Source: src, Observer: obs, Publisher: pub}
 	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error)
-	go func() { done <- l.Run(ctx, time.Hour) }()
+	done := make(chan struct{})
+	go func() { _ = l.Run(ctx, time.Hour); close(done) }()
 	defer func() { cancel(); <-done }()
 	eventually := func(what string, cond func() bool) {
 		t.Helper()

@@ -315,7 +315,7 @@ func (e *Executor) restoreInfrastructure(ctx context.Context, s *job) (events.Re
 		}
 		var ref *corev1.ObjectReference
 		if err := json.Unmarshal([]byte(prev), &ref); err != nil {
-			return nil, failure.Terminal(fmt.Errorf("restore %s: annotation %s=%q is not a reference: %v", s.target(), observed.AnnotationPreviousInfrastructureRef, prev, err))
+			return nil, failure.Terminal(fmt.Errorf("restore %s: annotation %s=%q is not a reference: %w", s.target(), observed.AnnotationPreviousInfrastructureRef, prev, err))
 		}
 		c.Spec.InfrastructureRef = ref
 		delete(c.Annotations, observed.AnnotationPreviousInfrastructureRef)

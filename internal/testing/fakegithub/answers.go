@@ -14,7 +14,7 @@ import (
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // a client gone away: nothing to tell it
 }
 
 func notFound(w http.ResponseWriter) {

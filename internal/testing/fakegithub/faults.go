@@ -71,7 +71,7 @@ func (o outage) answer(w http.ResponseWriter, now time.Time) {
 	if now.Before(o.badGateway) {
 		w.Header().Set("Content-Type", "text/html")
 		w.WriteHeader(http.StatusBadGateway)
-		io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+		_, _ = io.WriteString(w, "<html><body><h1>502 Bad Gateway</h1></body></html>\n")
 		return
 	}
 	// Whole seconds, rounded up, so that a client that waits them out
@@ -84,5 +84,5 @@ func (o outage) answer(w http.ResponseWriter, now time.Time) {
 	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(now.Add(time.Hour).Unix(), 10))
 	w.Header().Set("X-RateLimit-Resource", "core")
 	w.WriteHeader(http.StatusForbidden)
-	io.WriteString(w, secondaryRateLimit+"\n")
+	_, _ = io.WriteString(w, secondaryRateLimit+"\n")
 }

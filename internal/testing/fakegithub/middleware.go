@@ -53,7 +53,7 @@ func (f *Server) middleware(next http.Handler) http.Handler {
 				w.Header().Set(k, v)
 			}
 			w.WriteHeader(ft.Status)
-			io.WriteString(w, ft.Body)
+			_, _ = io.WriteString(w, ft.Body)
 			return
 		}
 		w.Header().Set("X-RateLimit-Limit", "5000")

@@ -242,7 +242,7 @@ func (p *Proxy) toServer(c *proxyConn) {
 		case errors.Is(err, io.EOF) && !blackholed:
 			// The client is done sending; the answer may still come.
 			if tc, ok := server.(*net.TCPConn); ok {
-				tc.CloseWrite()
+				_ = tc.CloseWrite() // fails only on a connection closed already
 			}
 		case errors.Is(err, io.EOF):
 			// A blackhole never answers, nor closes: the connection stays
@@ -278,7 +278,7 @@ func (p *Proxy) forward(c *proxyConn, b []byte) error {
 // closes the connection (then the client's is closed too) or Blackhole
 // does (then the client's stays open, silent).
 func (p *Proxy) toClient(c *proxyConn, server net.Conn) {
-	io.Copy(c.client, server)
+	_, _ = io.Copy(c.client, server) // its error is a side closed, which ends it as intended
 	p.mu.Lock()
 	blackholed := c.blackholed
 	p.mu.Unlock()

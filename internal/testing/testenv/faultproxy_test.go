@@ -21,7 +21,7 @@ func TestProxy(t *testing.T) {
 	var served atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		served.Add(1)
-		io.WriteString(w, "pong")
+		_, _ = io.WriteString(w, "pong")
 	}))
 	t.Cleanup(srv.Close)
 	p := StartProxy(t, srv.Listener.Addr().String())
@@ -43,7 +43,10 @@ func TestProxy(t *testing.T) {
 	}
 	timesOut := func(phase string) {
 		t.Helper()
-		_, err := client.Get(url)
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+		}
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			t.Fatalf("%s: GET returned %v, want a timeout", phase, err)
@@ -63,8 +66,12 @@ func TestProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("blackhole: dial: %v, want the connection accepted", err)
 	}
-	io.WriteString(conn, "GET /ping HTTP/1.0\r\n\r\n")
-	conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if _, err := io.WriteString(conn, "GET /ping HTTP/1.0\r\n\r\n"); err != nil {
+		t.Fatalf("blackhole: write: %v", err)
+	}
+	if err := conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := conn.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Errorf("blackhole: read %d bytes, %v; want a timeout", n, err)
 	}
@@ -82,7 +89,10 @@ func TestProxy(t *testing.T) {
 		}
 		t.Fatalf("refuse: dial returned %v, want connection refused", err)
 	}
-	if _, err := client.Get(url); err == nil || !strings.Contains(err.Error(), "refused") {
+	if resp, err := client.Get(url); err == nil || !strings.Contains(err.Error(), "refused") {
+		if err == nil {
+			resp.Body.Close()
+		}
 		t.Errorf("refuse: GET returned %v, want connection refused", err)
 	}
 

@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
@@ -190,14 +190,14 @@ func webhookOptions(m Manager, manifest string) (*envtest.WebhookInstallOptions,
 		}
 		switch doc.Kind {
 		case "MutatingWebhookConfiguration":
-			c := &admissionv1.MutatingWebhookConfiguration{}
+			c := &admissionregistrationv1.MutatingWebhookConfiguration{}
 			if err := json.Unmarshal(raw, c); err != nil {
 				return nil, fmt.Errorf("decode %s: %w", manifest, err)
 			}
 			c.Name = m.Name + "-" + c.Name
 			opts.MutatingWebhooks = append(opts.MutatingWebhooks, c)
 		case "ValidatingWebhookConfiguration":
-			c := &admissionv1.ValidatingWebhookConfiguration{}
+			c := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 			if err := json.Unmarshal(raw, c); err != nil {
 				return nil, fmt.Errorf("decode %s: %w", manifest, err)
 			}
@@ -284,7 +284,7 @@ func failed(t T) bool {
 func waitReady(ctx context.Context, p *managerProc, addr string) error {
 	url := "http://" + addr + "/readyz"
 	client := &http.Client{Timeout: 2 * time.Second}
-	last := "no answer"
+	var last string // the last answer, or the error of the last request
 	for {
 		resp, err := client.Get(url)
 		if err == nil {

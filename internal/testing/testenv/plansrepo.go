@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -221,7 +222,7 @@ func (r *PlansRepo) push(specs ...string) {
 		refspecs = append(refspecs, config.RefSpec(s))
 	}
 	err := r.repo.PushContext(context.Background(), &git.PushOptions{RefSpecs: refspecs})
-	if err != nil && err != git.NoErrAlreadyUpToDate {
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		r.t.Fatalf("testenv: push %v: %v", specs, err)
 	}
 }

@@ -139,6 +139,7 @@ func orphanNode(ctx context.Context, t T, workload *Kube, oc OrphanedCluster, na
 	n.Status = corev1.NodeStatus{
 		Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
 			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		//nolint:staticcheck // SA1019: the Node reports what the seed's kubelets report, KubeProxyVersion included
 		NodeInfo: corev1.NodeSystemInfo{KubeletVersion: oc.KubeletVersion, KubeProxyVersion: oc.KubeletVersion,
 			OperatingSystem: "linux", Architecture: "amd64", ContainerRuntimeVersion: "containerd://1.7.22", OSImage: "Ubuntu 22.04.5 LTS"},
 		Addresses: []corev1.NodeAddress{{Type: corev1.NodeHostName, Address: name}},

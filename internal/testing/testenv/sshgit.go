@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -154,7 +155,7 @@ func serveSession(ch ssh.Channel, requests <-chan *ssh.Request, root string) {
 		code := uint32(0)
 		if err := cmd.Run(); err != nil {
 			code = 1
-			if ee, ok := err.(*exec.ExitError); ok {
+			if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 				code = uint32(ee.ExitCode())
 			}
 		}
