@@ -8,13 +8,15 @@
 // loading a revision and its plan files (revision.go), reconciling one
 // plan (reconcile.go), acting only on approvals a merged pull request made
 // (verify.go, approvals.go), the loop's memory of what is in flight
-// (memory.go); the StatusRecorder, which turns the planner's results and
-// the executors' results into each plan's status, commits the statuses
-// that changed to the status branch and mirrors them to the pull request
-// (record.go); the preview comment, the merge gate and the `/ferry`
+// (memory.go, one plan's in planstate.go); the StatusRecorder, which
+// turns the planner's results and the executors' results into each plan's
+// status, commits the statuses that changed to the status branch and
+// mirrors them to the pull request (record.go), and the StatusStore it
+// commits and reads them through, GitStatusStore over gitsource.Branch
+// (statusstore.go); the preview comment, the merge gate and the `/ferry`
 // commands (preview.go, gate.go, commands.go); `reconciler plan`'s dry
 // run; the metrics, leader election on a Lease, and the watchdog behind
-// /healthz.
+// /healthz (watchdog.go).
 //
 // It reaches the world only through what it is given: a Source, an
 // Observer, a Publisher and a StatusStore, interfaces at their point of
@@ -22,6 +24,7 @@
 // executor, or the Kubernetes-object and OpenStack clients (internal/kube,
 // internal/openstack, gophercloud) (internal/layering's rule "the loop
 // reaches the world through what it is given"), so that it runs the same
-// with the executors in its process or in other replicas; and nothing but
-// internal/app may import it (rule "the commands sit on top").
+// with the executors in its process or in other replicas; and no internal
+// package but internal/app may import it (rule "the commands sit on
+// top").
 package reconciler

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -30,6 +31,10 @@ type Source interface {
 // Observer reads the state a plan is planned against.
 type Observer interface {
 	Observe(ctx context.Context, p *v1alpha1.MigrationPlan, record observed.Record) (*observed.Snapshot, error)
+	// Forget drops what the observer keeps about plan that a finished step
+	// of the executor kind may have changed, so that the next observation
+	// sees the step's effect.
+	Forget(plan string, executor step.Kind)
 }
 
 // Publisher publishes steps.
@@ -114,12 +119,15 @@ type Loop struct {
 	wake chan struct{}
 	// queue holds the plans Run's workers reconcile next: one at a time
 	// per plan, each as soon as a worker is free.
-	queue  workqueue.TypedInterface[string]
-	mu     sync.Mutex
-	loaded *loadedRevision
-	// plans holds, per plan name, what the loop remembers between cycles.
+	queue workqueue.TypedInterface[string]
+	// loaded is the last revision loaded: the pass stores it, the workers
+	// reconcile its plans.
+	loaded atomic.Pointer[loadedRevision]
+	// mu guards init and plans, which holds, per plan name, what the loop
+	// remembers between cycles.
+	mu    sync.Mutex
 	plans map[string]*planState
-	// progress is where the loop is, for the watchdog; guarded by mu.
+	// progress is where the loop is, for the watchdog.
 	progress progress
 }
 
@@ -160,9 +168,6 @@ func (l *Loop) init() {
 	if l.Timeout == 0 {
 		l.Timeout = 2 * time.Minute
 	}
-	if l.progress.plans == nil {
-		l.progress = progress{stage: stageIdle, plans: map[string]time.Time{}}
-	}
 }
 
 // Run polls the repository every interval and on every Wake, and has
@@ -174,16 +179,8 @@ func (l *Loop) init() {
 // StatusEvery, so that a slow push never holds a plan's next step back.
 func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	l.init()
-	l.mu.Lock()
-	now := time.Now()
-	l.progress.running, l.progress.started, l.progress.lastPass = true, now, time.Time{}
-	l.progress.stage, l.progress.stageSince = stageIdle, now
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		l.progress.running = false
-		l.mu.Unlock()
-	}()
+	l.progress.start()
+	defer l.progress.stop()
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	flushes := make(chan Cycle, 1)
@@ -207,7 +204,7 @@ func (l *Loop) Run(ctx context.Context, interval time.Duration) error {
 	for {
 		began := time.Now()
 		cycle, files, err := l.pass(ctx)
-		l.passDone()
+		l.progress.passDone()
 		for _, f := range files {
 			l.queue.Add(f.Plan.Metadata.Name)
 		}
@@ -277,18 +274,14 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 			}
 		}
 		last = time.Now()
-		l.mu.Lock()
-		l.progress.flushSince = last
-		l.mu.Unlock()
+		l.progress.flushing()
 		if err := l.flush(ctx, cycle); err != nil && ctx.Err() == nil {
 			failures++
 			logging.From(ctx).Error("status not recorded; retrying", "error", err, "retry_in", flushWait(l.StatusEvery, failures))
 		} else {
 			failures = 0
 		}
-		l.mu.Lock()
-		l.progress.flushSince = time.Time{}
-		l.mu.Unlock()
+		l.progress.flushed()
 	}
 }
 
@@ -316,7 +309,7 @@ func (l *Loop) flush(ctx context.Context, cycle Cycle) error {
 func (l *Loop) Cycle(ctx context.Context) error {
 	l.init()
 	cycle, files, err := l.pass(ctx)
-	l.passDone()
+	l.progress.passDone()
 	errs := []error{err}
 	for _, f := range files {
 		name := f.Plan.Metadata.Name

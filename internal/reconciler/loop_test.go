@@ -63,6 +63,8 @@ func (o *fixedObserver) Observe(_ context.Context, _ *v1alpha1.MigrationPlan, r 
 	return &s, nil
 }
 
+func (o *fixedObserver) Forget(string, step.Kind) {}
+
 type recordingPublisher struct{ steps []*events.StepEvent }
 
 func (p *recordingPublisher) PublishStep(_ context.Context, ev *events.StepEvent) (bool, error) {

@@ -18,54 +18,25 @@ import (
 // it is at rest, or has no valid file there (the cycles record that). It
 // reports whether it reconciled, and how that failed.
 func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool, error) {
-	l.mu.Lock()
-	loaded := l.loaded
-	l.mu.Unlock()
-	if loaded == nil {
+	loaded := l.loaded.Load()
+	if loaded == nil || loaded.byName[name] == nil {
 		return Cycle{}, false, nil
 	}
 	f := loaded.byName[name]
-	if f == nil {
-		return Cycle{}, false, nil
-	}
 	cycle := Cycle{Revision: loaded.rev, At: l.Now().UTC()}
-	if l.settled(name, cycle) {
+	if l.state(name).atRest(cycle, l.Resync) {
 		return Cycle{}, false, nil
 	}
 	ctx = logging.Attach(observed.WithRepo(ctx, loaded.fsys), "revision", short(cycle.Revision), "plan", name)
-	l.mu.Lock()
-	l.progress.plans[name] = time.Now()
-	l.mu.Unlock()
-	defer func() {
-		l.mu.Lock()
-		delete(l.progress.plans, name)
-		l.mu.Unlock()
-	}()
+	l.progress.reconciling(name)
+	defer l.progress.reconciled(name)
 	return cycle, true, l.reconcile(ctx, cycle, f.Path, f.Plan)
 }
 
 // reconcile observes, plans and publishes one plan.
 func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan) error {
-	log := logging.From(ctx)
 	st := l.state(p.Metadata.Name)
-	l.mu.Lock()
-	st.present, st.file = true, file
-	st.dirty, st.settled, st.rev, st.observedAt = false, false, cycle.Revision, cycle.At
-	st.namespaces, st.cluster = planNamespaces(p), p.Spec.Cluster.Name
-	record := st.recordCopy()
-	for id, at := range st.succeeded {
-		if cycle.At.Sub(at) > events.DuplicateWindow {
-			delete(st.succeeded, id)
-		}
-	}
-	for id, at := range st.inFlight {
-		if cycle.At.Sub(at) > l.StaleAfter {
-			log.Warn("no result for a published step; planning again from the observed state", "step_id", id, "published", at)
-			delete(st.inFlight, id)
-		}
-	}
-	busy := len(st.inFlight) > 0
-	l.mu.Unlock()
+	record, busy := st.begin(ctx, cycle, file, p, l.StaleAfter)
 
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
@@ -93,18 +64,7 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	if next != nil && !busy {
 		published, err = l.publish(ctx, cycle, planned, res.Runnable, next, st)
 	}
-	l.mu.Lock()
-	st.settled = next == nil && !busy && res.Stopped == "" && !blocked(res) && (refused == nil || !refused.again)
-	if res.RolledBack {
-		// Nothing after the phase the rollback kept is acted on any
-		// more: approving it again migrates forward (status.FromResult
-		// says the same in the status).
-		st.record.Approved = ""
-		if p.Spec.Rollback.To != v1alpha1.RollbackNone {
-			st.record.Approved = p.Spec.Rollback.To
-		}
-	}
-	l.mu.Unlock()
+	st.planned(p, res, next == nil && !busy && res.Stopped == "" && !blocked(res) && (refused == nil || !refused.again))
 	if l.Recorder != nil {
 		l.Recorder.Planned(ctx, cycle, file, p.Metadata.Name, res, published)
 	}
@@ -116,54 +76,30 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 // behind the executor's write by milliseconds; a slow watch, by seconds).
 const cacheLag = 30 * time.Second
 
-// publish sends a group's steps, except those that failed for good at this
-// revision (a person must act; a new commit retries them) and those that
-// just succeeded (the observation lags behind).
+// publish sends a group's steps, except those the plan's state holds back
+// (planState.publishing).
 func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPlan, phase string, g *step.Group, st *planState) ([]step.Step, error) {
 	log := logging.From(ctx)
 	var published []step.Step
 	for _, s := range g.Steps {
-		l.mu.Lock()
-		failed := st.failedAt == cycle.Revision && st.failed[s.Key]
-		l.mu.Unlock()
-		if failed {
-			continue
-		}
 		ev := events.NewStepEvent(p, cycle.Revision, s, cycle.At)
-		l.mu.Lock()
-		if st.retries > 0 {
-			ev.ID = events.RetryID(ev.ID, st.retries)
-		}
-		doneAt, done := st.succeeded[ev.ID]
-		l.mu.Unlock()
-		if done && l.Now().Sub(doneAt) < cacheLag {
-			continue // its effect is not observed yet; an informer event will wake the loop
+		done, ok := st.publishing(ev, l.Now())
+		if !ok {
+			continue
 		}
 		log.Info("publishing step", "phase", s.Phase, "step", s.Key, "executor", s.Executor)
-		// In flight before it is published: an executor may run it and
-		// its result reach OnResult before PublishStep returns.
-		l.mu.Lock()
-		st.inFlight[ev.ID] = l.Now()
-		l.mu.Unlock()
 		duplicate, err := l.Publisher.PublishStep(ctx, ev)
 		if err != nil {
-			l.mu.Lock()
-			delete(st.inFlight, ev.ID)
-			l.mu.Unlock()
+			st.unpublished(ev.ID)
 			return published, err
 		}
-		l.mu.Lock()
 		if duplicate && done {
 			// JetStream dropped it: no result will come.
-			delete(st.inFlight, ev.ID)
+			st.unpublished(ev.ID)
 			log.Warn("a step that succeeded is not observed done, and JetStream drops it as a duplicate until its window ends", "step", s.Key)
-			l.mu.Unlock()
 			continue
 		}
-		if p.Spec.Rollback == nil && p.PhaseIndex(phase) > p.PhaseIndex(st.record.Approved) {
-			st.record.Approved = phase
-		}
-		l.mu.Unlock()
+		st.published(p, phase)
 		published = append(published, s)
 	}
 	return published, nil

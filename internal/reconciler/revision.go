@@ -16,7 +16,8 @@ import (
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
 
-// loadedRevision is the plan files of the last revision loaded.
+// loadedRevision is the plan files of a revision loaded. It does not
+// change once loaded: workers read it while the next pass loads another.
 type loadedRevision struct {
 	rev      string
 	fsys     fs.FS
@@ -29,7 +30,7 @@ type loadedRevision struct {
 // and removed plan files, updates previews, and returns the plans to
 // reconcile: those not at rest.
 func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
-	l.enter(stagePoll)
+	l.progress.enter(stagePoll)
 	pollCtx, cancel := context.WithTimeout(ctx, l.Timeout)
 	rev, _, err := l.Source.Poll(pollCtx)
 	cancel()
@@ -37,14 +38,14 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 		return Cycle{}, nil, fmt.Errorf("poll plans repository: %w", err)
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
-	l.enter(stageLoad)
+	l.progress.enter(stageLoad)
 	files, problems, err := l.load(rev)
 	if err != nil {
 		return Cycle{}, nil, err
 	}
 	todo := l.sortFiles(ctx, cycle, files, problems)
 	if l.Previews != nil {
-		l.enter(stagePreviews)
+		l.progress.enter(stagePreviews)
 		previewCtx, cancel := context.WithTimeout(ctx, l.Timeout)
 		defer cancel()
 		if err := l.Previews.Update(previewCtx, Base{Revision: rev, Files: files}, l.record); err != nil {
@@ -52,7 +53,7 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 		}
 	}
 	if l.Commands != nil {
-		l.enter(stageCommands)
+		l.progress.enter(stageCommands)
 		commandsCtx, cancel := context.WithTimeout(ctx, l.Timeout)
 		defer cancel()
 		if err := l.Commands.Update(commandsCtx); err != nil {
@@ -83,19 +84,16 @@ func (l *Loop) sortFiles(ctx context.Context, cycle Cycle, files []*planfile.Fil
 	var todo []*planfile.File
 	for _, f := range files {
 		seen[f.Plan.Metadata.Name] = true
-		if !l.settled(f.Plan.Metadata.Name, cycle) {
+		if !l.state(f.Plan.Metadata.Name).atRest(cycle, l.Resync) {
 			todo = append(todo, f)
 		}
 	}
-	l.mu.Lock()
 	var removed []string
-	for name, st := range l.plans {
-		if st.present && !seen[name] {
-			st.present = false
+	for name, st := range l.states() {
+		if !seen[name] && st.removed() {
 			removed = append(removed, name)
 		}
 	}
-	l.mu.Unlock()
 	sort.Strings(removed)
 	for _, name := range removed {
 		log.Warn("plan file removed from the branch: its migration stops; nothing is rolled back", "plan", name)
@@ -109,10 +107,8 @@ func (l *Loop) sortFiles(ctx context.Context, cycle Cycle, files []*planfile.Fil
 // load decodes the plan files at rev, or returns those of the last cycle
 // when rev is the same: an idle repository is not parsed again.
 func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.loaded != nil && l.loaded.rev == rev {
-		return l.loaded.files, l.loaded.problems, nil
+	if loaded := l.loaded.Load(); loaded != nil && loaded.rev == rev {
+		return loaded.files, loaded.problems, nil
 	}
 	fsys, err := l.Source.FS(rev)
 	if err != nil {
@@ -127,7 +123,7 @@ func (l *Loop) load(rev string) ([]*planfile.File, planfile.Errors, error) {
 	for _, f := range files {
 		byName[f.Plan.Metadata.Name] = f
 	}
-	l.loaded = &loadedRevision{rev: rev, fsys: fsys, files: files, byName: byName, problems: problems}
+	l.loaded.Store(&loadedRevision{rev: rev, fsys: fsys, files: files, byName: byName, problems: problems})
 	return files, problems, nil
 }
 

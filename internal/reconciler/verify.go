@@ -56,9 +56,7 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 		return nil // lowered or already acted on: nothing new to trust
 	}
 	key := cycle.Revision + "\x00" + file + "\x00" + phase
-	l.mu.Lock()
-	v, known := st.verdicts[key]
-	l.mu.Unlock()
+	v, known := st.verdict(key)
 	again := false
 	if !known {
 		var err error
@@ -73,12 +71,7 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 			logging.From(ctx).Warn("approval not acted on: it was not merged through a pull request", "approval", phase, "commit", short(v.Commit))
 			fallthrough
 		default:
-			l.mu.Lock()
-			if st.verdictsAt != cycle.Revision {
-				st.verdicts, st.verdictsAt = map[string]Verdict{}, cycle.Revision
-			}
-			st.verdicts[key] = v
-			l.mu.Unlock()
+			st.verified(cycle.Revision, key, v)
 		}
 	}
 	if v.OK {

@@ -7,12 +7,16 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
 // progress is what the watchdog reads: the pass's stage and since when,
-// when the last pass ended, and the plans and status write under way.
+// when the last pass ended, and the plans and status write under way. The
+// loop's goroutines tell it what they do; its zero value is a loop that
+// does not run.
 type progress struct {
+	mu sync.Mutex
 	// running is true while Run runs: a replica that waits for the
 	// leader election, or has lost it, is not stalled.
 	running    bool
@@ -33,31 +37,79 @@ const (
 	stageCommands = "reading comment commands"
 )
 
+// start records that Run started, and stop that it returned.
+func (p *progress) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := time.Now()
+	p.running, p.started, p.lastPass = true, now, time.Time{}
+	p.stage, p.stageSince = stageIdle, now
+}
+
+func (p *progress) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.running = false
+}
+
 // enter records that the pass entered stage.
-func (l *Loop) enter(stage string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.progress.stage, l.progress.stageSince = stage, time.Now()
+func (p *progress) enter(stage string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stage, p.stageSince = stage, time.Now()
 }
 
 // passDone records the end of a pass, successful or not.
-func (l *Loop) passDone() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (p *progress) passDone() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	now := time.Now()
-	l.progress.stage, l.progress.stageSince, l.progress.lastPass = stageIdle, now, now
+	p.stage, p.stageSince, p.lastPass = stageIdle, now, now
+}
+
+// reconciling records that a worker began to reconcile plan, and
+// reconciled that it is done.
+func (p *progress) reconciling(plan string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.plans == nil {
+		p.plans = map[string]time.Time{}
+	}
+	p.plans[plan] = time.Now()
+}
+
+func (p *progress) reconciled(plan string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.plans, plan)
+}
+
+// flushing records that a status write began, and flushed that it ended.
+func (p *progress) flushing() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushSince = time.Now()
+}
+
+func (p *progress) flushed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.flushSince = time.Time{}
 }
 
 // LastPass returns when the last pass of Run ended (successful or not), or
 // when Run started if none has.
 func (l *Loop) LastPass() time.Time {
-	l.init()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.progress.lastPass.IsZero() {
-		return l.progress.started
+	l.progress.mu.Lock()
+	defer l.progress.mu.Unlock()
+	return l.progress.lastPassLocked()
+}
+
+func (p *progress) lastPassLocked() time.Time {
+	if p.lastPass.IsZero() {
+		return p.started
 	}
-	return l.progress.lastPass
+	return p.lastPass
 }
 
 // Stalled returns an error that says where the loop is stuck when no pass
@@ -67,14 +119,13 @@ func (l *Loop) LastPass() time.Time {
 // wait that never ends: the process should be restarted (a Kubernetes
 // liveness probe on /healthz does that).
 func (l *Loop) Stalled(stallAfter time.Duration) error {
-	last := l.LastPass()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	now := time.Now()
 	p := &l.progress
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if !p.running {
 		return nil
 	}
+	now, last := time.Now(), p.lastPassLocked()
 	var problems []string
 	if p.stage != stageIdle && now.Sub(p.stageSince) > stallAfter {
 		problems = append(problems, fmt.Sprintf("stuck %s since %s (%s)", p.stage, stamp(p.stageSince), now.Sub(p.stageSince).Round(time.Second)))

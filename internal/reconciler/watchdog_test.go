@@ -117,10 +117,8 @@ func TestStalledOnlyWhileRunning(t *testing.T) {
 	if err := l.Stalled(10 * time.Millisecond); err != nil {
 		t.Fatalf("a loop that never ran is stalled: %v", err)
 	}
-	l.enter(stagePoll)
-	l.mu.Lock()
-	l.progress.running = true
-	l.mu.Unlock()
+	l.progress.start()
+	l.progress.enter(stagePoll)
 	time.Sleep(20 * time.Millisecond)
 	if err := l.Stalled(10 * time.Millisecond); err == nil || !strings.Contains(err.Error(), stagePoll) {
 		t.Fatalf("a running loop stuck polling: %v", err)
