@@ -107,6 +107,11 @@ func (st *planState) verified(rev, key string, v Verdict) {
 	st.verdicts[key] = v
 }
 
+// cacheLag is how long after a step's success the loop trusts the result
+// over an observation that does not show its effect yet (informers lag
+// behind the executor's write by milliseconds; a slow watch, by seconds).
+const cacheLag = 30 * time.Second
+
 // publishing decides whether ev is published: not when its step failed
 // for good at ev's revision (a person must act; a new commit retries it),
 // nor when it succeeded less than cacheLag ago (the observation lags

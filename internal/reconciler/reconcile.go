@@ -4,7 +4,6 @@ package reconciler
 
 import (
 	"context"
-	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
@@ -70,11 +69,6 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	}
 	return err
 }
-
-// cacheLag is how long after a step's success the loop trusts the result
-// over an observation that does not show its effect yet (informers lag
-// behind the executor's write by milliseconds; a slow watch, by seconds).
-const cacheLag = 30 * time.Second
 
 // publish sends a group's steps, except those the plan's state holds back
 // (planState.publishing).
