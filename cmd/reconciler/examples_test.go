@@ -20,7 +20,9 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -129,7 +131,7 @@ func TestDocExamples(t *testing.T) {
 		{Name: "workers", State: planner.Succeeded, Done: 21},
 	}}
 	st := status.FromResult(nil, done, "121ac0a766730000000000000000000000000000", time.Date(2026, 11, 22, 8, 52, 58, 0, time.UTC))
-	store := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
+	store := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
 	if _, err := store.Write(t.Context(), []*status.PlanStatus{st}); err != nil {
 		t.Fatal(err)
 	}

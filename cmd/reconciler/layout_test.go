@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -30,7 +30,7 @@ type clustered struct {
 // startClusteredOnGitea is startRunOnGitea on the distributed layout: it
 // returns Gitea, the leading reconciler, the layout and a reader of the
 // status branch.
-func startClusteredOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *clustered, status.Store) {
+func startClusteredOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *clustered, reconciler.GitStatusStore) {
 	t.Helper()
 	gt, git, reader := giteaForRun(t, files)
 	c := &clustered{t: t, nats: testenv.StartNATSCluster(t, 3)}

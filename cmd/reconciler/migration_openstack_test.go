@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -28,7 +29,7 @@ type migration struct {
 	r      *running
 	gt     *testenv.Gitea
 	style  string // how pull requests are merged: testenv.MergeCommit, …
-	reader status.Store
+	reader reconciler.GitStatusStore
 	plan   string // the plan's name: plans/<plan>.yaml
 	pr     int    // the last pull request opened
 	branch string // its branch

@@ -10,7 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/app"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 )
 
 func newRunCommand() *cobra.Command {
@@ -40,7 +40,7 @@ func newRunCommand() *cobra.Command {
 	fs.DurationVar(&cfg.Interval, "interval", 30*time.Second, "how often to poll the repository (a webhook polls at once)")
 	fs.DurationVar(&cfg.Timeout, "timeout", 2*time.Minute, "bound on each stage of a cycle (a poll, the previews, one plan's observation and publication, a status write)")
 	fs.DurationVar(&cfg.StallAfter, "stall-after", 0, "/healthz fails when the loop has not ended a pass, or one stage has run, for this long (0: 2×--interval + 2×--timeout + 1m)")
-	fs.StringVar(&cfg.StatusBranch, "status-branch", status.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
+	fs.StringVar(&cfg.StatusBranch, "status-branch", statusfile.DefaultBranch, "branch that receives status/<plan>.yaml commits (may be the tracked branch)")
 	fs.StringVar(&cfg.DataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
 	fs.StringVar(&cfg.WebhookAddr, "webhook-addr", "", "address for the forge's push, pull_request and issue_comment webhooks, signed as --forge signs them (e.g. :9090); empty: none")
 	fs.StringVar(&cfg.WebhookSecretFile, "webhook-secret-file", "", "file holding the webhook's HMAC secret (required with --webhook-addr)")

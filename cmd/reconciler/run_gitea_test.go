@@ -20,6 +20,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -61,7 +62,7 @@ func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
 // `reconciler run --forge gitea` on it (startRunWith, with extra flags
 // last) as Gitea's bot account, with Gitea's webhook delivered to it; it
 // returns them and a reader of the status branch.
-func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *running, status.Store) {
+func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, namespaces []string, files map[string]string, extra ...string) (*testenv.Gitea, *running, reconciler.GitStatusStore) {
 	t.Helper()
 	gt, git, reader := giteaForRun(t, files)
 	r := startRunWith(t, ctx, mgmt, namespaces, gt.Token(testenv.GiteaBot), slices.Concat(git, giteaForgeFlags(gt), extra)...)
@@ -72,7 +73,7 @@ func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, name
 // giteaForRun starts Gitea with files in its plans repository and returns
 // the Git flags of ferry's processes (as the bot) and a reader of the
 // status branch.
-func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git []string, reader status.Store) {
+func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git []string, reader reconciler.GitStatusStore) {
 	t.Helper()
 	gt = testenv.StartGitea(t, testenv.SeedDir(t, files))
 	bot := testenv.GiteaBot
@@ -81,7 +82,7 @@ func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git 
 		t.Fatal(err)
 	}
 	git = []string{"--repo", gt.RepoURL(), "--git-username", bot, "--git-token-file", gitToken}
-	reader = status.Store{Git: &gitsource.Branch{URL: gt.RepoURL(), Name: status.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
+	reader = reconciler.GitStatusStore{Git: &gitsource.Branch{URL: gt.RepoURL(), Name: statusfile.DefaultBranch, Auth: gitsource.Auth{Username: bot, TokenFile: gitToken}}}
 	return gt, git, reader
 }
 

@@ -20,7 +20,9 @@ import (
 	"github.com/ferry-dev/ferry/internal/clusterevents"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
@@ -52,7 +54,7 @@ func TestRunPullRequests(t *testing.T) {
 
 	r := startRun(t, ctx, g, gh, mgmt, []string{"capi-backup"}, "--interval", "1h", "--no-cloud", "--kinds", "kube,workload", "--comment-interval", "50ms")
 	waitFor := r.waitFor
-	reader := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch}}
+	reader := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch}}
 	readStatus := func() *status.PlanStatus {
 		st, err := reader.Read(ctx, "capi-quickstart")
 		if err != nil {

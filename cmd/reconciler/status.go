@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/ferry-dev/ferry/internal/app"
-	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 )
 
 func newStatusCommand() *cobra.Command {
@@ -34,7 +34,7 @@ func newStatusCommand() *cobra.Command {
 	fs := cmd.Flags()
 	gitFlags(fs, &cfg.Git, false)
 	outputFlag(cmd, &cfg.Output)
-	fs.StringVar(&cfg.StatusBranch, "status-branch", status.DefaultBranch, "branch the reconciler commits statuses to")
+	fs.StringVar(&cfg.StatusBranch, "status-branch", statusfile.DefaultBranch, "branch the reconciler commits statuses to")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "how long to wait for the repository")
 	fs.BoolVarP(&cfg.Watch, "watch", "w", false, "follow until every approved phase has ended (a Blocked one is followed until ferry goes on) or one failed: redraw in a terminal, else one line per change; exit codes as without it")
 	fs.DurationVar(&cfg.WatchInterval, "watch-interval", 5*time.Second, "how often --watch reads the status branch")

@@ -15,7 +15,10 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/render"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -67,14 +70,14 @@ func TestStatusCommand(t *testing.T) {
 		t.Errorf("status before any write = %d, stderr %q; want 1 and no status yet", code, stderr.String())
 	}
 
-	w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
+	w := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
 	if _, err := w.Write(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
 	var tables []string
 	for _, st := range sts {
 		var b bytes.Buffer
-		if err := status.Table(&b, st); err != nil {
+		if err := render.Table(&b, st); err != nil {
 			t.Fatal(err)
 		}
 		tables = append(tables, b.String())
@@ -88,7 +91,7 @@ func TestStatusCommand(t *testing.T) {
 		wantStderr string
 	}{
 		{name: "all plans", args: []string{"status", "--repo", g.URL}, wantStdout: tables[0] + "\n" + tables[1]},
-		{name: "one plan, flags after it", args: []string{"status", "beta", "--repo", g.URL, "--status-branch", status.DefaultBranch}, wantStdout: tables[1]},
+		{name: "one plan, flags after it", args: []string{"status", "beta", "--repo", g.URL, "--status-branch", statusfile.DefaultBranch}, wantStdout: tables[1]},
 		{name: "unknown plan", args: []string{"status", "gamma", "--repo", g.URL}, wantCode: 1,
 			wantStderr: "reconciler status: plan gamma has no status yet on branch ferry/status of " + g.URL + "\n"},
 		{name: "other branch", args: []string{"status", "alpha", "--repo", g.URL, "--status-branch", "main"}, wantCode: 1,
@@ -150,7 +153,7 @@ func TestStatusCommand(t *testing.T) {
 			branch := "status-" + strings.ToLower(string(tc.state))
 			st := statusOf("delta")
 			st.Phases[0].State = tc.state
-			w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
+			w := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
 			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +177,7 @@ func TestStatusCommand(t *testing.T) {
 			code int
 		}{{status.PhaseSucceeded, 0}, {status.PhaseFailed, 3}} {
 			branch := "watch-" + strings.ToLower(string(tc.end))
-			w := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
+			w := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: branch, CacheDir: t.TempDir()}}
 			st := statusOf("delta")
 			st.Phases[0].State = status.PhaseRunning
 			if _, err := w.Write(ctx, []*status.PlanStatus{st}); err != nil {

@@ -28,7 +28,9 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/memlimit"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -277,7 +279,7 @@ func run(ctx context.Context, p *testenv.Program, logf func(string, ...any), o o
 	pid := procs.reconciler
 	scrape := func() map[string]float64 { return scrapeMetrics("http://" + metrics + "/metrics") }
 
-	reader := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
+	reader := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: filepath.Join(dir, "status-reader")}}
 	logf("waiting for the first status of every plan")
 	if err := waitFor(ctx, time.Second, func() bool {
 		all, err := reader.ReadAll(ctx)

@@ -15,7 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
-	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/reconciler"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -110,8 +111,8 @@ func (g gitRemote) flags() []string {
 
 // store reads the status branch, as `reconciler status` does, through a
 // clone under cacheDir.
-func (g gitRemote) store(cacheDir string) status.Store {
-	return status.Store{Git: &gitsource.Branch{URL: g.url, Name: status.DefaultBranch, CacheDir: cacheDir, Auth: g.auth}}
+func (g gitRemote) store(cacheDir string) reconciler.GitStatusStore {
+	return reconciler.GitStatusStore{Git: &gitsource.Branch{URL: g.url, Name: statusfile.DefaultBranch, CacheDir: cacheDir, Auth: g.auth}}
 }
 
 // goGit is the URL and credentials for a go-git clone.

@@ -20,7 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
@@ -155,7 +157,7 @@ func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState
 	if err != nil {
 		return fmt.Errorf("reconciler status: %v", err)
 	}
-	out.say("\n==> the status commits on branch %s", status.DefaultBranch)
+	out.say("\n==> the status commits on branch %s", statusfile.DefaultBranch)
 	if err := statusLog(ctx, out, remote); err != nil {
 		return err
 	}
@@ -257,7 +259,7 @@ func waitComment(ctx context.Context, out *display, host forgeHost, n int, key, 
 // strategy's cutover ends waiting for the DNS switch), showing the step
 // that runs. It returns what the progress comment shows then: the phase's
 // row, or the row of its last step.
-func waitPhase(ctx context.Context, out *display, reader status.Store, plan, phase string) (string, error) {
+func waitPhase(ctx context.Context, out *display, reader reconciler.GitStatusStore, plan, phase string) (string, error) {
 	want := "| " + phase + " | Succeeded |"
 	err := out.wait(ctx, "phase "+phase+" to succeed", func() (bool, string) {
 		st, err := reader.Read(ctx, plan)
@@ -310,7 +312,7 @@ func statusLog(ctx context.Context, out *display, remote gitRemote) error {
 		return err
 	}
 	repo, err := git.CloneContext(ctx, memory.NewStorage(), nil, &git.CloneOptions{
-		URL: url, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(status.DefaultBranch), SingleBranch: true,
+		URL: url, Auth: auth, ReferenceName: plumbing.NewBranchReferenceName(statusfile.DefaultBranch), SingleBranch: true,
 	})
 	if err != nil {
 		return fmt.Errorf("clone the status branch: %w", err)

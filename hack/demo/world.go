@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -94,7 +94,7 @@ type world struct {
 	// webhookSecret signs the forge's webhooks to the reconciler.
 	webhookSecret string
 	// reader reads the status branch as `reconciler status` does.
-	reader status.Store
+	reader reconciler.GitStatusStore
 	// dir holds the files ferry's processes read (kubeconfig, tokens) and
 	// their data directories; logDir their logs.
 	dir, logDir string

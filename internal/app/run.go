@@ -20,7 +20,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/memlimit"
 	"github.com/ferry-dev/ferry/internal/reconciler"
-	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // RunConfig is the configuration of `reconciler run`.
@@ -179,7 +178,7 @@ func (s *server) newLoop() {
 	s.metrics.Profiling = s.cfg.Pprof
 	fg := s.forge.forge()
 	approvals := &reconciler.GitApprovals{Source: s.src, Forge: fg, AllowPush: s.cfg.Forge.AllowPushApprovals}
-	s.rec = &reconciler.StatusRecorder{Store: status.Store{Git: s.store}, Forge: fg, Approvals: approvals, Metrics: s.metrics}
+	s.rec = &reconciler.StatusRecorder{Store: reconciler.GitStatusStore{Git: s.store}, Forge: fg, Approvals: approvals, Metrics: s.metrics}
 	s.loop = &reconciler.Loop{
 		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec, Verifier: approvals,
 		Path: s.src.PlansDir(), AfterCycle: s.metrics.ObserveCycle, Latency: s.metrics.ObserveRoundTrip, Timeout: s.cfg.Timeout,
@@ -227,7 +226,7 @@ func (s *server) lead(ctx context.Context) {
 	s.metrics.Standby(false)
 	s.relayWakes(ctx)
 	s.recordClusterEvents(ctx)
-	if err := s.rec.Restore(ctx, s.loop); err != nil && !errors.Is(err, status.ErrNoStatus) {
+	if err := s.rec.Restore(ctx, s.loop); err != nil && !errors.Is(err, reconciler.ErrNoStatus) {
 		s.log.Warn("no recorded status read; starting from the observed state", "error", err)
 	}
 	// Results a killed predecessor took but had not acted on.

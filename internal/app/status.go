@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/render"
 )
 
 // StatusConfig is the configuration of `reconciler status`.
@@ -67,7 +69,7 @@ func Status(ctx context.Context, cfg StatusConfig) error {
 			if i > 0 {
 				fmt.Fprintln(w)
 			}
-			if err := status.Table(w, st); err != nil {
+			if err := render.Table(w, st); err != nil {
 				return err
 			}
 		}
@@ -121,11 +123,11 @@ func needsAction(sts []*status.PlanStatus) error {
 
 // read reads the named plan's status, or all of them; none is an error.
 func (cfg StatusConfig) read(ctx context.Context) ([]*status.PlanStatus, error) {
-	w := status.Store{Git: &gitsource.Branch{URL: cfg.Git.URL, Name: cfg.StatusBranch, Auth: cfg.Git.Auth, Timeout: cfg.Git.Timeout}}
+	w := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: cfg.Git.URL, Name: cfg.StatusBranch, Auth: cfg.Git.Auth, Timeout: cfg.Git.Timeout}}
 	where := fmt.Sprintf("on branch %s of %s", cfg.StatusBranch, gitsource.RedactURL(cfg.Git.URL))
 	if cfg.Plan != "" {
 		st, err := w.Read(ctx, cfg.Plan)
-		if errors.Is(err, status.ErrNoStatus) {
+		if errors.Is(err, reconciler.ErrNoStatus) {
 			return nil, fmt.Errorf("plan %s has no status yet %s", cfg.Plan, where)
 		}
 		if err != nil {
@@ -182,7 +184,7 @@ func (cfg StatusConfig) watch(ctx context.Context) error {
 			lastErr = ""
 			fmt.Fprint(cfg.Out, "\033[H\033[2J") // home, clear
 			for _, st := range sts {
-				if err := status.Table(cfg.Out, st); err != nil {
+				if err := render.Table(cfg.Out, st); err != nil {
 					return err
 				}
 				fmt.Fprintln(cfg.Out)
@@ -193,7 +195,7 @@ func (cfg StatusConfig) watch(ctx context.Context) error {
 			for _, st := range sts {
 				for i := range st.Phases {
 					key := st.Plan + "/" + st.Phases[i].Name
-					if line := status.PhaseLine(st, &st.Phases[i]); line != last[key] {
+					if line := render.PhaseLine(st, &st.Phases[i]); line != last[key] {
 						fmt.Fprintf(cfg.Out, "%s %s\n", time.Now().Format(time.TimeOnly), line)
 						last[key] = line
 					}

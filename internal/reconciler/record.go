@@ -16,6 +16,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/render"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -255,7 +256,7 @@ func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
 			continue
 		}
 		if a.PR > 0 {
-			body := forge.Comment("progress/"+st.Plan, "", status.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
+			body := forge.Comment("progress/"+st.Plan, "", render.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
 			if err := r.Forge.UpsertComment(ctx, a.PR, "progress/"+st.Plan, body); err != nil {
 				logging.From(ctx).Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
 			}

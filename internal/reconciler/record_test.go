@@ -8,6 +8,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -21,7 +22,7 @@ import (
 func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	ctx := context.Background()
 	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
-	store := status.Store{Git: &gitsource.Branch{URL: g.URL, Name: status.DefaultBranch, CacheDir: t.TempDir()}}
+	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
 	const merge = "0123456789abcdef0123456789abcdef01234567"
 	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
 		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},
@@ -33,7 +34,7 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
 		t.Fatal(err)
 	}
-	head := g.Run(t, "rev-parse", status.DefaultBranch)
+	head := g.Run(t, "rev-parse", statusfile.DefaultBranch)
 
 	gh := fakegithub.New("ferry-dev", "plans", "token")
 	t.Cleanup(gh.Close)
@@ -49,7 +50,7 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	if err := r.Flush(ctx, Cycle{}); err != nil {
 		t.Fatal(err)
 	}
-	if now := g.Run(t, "rev-parse", status.DefaultBranch); now != head {
+	if now := g.Run(t, "rev-parse", statusfile.DefaultBranch); now != head {
 		t.Errorf("the restart's first flush committed %s on an unchanged status", now)
 	}
 	comments := gh.Comments(1)

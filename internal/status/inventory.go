@@ -1,8 +1,6 @@
 package status
 
 import (
-	"fmt"
-	"io"
 	"slices"
 	"strings"
 
@@ -46,28 +44,4 @@ func mergeInventory(prev []InventoryItem, now []planner.InventoryItem) []Invento
 	}
 	slices.SortStableFunc(out, func(a, b InventoryItem) int { return strings.Compare(a.Resource, b.Resource) })
 	return out
-}
-
-// tableInventory writes the inventory for `reconciler status`.
-func tableInventory(w io.Writer, items []InventoryItem) {
-	if len(items) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nInventory of cleanup:\n")
-	for _, it := range items {
-		fmt.Fprintf(w, "  %s: %s (%s)\n", it.State, oneLine(it.Resource), oneLine(it.Reason))
-	}
-}
-
-// mdInventory writes the inventory for the pull-request comment.
-func mdInventory(head *strings.Builder, items []InventoryItem) {
-	if len(items) == 0 {
-		return
-	}
-	head.WriteString("**Inventory of cleanup** (what it removes and what it leaves of the old cloud and the move):\n\n")
-	head.WriteString("| State | Resource | Why |\n| --- | --- | --- |\n")
-	for _, it := range items {
-		fmt.Fprintf(head, "| %s | %s | %s |\n", mdText(it.State, mdCellMax), mdText(it.Resource, mdCellMax), mdText(it.Reason, mdCellMax))
-	}
-	head.WriteString("\n")
 }

@@ -148,7 +148,7 @@ func mergeSteps(old *PhaseStatus, rp planner.Phase, now time.Time) ([]StepStatus
 // flight or a started runnable phase runs it), and its finish time: kept
 // while it stays finished, now when it has just finished, zero otherwise.
 func settlePhase(ph, old *PhaseStatus, rp planner.Phase, runnable bool, now time.Time) {
-	failed := firstFailed(ph)
+	failed := ph.FirstFailed()
 	prevState := PhaseState("")
 	if old != nil {
 		prevState = old.State
@@ -179,18 +179,9 @@ func settlePhase(ph, old *PhaseStatus, rp planner.Phase, runnable bool, now time
 	}
 }
 
-func firstFailed(ph *PhaseStatus) *StepStatus {
-	for i := range ph.Steps {
-		if ph.Steps[i].State == StepFailed {
-			return &ph.Steps[i]
-		}
-	}
-	return nil
-}
-
 func anyInFlight(ph *PhaseStatus) bool {
 	for _, s := range ph.Steps {
-		if s.State.inFlight() {
+		if s.State.InFlight() {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"bytes"
@@ -9,38 +9,10 @@ import (
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/step"
 )
-
-// op is one thing the reconciler loop does to a status.
-type op func(*PlanStatus) *PlanStatus
-
-func plan(res *planner.Result, rev string, n int) op {
-	return func(st *PlanStatus) *PlanStatus { return FromResult(st, res, rev, at(n)) }
-}
-
-func publish(n int, steps ...step.Step) op {
-	return func(st *PlanStatus) *PlanStatus { Published(st, steps, at(n)); return st }
-}
-
-func apply(ev *events.ResultEvent) op {
-	return func(st *PlanStatus) *PlanStatus { ApplyResult(st, ev); return st }
-}
-
-func run(ops ...op) *PlanStatus {
-	var st *PlanStatus
-	for _, o := range ops {
-		st = o(st)
-	}
-	return st
-}
-
-// clusterLeft is the fresh plan after copySecret and keypair are done.
-func clusterLeft(done int, steps ...[]step.Step) *planner.Result {
-	r := freshResult()
-	r.Phases[0] = phase("cluster", planner.Approved, "", done, steps...)
-	return r
-}
 
 func TestStatusMerge(t *testing.T) {
 	keypairCreated := evt(keypair, events.Succeeded, 2, 12, 2*time.Second, "created keypair capi-key", "")
@@ -69,7 +41,7 @@ func TestStatusMerge(t *testing.T) {
 		name  string
 		ops   []op
 		want  string
-		check func(t *testing.T, st *PlanStatus)
+		check func(t *testing.T, st *status.PlanStatus)
 	}{{
 		name: "fresh plan: phases from the planner, steps pending",
 		ops:  []op{plan(freshResult(), rev1, 0)},
@@ -101,14 +73,14 @@ cluster Succeeded 6/0: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensu
 control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			cl := st.Phase("cluster")
 			if !cl.Started.Equal(at(1)) || !cl.Finished.Equal(at(30)) {
 				t.Errorf("cluster started %v finished %v; want %v and %v (when the last step succeeded)", cl.Started, cl.Finished, at(1), at(30))
 			}
 			kp := cl.Step(keypair.Key)
 			if kp.LastError != "409 Conflict: keypair is being created" || kp.Message != "created keypair capi-key" ||
-				kp.Duration != Duration(2*time.Second) || !kp.Finished.Equal(at(12)) {
+				kp.Duration != status.Duration(2*time.Second) || !kp.Finished.Equal(at(12)) {
 				t.Errorf("keypair step = %+v; want the retry's error kept, the success's message, duration and time", kp)
 			}
 			if !st.UpdatedAt.Equal(at(30)) {
@@ -144,7 +116,7 @@ cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded#2 ensure
 control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			if !st.UpdatedAt.Equal(at(10)) {
 				t.Errorf("UpdatedAt = %v; want %v", st.UpdatedAt, at(10))
 			}
@@ -163,12 +135,12 @@ cluster Failed 3/3 (step cluster/ensure-keypair/keypair/capi-key failed: authent
 control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			if f := st.Phase("cluster").Finished; !f.Equal(at(20)) {
 				t.Errorf("cluster finished %v; want %v, when the step failed", f, at(20))
 			}
-			Published(st, []step.Step{keypair}, at(30))
-			if ph := st.Phase("cluster"); ph.State != PhaseRunning || ph.Reason != "" || !ph.Finished.IsZero() || ph.Step(keypair.Key).State != StepRunning {
+			status.Published(st, []step.Step{keypair}, at(30))
+			if ph := st.Phase("cluster"); ph.State != status.PhaseRunning || ph.Reason != "" || !ph.Finished.IsZero() || ph.Step(keypair.Key).State != status.StepRunning {
 				t.Errorf("published again: cluster %s %q finished %v, step %s; want Running, no reason, not finished, step Running",
 					ph.State, ph.Reason, ph.Finished, ph.Step(keypair.Key).State)
 			}
@@ -190,9 +162,9 @@ cluster Succeeded 6/0:
 control-plane Succeeded 2/0:
 workers Succeeded 2/0: drain/capi-quickstart-md-0-wq8fz=Succeeded#1 probe/capi-quickstart-md-0-wq8fz=Succeeded#2
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			want := observed.Record{Approved: "workers", Checks: []string{probe.Key}}
-			if got := Record(st); got.Approved != want.Approved || !slices.Equal(got.Checks, want.Checks) {
+			if got := status.Record(st); got.Approved != want.Approved || !slices.Equal(got.Checks, want.Checks) {
 				t.Errorf("Record = %+v; want %+v", got, want)
 			}
 		},
@@ -208,19 +180,19 @@ cluster Succeeded 6/0:
 control-plane Running 0/2: create/capi-quickstart-control-plane=Running wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			if st.Stopped != movedBack {
 				t.Errorf("Stopped = %q; want the planner's reason", st.Stopped)
 			}
-			if r := Record(st); r.Approved != "control-plane" {
+			if r := status.Record(st); r.Approved != "control-plane" {
 				t.Errorf("Record().Approved = %q; want control-plane: it never moves back", r.Approved)
 			}
-			ApplyResult(st, ok(mkKCP, 1, 8))
-			if ph := st.Phase("control-plane"); ph.State != PhasePending || ph.Reason != "stopped: approval moved backwards" || ph.Done != 1 {
+			status.ApplyResult(st, ok(mkKCP, 1, 8))
+			if ph := st.Phase("control-plane"); ph.State != status.PhasePending || ph.Reason != "stopped: approval moved backwards" || ph.Done != 1 {
 				t.Errorf("after the in-flight step: control-plane %s %q done %d; want Pending, stopped, 1 done", ph.State, ph.Reason, ph.Done)
 			}
-			st = FromResult(st, cpStopped, rev2, at(9))
-			if ph := st.Phase("control-plane"); ph.State != PhasePending || ph.Reason != "not approved: spec.approve is cluster" {
+			st = status.FromResult(st, cpStopped, rev2, at(9))
+			if ph := st.Phase("control-plane"); ph.State != status.PhasePending || ph.Reason != "not approved: spec.approve is cluster" {
 				t.Errorf("planned again: control-plane %s %q; want the planner's Pending", ph.State, ph.Reason)
 			}
 		},
@@ -247,7 +219,7 @@ cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded ensure-k
 control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			if s := st.Phase("cluster").Step(copySecret.Key); s.Message != "effect observed" || !s.Finished.Equal(at(30)) {
 				t.Errorf("copy-secret = %+v; want Succeeded by observation at %v", s, at(30))
 			}
@@ -268,7 +240,7 @@ cluster Running 3/3: copy-secret/capi-quickstart-cloud-config=Succeeded#1 ensure
 control-plane Pending 0/2: create/capi-quickstart-control-plane=Pending wait/capi-quickstart-control-plane=Pending
 workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickstart-md-0-wq8fz=Pending
 `,
-		check: func(t *testing.T, st *PlanStatus) {
+		check: func(t *testing.T, st *status.PlanStatus) {
 			if s := st.Phase("cluster").Step(copySecret.Key); s.Revision != rev2 {
 				t.Errorf("copy-secret revision %s; want %s", s.Revision, rev2)
 			}
@@ -290,7 +262,7 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 // byte, and planning again with nothing new changes nothing, not even
 // UpdatedAt, so the writer makes no commit.
 func TestStatusMergeDeterministic(t *testing.T) {
-	build := func() *PlanStatus {
+	build := func() *status.PlanStatus {
 		return run(
 			plan(freshResult(), rev1, 0),
 			publish(1, copySecret, keypair),
@@ -299,19 +271,19 @@ func TestStatusMergeDeterministic(t *testing.T) {
 		)
 	}
 	a, b := build(), build()
-	ya, err := Encode(a)
+	ya, err := statusfile.Encode(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	yb, _ := Encode(b)
+	yb, _ := statusfile.Encode(b)
 	if !bytes.Equal(ya, yb) {
 		t.Fatalf("two runs differ:\n%s\n---\n%s", ya, yb)
 	}
-	again := FromResult(a, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(100))
-	again = FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(200))
-	third := FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(300))
-	y2, _ := Encode(again)
-	y3, _ := Encode(third)
+	again := status.FromResult(a, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(100))
+	again = status.FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(200))
+	third := status.FromResult(again, clusterLeft(3, []step.Step{keypair}, []step.Step{mkCluster}, []step.Step{waitOSC}), rev1, at(300))
+	y2, _ := statusfile.Encode(again)
+	y3, _ := statusfile.Encode(third)
 	if !bytes.Equal(y2, y3) || !third.UpdatedAt.Equal(again.UpdatedAt) {
 		t.Errorf("planning again with nothing new changed the status:\n%s\n---\n%s", y2, y3)
 	}
@@ -321,9 +293,9 @@ func TestStatusMergeDeterministic(t *testing.T) {
 	}
 }
 
-func mustEncode(t *testing.T, st *PlanStatus) []byte {
+func mustEncode(t *testing.T, st *status.PlanStatus) []byte {
 	t.Helper()
-	b, err := Encode(st)
+	b, err := statusfile.Encode(st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,10 +303,10 @@ func mustEncode(t *testing.T, st *PlanStatus) []byte {
 }
 
 func TestStatusSetApproval(t *testing.T) {
-	st := FromResult(nil, freshResult(), rev1, t0)
-	SetApproval(st, Approval{Phase: "control-plane", By: "bob", PR: 15})
-	SetApproval(st, Approval{Phase: "cluster", By: "alice", Commit: rev1})
-	SetApproval(st, Approval{Phase: "cluster", By: "alice", PR: 12})
+	st := status.FromResult(nil, freshResult(), rev1, t0)
+	status.SetApproval(st, status.Approval{Phase: "control-plane", By: "bob", PR: 15})
+	status.SetApproval(st, status.Approval{Phase: "cluster", By: "alice", Commit: rev1})
+	status.SetApproval(st, status.Approval{Phase: "cluster", By: "alice", PR: 12})
 	var got []string
 	for _, a := range st.ApprovedBy {
 		got = append(got, a.Phase+"="+a.String())
@@ -342,7 +314,7 @@ func TestStatusSetApproval(t *testing.T) {
 	if want := []string{"cluster=alice (#12)", "control-plane=bob (#15)"}; !slices.Equal(got, want) {
 		t.Errorf("ApprovedBy = %q; want %q", got, want)
 	}
-	if r := Record(nil); r.Approved != "" || r.Checks != nil {
+	if r := status.Record(nil); r.Approved != "" || r.Checks != nil {
 		t.Errorf("Record(nil) = %+v; want empty", r)
 	}
 }

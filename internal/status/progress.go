@@ -31,7 +31,7 @@ func Published(st *PlanStatus, steps []step.Step, now time.Time) {
 		if st.Rollback == "" {
 			advanceApproved(st, s.Phase)
 		}
-		if ss.State.inFlight() {
+		if ss.State.InFlight() {
 			continue
 		}
 		if ss.State == StepSucceeded {

@@ -1,4 +1,4 @@
-package status
+package status_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -34,20 +35,20 @@ func TestStatusRecordFeedsPlanner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := FromResult(nil, res, rev1, t0)
+	st := status.FromResult(nil, res, rev1, t0)
 	cl := st.Phase("cluster")
-	if cl == nil || cl.State != PhaseBlocked || cl.Reason != res.Phase("cluster").Reason || cl.Left == 0 {
+	if cl == nil || cl.State != status.PhaseBlocked || cl.Reason != res.Phase("cluster").Reason || cl.Left == 0 {
 		t.Fatalf("cluster = %+v; want Blocked with the planner's reason and its steps left", cl)
 	}
 	// Acting on control-plane (publishing a step of it) moves Approved.
-	Published(st, []step.Step{mkKCP}, at(1))
+	status.Published(st, []step.Step{mkKCP}, at(1))
 
 	p.Spec.Approve = "cluster"
-	res, err = planner.Plan(p, &observed.Snapshot{Record: Record(st)})
+	res, err = planner.Plan(p, &observed.Snapshot{Record: status.Record(st)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st = FromResult(st, res, rev2, at(2))
+	st = status.FromResult(st, res, rev2, at(2))
 	if !strings.Contains(st.Stopped, "moved back from control-plane to cluster") || res.Next() != nil {
 		t.Errorf("Stopped = %q, next %v; want the plan stopped", st.Stopped, res.Next())
 	}
@@ -57,17 +58,17 @@ func TestStatusRecordFeedsPlanner(t *testing.T) {
 // gets its result before it plans the step again (the planner already sees
 // it done); the status shows the step as its event named it.
 func TestResultOfUnplannedStep(t *testing.T) {
-	st := &PlanStatus{Plan: "capi-quickstart"}
-	ApplyResult(st, &events.ResultEvent{
+	st := &status.PlanStatus{Plan: "capi-quickstart"}
+	status.ApplyResult(st, &events.ResultEvent{
 		StepKey: "cluster/ensure-keypair/keypair/capi-key", Phase: "cluster", Executor: step.OpenStack,
 		Action: step.EnsureKeypair, Target: "Keypair capi-key", Outcome: events.Succeeded, Attempt: 1, At: at(1),
 	})
 	ss := st.Phase("cluster").Step("cluster/ensure-keypair/keypair/capi-key")
-	if ss == nil || ss.Action != step.EnsureKeypair || ss.Target != "Keypair capi-key" || ss.State != StepSucceeded {
+	if ss == nil || ss.Action != step.EnsureKeypair || ss.Target != "Keypair capi-key" || ss.State != status.StepSucceeded {
 		t.Fatalf("step %+v; want ensure-keypair of Keypair capi-key, succeeded", ss)
 	}
 	// An event from before the fields existed: the key is all there is.
-	ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: step.Kube, Outcome: events.Succeeded, Attempt: 1, At: at(2)})
+	status.ApplyResult(st, &events.ResultEvent{StepKey: "cluster/create/cluster/c", Phase: "cluster", Executor: step.Kube, Outcome: events.Succeeded, Attempt: 1, At: at(2)})
 	if ss := st.Phase("cluster").Step("cluster/create/cluster/c"); ss == nil || ss.Action != step.Create || ss.Target != "Cluster c" {
 		t.Fatalf("step %+v from a key alone", ss)
 	}

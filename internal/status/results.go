@@ -105,7 +105,7 @@ func applyStep(ph *PhaseStatus, ss *StepStatus, ev *events.ResultEvent, at time.
 // a phase of a stopped plan falls back to when nothing is in flight (see
 // stoppedState); empty when the plan did not stop.
 func refreshPhase(ph *PhaseStatus, stopped PhaseState, now time.Time) {
-	if f := firstFailed(ph); f != nil {
+	if f := ph.FirstFailed(); f != nil {
 		if ph.State != PhaseFailed {
 			ph.Finished = now
 		}

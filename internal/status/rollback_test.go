@@ -1,10 +1,12 @@
-package status
+package status_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/render"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -35,42 +37,48 @@ func TestStatusRollback(t *testing.T) {
 		plan(result("workers", "", "", phase("cluster", planner.Succeeded, "", 6), phase("control-plane", planner.Succeeded, "", 2),
 			phase("workers", planner.Succeeded, "", 1)), rev1, 4),
 	)
-	if st.Approved != "workers" || st.Phase("workers").State != PhaseSucceeded {
+	if st.Approved != "workers" || st.Phase("workers").State != status.PhaseSucceeded {
 		t.Fatalf("before the rollback:\n%s", summary(st))
 	}
 
-	st = run(func(*PlanStatus) *PlanStatus { return st }, plan(undo(planner.Approved, []step.Step{removeMD}), rev2, 5), publish(6, removeMD))
+	st = run(func(*status.PlanStatus) *status.PlanStatus { return st }, plan(undo(planner.Approved, []step.Step{removeMD}), rev2, 5), publish(6, removeMD))
 	ws := st.Phase("workers")
-	if ws.State != PhaseRollingBack || !ws.Undo || len(ws.Steps) != 1 || ws.Steps[0].Key != removeMD.Key || st.Approved != "workers" || st.Rollback != "control-plane" {
+	if ws.State != status.PhaseRollingBack || !ws.Undo || len(ws.Steps) != 1 || ws.Steps[0].Key != removeMD.Key || st.Approved != "workers" || st.Rollback != "control-plane" {
 		t.Fatalf("while rolling back (want workers RollingBack with only its undo step, approved still workers):\n%s", summary(st))
 	}
 	if got := ws.State.Text(); got != "Rolling back" {
 		t.Errorf("RollingBack reads %q", got)
 	}
 
-	ApplyResult(st, ok(removeMD, 1, 7))
-	if st.Phase("workers").State != PhaseRolledBack {
+	status.ApplyResult(st, ok(removeMD, 1, 7))
+	if st.Phase("workers").State != status.PhaseRolledBack {
 		t.Fatalf("after the undo's last step:\n%s", summary(st))
 	}
-	SetApproval(st, Approval{Phase: "workers", By: "bob", PR: 3})
-	SetApproval(st, Approval{Phase: RollbackApproval("control-plane"), By: "carol", PR: 4})
-	if st.Approving() != "rollback to control-plane" || !strings.Contains(header(st), "rolling back to control-plane (approved by carol (#4))") {
-		t.Errorf("approving %q, header %q", st.Approving(), header(st))
+	status.SetApproval(st, status.Approval{Phase: "workers", By: "bob", PR: 3})
+	status.SetApproval(st, status.Approval{Phase: status.RollbackApproval("control-plane"), By: "carol", PR: 4})
+	// The header is the first line of the table (render.Table).
+	var table strings.Builder
+	if err := render.Table(&table, st); err != nil {
+		t.Fatal(err)
 	}
-	st = FromResult(st, undo(planner.RolledBack), rev2, at(8))
+	header, _, _ := strings.Cut(table.String(), "\n")
+	if st.Approving() != "rollback to control-plane" || !strings.Contains(header, "rolling back to control-plane (approved by carol (#4))") {
+		t.Errorf("approving %q, header %q", st.Approving(), header)
+	}
+	st = status.FromResult(st, undo(planner.RolledBack), rev2, at(8))
 	if len(st.ApprovedBy) != 1 || st.ApprovedBy[0].By != "carol" {
 		t.Errorf("approvals after the rollback: %v; want only the rollback's (approving workers again is a new approval)", st.ApprovedBy)
 	}
-	if st.Phase("workers").State != PhaseRolledBack || st.Approved != "control-plane" {
+	if st.Phase("workers").State != status.PhaseRolledBack || st.Approved != "control-plane" {
 		t.Fatalf("rolled back (want approved control-plane again):\n%s", summary(st))
 	}
 
-	st = FromResult(st, forward, rev2, at(9))
+	st = status.FromResult(st, forward, rev2, at(9))
 	if len(st.ApprovedBy) != 0 {
 		t.Errorf("approvals going forward again: %v; want the rollback's gone (the next rollback is approved anew)", st.ApprovedBy)
 	}
 	ws = st.Phase("workers")
-	if ws.Undo || ws.State != PhaseApproved || len(ws.Steps) != 1 || ws.Steps[0].Key != drain.Key || ws.Steps[0].State != StepPending {
+	if ws.Undo || ws.State != status.PhaseApproved || len(ws.Steps) != 1 || ws.Steps[0].Key != drain.Key || ws.Steps[0].State != status.StepPending {
 		t.Fatalf("forward again (want workers Approved with a fresh history):\n%s", summary(st))
 	}
 }

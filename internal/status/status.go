@@ -7,8 +7,6 @@ import (
 	"strings"
 	"time"
 
-	sigsyaml "sigs.k8s.io/yaml"
-
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/step"
 )
@@ -72,8 +70,8 @@ const (
 	StepFailed StepState = "Failed"
 )
 
-// inFlight reports whether a step is published and not finished.
-func (s StepState) inFlight() bool { return s == StepRunning || s == StepRetrying }
+// InFlight reports whether a step is published and not finished.
+func (s StepState) InFlight() bool { return s == StepRunning || s == StepRetrying }
 
 // PlanStatus is one plan's status: what `reconciler status` prints, what PR
 // comments show and what status/<plan>.yaml holds. It is built only from
@@ -139,7 +137,7 @@ func (a Approval) String() string {
 	case a.PR > 0:
 		return fmt.Sprintf("%s (#%d)", a.By, a.PR)
 	case a.Commit != "":
-		return fmt.Sprintf("%s (%s)", a.By, shortRev(a.Commit))
+		return fmt.Sprintf("%s (%s)", a.By, ShortRevision(a.Commit))
 	}
 	return a.By
 }
@@ -243,6 +241,16 @@ func (ph *PhaseStatus) Step(key string) *StepStatus {
 	return nil
 }
 
+// FirstFailed returns the phase's first step that failed for good, or nil.
+func (ph *PhaseStatus) FirstFailed() *StepStatus {
+	for i := range ph.Steps {
+		if ph.Steps[i].State == StepFailed {
+			return &ph.Steps[i]
+		}
+	}
+	return nil
+}
+
 // Clone returns a deep copy of the status, which may be changed or
 // written while the original keeps changing.
 func (st *PlanStatus) Clone() *PlanStatus {
@@ -259,18 +267,9 @@ func (st *PlanStatus) Clone() *PlanStatus {
 	return &c
 }
 
-// Decode reads a status document written by Encode (or by hand). Unknown
-// fields are ignored, so that an older ferry reads a newer one's status.
-func Decode(data []byte) (*PlanStatus, error) {
-	var st PlanStatus
-	if err := sigsyaml.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("decode status: %w", err)
-	}
-	return &st, nil
-}
-
-// shortRev shortens a Git commit ID for people; other revisions stay.
-func shortRev(rev string) string {
+// ShortRevision shortens a Git commit ID for people; other revisions
+// stay.
+func ShortRevision(rev string) string {
 	if len(rev) == 40 && strings.Trim(rev, "0123456789abcdef") == "" {
 		return rev[:12]
 	}

@@ -1,4 +1,4 @@
-package status
+package statusfile
 
 import (
 	"bytes"
@@ -10,12 +10,14 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // encodeViaJSON is how Encode used to work, and the reference it is held
 // to: json.Marshal, read back by yaml.v3 as YAML nodes (in the fields'
 // order), block style, YAML 1.1 booleans quoted.
-func encodeViaJSON(st *PlanStatus) ([]byte, error) {
+func encodeViaJSON(st *status.PlanStatus) ([]byte, error) {
 	j, err := json.Marshal(st)
 	if err != nil {
 		return nil, err
@@ -138,7 +140,7 @@ func TestEncodeMatchesJSON(t *testing.T) {
 		if i%2 == 1 {
 			str = plain
 		}
-		var st PlanStatus
+		var st status.PlanStatus
 		fill(r, reflect.ValueOf(&st).Elem(), str)
 		got, err := Encode(&st)
 		if err != nil {
@@ -179,7 +181,7 @@ func BenchmarkEncode(b *testing.B) {
 	st := benchStatus()
 	for _, bc := range []struct {
 		name string
-		fn   func(*PlanStatus) ([]byte, error)
+		fn   func(*status.PlanStatus) ([]byte, error)
 	}{{"Encode", Encode}, {"json-round-trip", encodeViaJSON}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
@@ -192,17 +194,17 @@ func BenchmarkEncode(b *testing.B) {
 	}
 }
 
-func benchStatus() *PlanStatus {
+func benchStatus() *status.PlanStatus {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 123456789, time.UTC)
-	st := &PlanStatus{Plan: "capi-quickstart", Revision: "0123456789abcdef0123456789abcdef01234567", Approve: "cluster", Approved: "cluster",
-		ApprovedBy: []Approval{{Phase: "cluster", By: "alice", PR: 12}}, UpdatedAt: at}
+	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: "0123456789abcdef0123456789abcdef01234567", Approve: "cluster", Approved: "cluster",
+		ApprovedBy: []status.Approval{{Phase: "cluster", By: "alice", PR: 12}}, UpdatedAt: at}
 	for _, phase := range []string{"cluster", "control-plane", "workers"} {
-		ph := PhaseStatus{Name: phase, State: PhaseRunning, Done: 9, Left: 0, Started: at}
+		ph := status.PhaseStatus{Name: phase, State: status.PhaseRunning, Done: 9, Left: 0, Started: at}
 		for i := range 9 {
-			ph.Steps = append(ph.Steps, StepStatus{Key: phase + "/create-paused/OpenStackMachine/capi-quickstart-" + string(rune('a'+i)),
+			ph.Steps = append(ph.Steps, status.StepStatus{Key: phase + "/create-paused/OpenStackMachine/capi-quickstart-" + string(rune('a'+i)),
 				Executor: "kube", Action: "create-paused", Target: "OpenStackMachine default/capi-quickstart-md-0-" + string(rune('a'+i)),
-				State: StepSucceeded, Attempts: 1, Message: "created OpenStackMachine default/capi-quickstart-md-0 paused", Revision: st.Revision,
-				Started: at, Finished: at.Add(time.Second), LastResult: at.Add(time.Second), Duration: Duration(340 * time.Millisecond)})
+				State: status.StepSucceeded, Attempts: 1, Message: "created OpenStackMachine default/capi-quickstart-md-0 paused", Revision: st.Revision,
+				Started: at, Finished: at.Add(time.Second), LastResult: at.Add(time.Second), Duration: status.Duration(340 * time.Millisecond)})
 		}
 		st.Phases = append(st.Phases, ph)
 	}

@@ -1,4 +1,4 @@
-package status
+package statusfile
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // Encode renders the status as the YAML document of status/<plan>.yaml:
@@ -27,7 +28,7 @@ import (
 // some 500 KB for a plan's status. TestEncodeMatchesJSON holds Encode to
 // the JSON round trip for every field, tricky strings and plain ones, so a
 // field added to a type and not here fails it.
-func Encode(st *PlanStatus) ([]byte, error) {
+func Encode(st *status.PlanStatus) ([]byte, error) {
 	doc := planNode(st)
 	var b bytes.Buffer
 	if writeBlock(&b, doc.Content[0], 0, false) {
@@ -45,14 +46,14 @@ func Encode(st *PlanStatus) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-func planNode(st *PlanStatus) *yaml.Node {
+func planNode(st *status.PlanStatus) *yaml.Node {
 	nb := &nodes{}
 	m := nb.mapping()
 	m.str("plan", st.Plan)
 	m.str("revision", st.Revision)
 	m.strOmit("approve", st.Approve)
 	m.strOmit("approved", st.Approved)
-	mappings(m, "approvedBy", st.ApprovedBy, func(am mapping, a *Approval) {
+	mappings(m, "approvedBy", st.ApprovedBy, func(am mapping, a *status.Approval) {
 		am.str("phase", a.Phase)
 		am.str("by", a.By)
 		am.intOmit("pr", a.PR)
@@ -72,7 +73,7 @@ func planNode(st *PlanStatus) *yaml.Node {
 		rm.str("name", r.Name)
 	})
 	m.strs("checks", st.Checks)
-	mappings(m, "inventory", st.Inventory, func(im mapping, it *InventoryItem) {
+	mappings(m, "inventory", st.Inventory, func(im mapping, it *status.InventoryItem) {
 		im.str("resource", it.Resource)
 		im.str("state", it.State)
 		im.strOmit("reason", it.Reason)
@@ -85,7 +86,7 @@ func planNode(st *PlanStatus) *yaml.Node {
 	return &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{m.n}}
 }
 
-func phaseFields(m mapping, ph *PhaseStatus) {
+func phaseFields(m mapping, ph *status.PhaseStatus) {
 	m.str("name", ph.Name)
 	m.str("state", string(ph.State))
 	m.strOmit("reason", ph.Reason)
@@ -99,7 +100,7 @@ func phaseFields(m mapping, ph *PhaseStatus) {
 	mappings(m, "steps", ph.Steps, stepFields)
 }
 
-func stepFields(m mapping, s *StepStatus) {
+func stepFields(m mapping, s *status.StepStatus) {
 	m.str("key", s.Key)
 	m.str("executor", string(s.Executor))
 	m.str("action", string(s.Action))

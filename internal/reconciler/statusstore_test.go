@@ -1,4 +1,4 @@
-package status
+package reconciler
 
 import (
 	"errors"
@@ -10,6 +10,9 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
+	"github.com/ferry-dev/ferry/internal/testing/statustest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -17,9 +20,9 @@ const seed = "../testing/testenv/testdata/seed"
 
 // statusesOf returns the rendered cases as the statuses of plans named
 // after them, in name order.
-func statusesOf(names ...string) []*PlanStatus {
-	cases := renderCases()
-	var out []*PlanStatus
+func statusesOf(names ...string) []*status.PlanStatus {
+	cases := statustest.Cases()
+	var out []*status.PlanStatus
 	for _, n := range names {
 		st := cases[n]
 		st.Plan = n
@@ -28,30 +31,30 @@ func statusesOf(names ...string) []*PlanStatus {
 	return out
 }
 
-// store is a Store writing to the status branch of url, caching in cache
-// ("": in memory).
-func store(url, cache string) Store {
-	return Store{Git: &gitsource.Branch{URL: url, Name: DefaultBranch, CacheDir: cache}}
+// gitStore is a GitStatusStore writing to the status branch of url,
+// caching in cache ("": in memory).
+func gitStore(url, cache string) GitStatusStore {
+	return GitStatusStore{Git: &gitsource.Branch{URL: url, Name: statusfile.DefaultBranch, CacheDir: cache}}
 }
 
-// TestStore: the first write creates the status branch (an orphan)
-// with one commit holding every plan's file; a write with one plan changed
-// makes one commit touching one file; a write with nothing changed makes
-// no commit; Read and ReadAll give back what was written, to a Branch with
-// a cache and to one without.
-func TestStore(t *testing.T) {
+// TestGitStatusStore: the first write creates the status branch (an
+// orphan) with one commit holding every plan's file; a write with one
+// plan changed makes one commit touching one file; a write with nothing
+// changed makes no commit; Read and ReadAll give back what was written,
+// to a Branch with a cache and to one without.
+func TestGitStatusStore(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	ctx := t.Context()
 	mainBefore := g.Run(t, "rev-parse", "refs/heads/main")
-	w := store(g.URL, t.TempDir())
+	w := gitStore(g.URL, t.TempDir())
 	sts := statusesOf("blocked", "failed", "normal")
 
 	first, err := w.Write(ctx, sts)
 	if err != nil {
 		t.Fatalf("first write: %v", err)
 	}
-	if got := g.Run(t, "rev-parse", "refs/heads/"+DefaultBranch); got != first {
-		t.Fatalf("server's %s is %s; want the written commit %s", DefaultBranch, got, first)
+	if got := g.Run(t, "rev-parse", "refs/heads/"+statusfile.DefaultBranch); got != first {
+		t.Fatalf("server's %s is %s; want the written commit %s", statusfile.DefaultBranch, got, first)
 	}
 	if parents := g.Run(t, "log", "-1", "--format=%P", first); parents != "" {
 		t.Errorf("first commit has parents %q; want an orphan", parents)
@@ -71,13 +74,13 @@ func TestStore(t *testing.T) {
 	if got := g.Run(t, "rev-parse", "refs/heads/main"); got != mainBefore {
 		t.Errorf("main moved from %s to %s", mainBefore, got)
 	}
-	want, _ := Encode(sts[2])
+	want, _ := statusfile.Encode(sts[2])
 	if got := g.Run(t, "show", first+":status/normal.yaml"); got != strings.TrimSpace(string(want)) {
 		t.Errorf("status/normal.yaml:\n%s\nwant:\n%s", got, want)
 	}
 
 	// One plan changes.
-	ApplyResult(sts[1], evt(keypair, events.Succeeded, 4, 100, time.Second, "created keypair capi-key", ""))
+	status.ApplyResult(sts[1], statustest.Event(statustest.Keypair, events.Succeeded, 4, 100, time.Second, "created keypair capi-key", ""))
 	second, err := w.Write(ctx, sts)
 	if err != nil {
 		t.Fatalf("second write: %v", err)
@@ -100,11 +103,11 @@ func TestStore(t *testing.T) {
 	if err != nil || third != "" {
 		t.Errorf("write with no change = %q, %v; want no commit", third, err)
 	}
-	if got := g.Run(t, "rev-parse", "refs/heads/"+DefaultBranch); got != second {
+	if got := g.Run(t, "rev-parse", "refs/heads/"+statusfile.DefaultBranch); got != second {
 		t.Errorf("branch moved to %s without a change", got)
 	}
 
-	for _, r := range []Store{w, store(g.URL, "")} {
+	for _, r := range []GitStatusStore{w, gitStore(g.URL, "")} {
 		got, err := r.Read(ctx, "failed")
 		if err != nil {
 			t.Fatal(err)
@@ -125,10 +128,10 @@ func TestStore(t *testing.T) {
 	}
 }
 
-// TestStoreNoBranch: before the first write there is no status.
-func TestStoreNoBranch(t *testing.T) {
+// TestGitStatusStoreNoBranch: before the first write there is no status.
+func TestGitStatusStoreNoBranch(t *testing.T) {
 	g := testenv.StartGit(t, seed)
-	w := store(g.URL, "")
+	w := gitStore(g.URL, "")
 	if _, err := w.Read(t.Context(), "capi-quickstart"); !errors.Is(err, ErrNoStatus) {
 		t.Errorf("Read = %v; want ErrNoStatus", err)
 	}
@@ -138,13 +141,13 @@ func TestStoreNoBranch(t *testing.T) {
 	for _, name := range []string{"", "../plans/x", "a/b", ".hidden"} {
 		st := statusesOf("normal")[0]
 		st.Plan = name
-		if _, err := w.Write(t.Context(), []*PlanStatus{st}); err == nil {
+		if _, err := w.Write(t.Context(), []*status.PlanStatus{st}); err == nil {
 			t.Errorf("Write of plan %q: no error", name)
 		}
 	}
 	// An empty repository has no branch at all.
 	empty := testenv.StartGit(t, "")
-	w = store(empty.URL, "")
+	w = gitStore(empty.URL, "")
 	if _, err := w.Read(t.Context(), "x"); !errors.Is(err, ErrNoStatus) {
 		t.Errorf("Read from an empty repository = %v; want ErrNoStatus", err)
 	}
@@ -153,23 +156,23 @@ func TestStoreNoBranch(t *testing.T) {
 	}
 }
 
-// TestStoreHumanCommit: a person pushed to the status branch since
+// TestGitStatusStoreHumanCommit: a person pushed to the status branch since
 // ferry's last write (a note, and an edit of a status file). ferry's next
 // commit goes on top of theirs: the note survives, and in the status file
 // ferry's version wins.
-func TestStoreHumanCommit(t *testing.T) {
+func TestGitStatusStoreHumanCommit(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	ctx := t.Context()
-	w := store(g.URL, t.TempDir())
+	w := gitStore(g.URL, t.TempDir())
 	sts := statusesOf("failed", "normal")
 	if _, err := w.Write(ctx, sts); err != nil {
 		t.Fatal(err)
 	}
-	human := g.Push(t, DefaultBranch, map[string]string{
+	human := g.Push(t, statusfile.DefaultBranch, map[string]string{
 		"NOTES.md":           "Do not touch the cloud until Monday.\n",
 		"status/normal.yaml": "plan: normal\nrevision: edited-by-hand\nphases: []\n",
 	})
-	ApplyResult(sts[0], evt(keypair, events.Succeeded, 4, 100, time.Second, "", ""))
+	status.ApplyResult(sts[0], statustest.Event(statustest.Keypair, events.Succeeded, 4, 100, time.Second, "", ""))
 	commit, err := w.Write(ctx, sts)
 	if err != nil {
 		t.Fatal(err)
@@ -177,13 +180,13 @@ func TestStoreHumanCommit(t *testing.T) {
 	assertOnTop(t, g, commit, human, sts)
 }
 
-// TestStoreTrackedBranch: statuses may go to the branch the plans
+// TestGitStatusStoreTrackedBranch: statuses may go to the branch the plans
 // are on; the plans stay.
-func TestStoreTrackedBranch(t *testing.T) {
+func TestGitStatusStoreTrackedBranch(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	ctx := t.Context()
 	seedHead := g.Run(t, "rev-parse", "refs/heads/main")
-	w := Store{Git: &gitsource.Branch{URL: g.URL, Name: "main", CacheDir: t.TempDir()}}
+	w := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: "main", CacheDir: t.TempDir()}}
 	commit, err := w.Write(ctx, statusesOf("normal"))
 	if err != nil {
 		t.Fatal(err)
@@ -206,12 +209,12 @@ func TestStoreTrackedBranch(t *testing.T) {
 
 // assertOnTop checks that commit's parent is the person's commit, that
 // the person's note survived, and that the status files are ferry's.
-func assertOnTop(t *testing.T, g *testenv.Git, commit, human string, sts []*PlanStatus) {
+func assertOnTop(t *testing.T, g *testenv.Git, commit, human string, sts []*status.PlanStatus) {
 	t.Helper()
 	if commit == "" {
 		t.Fatal("no commit")
 	}
-	if got := g.Run(t, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
+	if got := g.Run(t, "rev-parse", "refs/heads/"+statusfile.DefaultBranch); got != commit {
 		t.Fatalf("branch is at %s; want ferry's %s", got, commit)
 	}
 	if parents := g.Run(t, "log", "-1", "--format=%P", commit); parents != human {
@@ -221,7 +224,7 @@ func assertOnTop(t *testing.T, g *testenv.Git, commit, human string, sts []*Plan
 		t.Errorf("NOTES.md = %q; the person's change was lost", note)
 	}
 	for _, st := range sts {
-		want, _ := Encode(st)
+		want, _ := statusfile.Encode(st)
 		if got := g.Run(t, "show", commit+":status/"+st.Plan+".yaml"); got != strings.TrimSpace(string(want)) {
 			t.Errorf("status/%s.yaml is not ferry's version:\n%s", st.Plan, got)
 		}
@@ -232,7 +235,7 @@ func assertOnTop(t *testing.T, g *testenv.Git, commit, human string, sts []*Plan
 // whether it takes commit for one.
 func ferryCommit(t *testing.T, url, commit string) bool {
 	t.Helper()
-	src, err := gitsource.New(gitsource.Config{URL: url, Branch: DefaultBranch, CacheDir: t.TempDir()})
+	src, err := gitsource.New(gitsource.Config{URL: url, Branch: statusfile.DefaultBranch, CacheDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,13 +249,13 @@ func ferryCommit(t *testing.T, url, commit string) bool {
 	return gitsource.IsFerryCommit(c)
 }
 
-// TestStoreRedacts: a credential in the URL never shows in an error.
-func TestStoreRedacts(t *testing.T) {
+// TestGitStatusStoreRedacts: a credential in the URL never shows in an error.
+func TestGitStatusStoreRedacts(t *testing.T) {
 	for _, url := range []string{
 		"http://alice:s3cret-token@127.0.0.1:1/plans.git",
 		"http://s3cret-token@127.0.0.1:1/plans.git",
 	} {
-		w := store(url, "")
+		w := gitStore(url, "")
 		_, err := w.Write(t.Context(), statusesOf("normal"))
 		if err == nil || strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Write to %s: %v; want an error without the credential", gitsource.RedactURL(url), err)
@@ -263,21 +266,21 @@ func TestStoreRedacts(t *testing.T) {
 	}
 }
 
-// TestStoreSSH pushes statuses to an ssh remote with the key and
+// TestGitStatusStoreSSH pushes statuses to an ssh remote with the key and
 // known_hosts the Git source reads it with (the writer was given only a
 // token before, so over ssh it ignored both); another host key, another
 // client key or a missing key fails, naming the problem.
-func TestStoreSSH(t *testing.T) {
+func TestGitStatusStoreSSH(t *testing.T) {
 	g := testenv.StartGit(t, seed)
 	s := testenv.StartSSHGit(t, g)
 	ctx := t.Context()
-	w := Store{Git: &gitsource.Branch{URL: s.URL, Name: DefaultBranch, CacheDir: t.TempDir(), Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}}}
+	w := GitStatusStore{Git: &gitsource.Branch{URL: s.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir(), Auth: gitsource.Auth{SSHKeyFile: s.KeyFile, KnownHostsFile: s.KnownHosts}}}
 	commit, err := w.Write(ctx, statusesOf("normal"))
 	if err != nil {
 		t.Fatalf("write over ssh: %v", err)
 	}
-	if got := g.Run(t, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
-		t.Fatalf("server's %s is %s; want the commit pushed over ssh, %s", DefaultBranch, got, commit)
+	if got := g.Run(t, "rev-parse", "refs/heads/"+statusfile.DefaultBranch); got != commit {
+		t.Fatalf("server's %s is %s; want the commit pushed over ssh, %s", statusfile.DefaultBranch, got, commit)
 	}
 	if st, err := w.Read(ctx, "normal"); err != nil || st.Plan != "normal" {
 		t.Fatalf("read back over ssh: %+v, %v", st, err)
@@ -294,13 +297,13 @@ func TestStoreSSH(t *testing.T) {
 		{"no key", gitsource.Auth{KnownHostsFile: s.KnownHosts}, "needs an SSH key file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := Store{Git: &gitsource.Branch{URL: s.URL, Name: DefaultBranch, Auth: tc.auth}}
+			w := GitStatusStore{Git: &gitsource.Branch{URL: s.URL, Name: statusfile.DefaultBranch, Auth: tc.auth}}
 			if _, err := w.Write(ctx, statusesOf("failed")); err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("write: %v; want an error saying %q", err, tc.want)
 			}
 		})
 	}
-	if got := g.Run(t, "rev-parse", "refs/heads/"+DefaultBranch); got != commit {
-		t.Errorf("a refused write moved %s to %s", DefaultBranch, got)
+	if got := g.Run(t, "rev-parse", "refs/heads/"+statusfile.DefaultBranch); got != commit {
+		t.Errorf("a refused write moved %s to %s", statusfile.DefaultBranch, got)
 	}
 }
