@@ -23,38 +23,56 @@ import (
 // returns the stream's information.
 func waitReplicas(t *testing.T, js jetstream.JetStream, stream string, replicas int, consumers ...string) *jetstream.StreamInfo {
 	t.Helper()
+	var info *jetstream.StreamInfo
+	poll(t, fmt.Sprintf("%s does not have %d caught-up replicas", stream, replicas), func(ctx context.Context) (bool, string, error) {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return false, "", err
+		}
+		if info, err = s.Info(ctx); err != nil {
+			return false, "", err
+		}
+		if info.Config.Replicas != replicas || !caughtUp(info.Cluster, replicas) {
+			return false, fmt.Sprintf("stream %s: config %d replicas, cluster %s", stream, info.Config.Replicas, peers(info.Cluster)), nil
+		}
+		for _, name := range consumers {
+			c, err := s.Consumer(ctx, name)
+			if err != nil {
+				return false, "", err
+			}
+			if ci := c.CachedInfo(); !caughtUp(ci.Cluster, replicas) {
+				return false, fmt.Sprintf("consumer %s: config %d replicas, cluster %s", name, ci.Config.Replicas, peers(ci.Cluster)), nil
+			}
+		}
+		return true, "", nil
+	})
+	return info
+}
+
+// poll asks round again every 100 ms until it is done, and fails the test
+// with failure and the last state or error after a minute. Each round is
+// bounded by events.APIAttempt: a JetStream request sent while a leader
+// is being elected is lost, not answered late.
+func poll(t *testing.T, failure string, round func(ctx context.Context) (done bool, state string, err error)) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var last string
 	for {
-		s, err := js.Stream(ctx, stream)
-		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = s.Info(ctx); err == nil {
-				last = fmt.Sprintf("stream %s: config %d replicas, cluster %s", stream, info.Config.Replicas, peers(info.Cluster))
-				ok := info.Config.Replicas == replicas && caughtUp(info.Cluster, replicas)
-				for _, name := range consumers {
-					c, err := s.Consumer(ctx, name)
-					if err != nil {
-						ok, last = false, err.Error()
-						break
-					}
-					ci := c.CachedInfo()
-					if !caughtUp(ci.Cluster, replicas) {
-						ok, last = false, fmt.Sprintf("consumer %s: config %d replicas, cluster %s", name, ci.Config.Replicas, peers(ci.Cluster))
-					}
-				}
-				if ok {
-					return info
-				}
-			}
-		}
-		if err != nil && ctx.Err() == nil {
+		actx, acancel := context.WithTimeout(ctx, events.APIAttempt)
+		done, state, err := round(actx)
+		acancel()
+		switch {
+		case done:
+			return
+		case err != nil:
 			last = err.Error()
+		default:
+			last = state
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s does not have %d caught-up replicas: %s", stream, replicas, last)
+			t.Fatalf("%s: %s", failure, last)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -326,29 +344,17 @@ func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 // stream's (new) leader.
 func drained(t *testing.T, js jetstream.JetStream) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	var last string
-	for {
+	poll(t, "FERRY_STEPS not drained", func(ctx context.Context) (bool, string, error) {
 		s, err := js.Stream(ctx, events.StreamSteps)
-		if err == nil {
-			var info *jetstream.StreamInfo
-			if info, err = s.Info(ctx); err == nil {
-				if info.State.Msgs == 0 {
-					return
-				}
-				last = fmt.Sprintf("%d steps left", info.State.Msgs)
-			}
+		if err != nil {
+			return false, "", err
 		}
-		if err != nil && ctx.Err() == nil {
-			last = err.Error()
+		info, err := s.Info(ctx)
+		if err != nil {
+			return false, "", err
 		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("FERRY_STEPS not drained: %s", last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+		return info.State.Msgs == 0, fmt.Sprintf("%d steps left", info.State.Msgs), nil
+	})
 }
 
 // TestStepsSurviveStreamLeaderPartition: the node that leads FERRY_STEPS
@@ -434,19 +440,19 @@ func TestLongStepNotTakenTwice(t *testing.T) {
 	ev := stepEvent("p1", "drain")
 	publish(t, reconciler.JS, ev)
 	by := <-started
-	cons, err := c.JetStream.Consumer(ctx, events.StreamSteps, consumer)
-	if err != nil {
-		t.Fatal(err)
-	}
 	leader := -1
-	for i := range c.Len() {
-		if c.Name(i) == cons.CachedInfo().Cluster.Leader {
-			leader = i
+	poll(t, "no leader of consumer "+consumer, func(ctx context.Context) (bool, string, error) {
+		cons, err := c.JetStream.Consumer(ctx, events.StreamSteps, consumer)
+		if err != nil {
+			return false, "", err
 		}
-	}
-	if leader < 0 {
-		t.Fatalf("no leader of consumer %s: %+v", consumer, cons.CachedInfo().Cluster)
-	}
+		for i := range c.Len() {
+			if c.Name(i) == cons.CachedInfo().Cluster.Leader {
+				leader = i
+			}
+		}
+		return leader >= 0, fmt.Sprintf("%+v", cons.CachedInfo().Cluster), nil
+	})
 	t.Logf("%s runs the step; stopping %s, the leader of its consumer", by, c.Name(leader))
 	c.Stop(t, leader)
 	succeeded(t, res, []string{ev.Step.Key}, time.Minute)

@@ -15,6 +15,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/events"
 )
 
 // natsClusterReady bounds the wait for a cluster, or a node of it, to have
@@ -156,7 +158,34 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 	if err != nil {
 		t.Fatalf("testenv: JetStream context: %v", err)
 	}
+	c.waitPlaceable(t)
 	return c
+}
+
+// waitPlaceable waits until the meta leader places a stream on every
+// node: it does once it has heard each node's statistics, a few seconds
+// after the election, and until then refuses ("peer offline").
+func (c *NATSCluster) waitPlaceable(t T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), natsClusterReady)
+	defer cancel()
+	cfg := jetstream.StreamConfig{Name: "TESTENV_PLACEMENT", Subjects: []string{"testenv.placement"}, Storage: jetstream.MemoryStorage, Replicas: len(c.nodes)}
+	for {
+		actx, acancel := context.WithTimeout(ctx, events.APIAttempt)
+		_, err := c.JetStream.CreateStream(actx, cfg)
+		if err == nil {
+			err = c.JetStream.DeleteStream(actx, cfg.Name)
+		}
+		acancel()
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("testenv: the NATS cluster places no stream on its %d nodes after %s: %v", len(c.nodes), natsClusterReady, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // port is the port of a host:port address.
@@ -290,18 +319,17 @@ func (c *NATSCluster) StreamLeader(t T, stream string) int {
 	defer cancel()
 	var last string
 	for {
-		s, err := c.JetStream.Stream(ctx, stream)
-		if err == nil {
-			info, ierr := s.Info(ctx)
-			err = ierr
-			if err == nil && info.Cluster != nil {
-				for i, node := range c.nodes {
-					if node.name == info.Cluster.Leader {
-						return i
-					}
+		// A round is bounded: a request sent during an election is lost.
+		actx, acancel := context.WithTimeout(ctx, events.APIAttempt)
+		info, err := streamInfo(actx, c.JetStream, stream)
+		acancel()
+		if err == nil && info.Cluster != nil {
+			for i, node := range c.nodes {
+				if node.name == info.Cluster.Leader {
+					return i
 				}
-				last = fmt.Sprintf("leader %q", info.Cluster.Leader)
 			}
+			last = fmt.Sprintf("leader %q", info.Cluster.Leader)
 		}
 		if err != nil {
 			last = err.Error()
@@ -313,6 +341,15 @@ func (c *NATSCluster) StreamLeader(t T, stream string) int {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// streamInfo asks JetStream about stream.
+func streamInfo(ctx context.Context, js jetstream.JetStream, stream string) (*jetstream.StreamInfo, error) {
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		return nil, err
+	}
+	return s.Info(ctx)
 }
 
 // waitReady waits until every running node sees a JetStream meta leader
