@@ -18,7 +18,7 @@ func TestDocLinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pages = append(pages, filepath.Join("..", "README.md"))
+	pages = append(pages, filepath.Join("..", "README.md"), filepath.Join("..", "CONTRIBUTING.md"))
 	if len(pages) < 10 {
 		t.Fatalf("found %d pages, want the README and the docs", len(pages))
 	}
