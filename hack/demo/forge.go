@@ -297,7 +297,6 @@ type githubHost struct {
 	git  *testenv.Git
 	gh   *fakegithub.Server
 	repo *testenv.PlansRepo
-	out  func(format string, args ...any)
 }
 
 func startGitHubStandIn(r *testenv.Program, seed string) *githubHost {

@@ -155,7 +155,7 @@ func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState
 	text, err := cmd.CombinedOutput()
 	out.say("%s", strings.TrimRight(string(text), "\n"))
 	if err != nil {
-		return fmt.Errorf("reconciler status: %v", err)
+		return fmt.Errorf("reconciler status: %w", err)
 	}
 	out.say("\n==> the status commits on branch %s", statusfile.DefaultBranch)
 	if err := statusLog(ctx, out, remote); err != nil {

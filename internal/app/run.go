@@ -136,7 +136,7 @@ func (s *server) start(ctx context.Context) error {
 	if s.forge, err = cfg.Forge.open(s.log); err != nil {
 		return err
 	}
-	s.closers = append(s.closers, s.forge.close)
+	s.closers = append(s.closers, func() { s.forge.close(ctx) })
 	nats := cfg.NATS
 	nats.DataDir = cfg.DataDir
 	if s.bus, err = connect(ctx, nats, "ferry-reconciler"); err != nil {

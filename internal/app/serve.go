@@ -124,12 +124,13 @@ func (f *forgeClient) forge() forge.Forge {
 	return f.coalescer
 }
 
-// close flushes the edits still pending, for at most 30 seconds.
-func (f *forgeClient) close() {
+// close flushes the edits still pending, for at most 30 seconds: ctx is
+// the run's, cancelled by then, so only its values are kept.
+func (f *forgeClient) close(ctx context.Context) {
 	if f.coalescer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	_ = f.coalescer.Close(ctx)
 }
