@@ -2,6 +2,7 @@ package gitsource
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -68,7 +69,7 @@ func (s *Source) FetchPull(ctx context.Context, n int, head Revision) error {
 	remote := git.NewRemote(s.repo.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{s.ep.clean}})
 	spec := config.RefSpec(fmt.Sprintf("+refs/pull/%d/head:refs/ferry/pull/%d", n, n))
 	err = remote.FetchContext(ctx, &git.FetchOptions{RefSpecs: []config.RefSpec{spec}, Auth: auth, CABundle: ca, Tags: git.NoTags})
-	if err != nil && err != git.NoErrAlreadyUpToDate {
+	if err != nil && !errors.Is(err, git.NoErrAlreadyUpToDate) {
 		return s.classify(fmt.Errorf("fetch pull request #%d from %s: %w", n, s.ep.display, scrub(err, secrets)))
 	}
 	if have, err = s.hasCommit(head); err != nil {

@@ -63,7 +63,7 @@ func startSSH(t *testing.T) *sshServer {
 				}
 				go ssh.DiscardRequests(reqs)
 				for ch := range chans {
-					ch.Reject(ssh.Prohibited, refusal)
+					_ = ch.Reject(ssh.Prohibited, refusal) // fails only when the client has gone
 				}
 			}()
 		}

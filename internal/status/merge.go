@@ -169,8 +169,8 @@ func settlePhase(ph, old *PhaseStatus, rp planner.Phase, runnable bool, now time
 	default:
 		ph.State, ph.Reason = PhaseState(rp.State), rp.Reason
 	}
-	switch {
-	case ph.State == PhaseSucceeded || ph.State == PhaseFailed || ph.State == PhaseRolledBack:
+	switch ph.State {
+	case PhaseSucceeded, PhaseFailed, PhaseRolledBack:
 		if prevState != ph.State || ph.Finished.IsZero() {
 			ph.Finished = now
 		}

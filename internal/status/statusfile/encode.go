@@ -294,7 +294,7 @@ func plainKey(k *yaml.Node) bool {
 		return false
 	}
 	for _, c := range []byte(k.Value) {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') {
 			return false
 		}
 	}
