@@ -14,6 +14,7 @@
 // comment in internal/status/render, and the store that commits the files
 // to Git in internal/reconciler (GitStatusStore). This package imports the
 // data it is built from (the planner's result, the events, the steps,
-// the observed record) and nothing that speaks Git, a forge or any other
-// backend (internal/layering's rule "the status imports no Git package").
+// the observed record); it must not import Git (internal/layering's rule
+// "the status imports no Git package"), the forge, the reconciler, the
+// status file or a renderer.
 package status

@@ -4,9 +4,9 @@
 // its untrusted text escaped so that an error message cannot reshape it,
 // and cut to the forge's size limit with a link to the full status.
 //
-// It only reads a status (internal/status) and writes text: it imports no
-// Git, forge or other backend, nor the reconciler or the status file
-// (internal/layering's rule "the status imports no Git package" covers
-// internal/status/...). Posting the comment is the reconciler's, through
+// It only reads a status (internal/status) and writes text. It must not
+// import Git (internal/layering's rule "the status imports no Git
+// package" covers internal/status/...), the forge, the reconciler or the
+// status file: posting the comment is the reconciler's, through
 // internal/forge.
 package render

@@ -6,7 +6,8 @@
 // renderers', the status file's and the status store's tests share.
 //
 // It imports the status and the data it is built from (the planner's
-// result, the events, the steps), never a renderer, the status file or a
-// backend; only tests may import it (internal/layering's rule "test
-// support stays out of the commands").
+// result, the events, the steps). It must not import the renderers or the
+// status file, whose own tests import it, nor a backend; only tests may
+// import it (internal/layering's rule "test support stays out of the
+// commands").
 package statustest
