@@ -132,6 +132,21 @@ var rules = []rule{{
 	forbid: []string{"internal/gitsource", "github.com/go-git/..."},
 	reason: "the status is data, merged, encoded and rendered without I/O; committing its files to the status branch is the reconciler's (GitStatusStore, through gitsource.Branch)",
 }, {
+	name:   "the status reaches no backend",
+	from:   []string{"internal/status/..."},
+	forbid: []string{"internal/forge", "github.com/google/go-github/...", "code.gitea.io/...", "k8s.io/client-go/...", "sigs.k8s.io/controller-runtime/...", "github.com/gophercloud/..."},
+	reason: "the status, its file and its text are data and pure functions; posting the comment and the commit statuses is the reconciler's, through internal/forge",
+}, {
+	name:   "the status file and its text are apart",
+	from:   []string{"internal/status/render"},
+	forbid: []string{"internal/status/statusfile"},
+	reason: "the file on the status branch and the text of `reconciler status` and the comment are two views of internal/status, neither built on the other",
+}, {
+	name:   "the status file and its text are apart",
+	from:   []string{"internal/status/statusfile"},
+	forbid: []string{"internal/status/render"},
+	reason: "the file on the status branch and the text of `reconciler status` and the comment are two views of internal/status, neither built on the other",
+}, {
 	name:   "Git and the forge are clients, not the loop",
 	from:   []string{"internal/gitsource", "internal/forge"},
 	forbid: []string{"internal/reconciler", "internal/planner", "internal/status/...", "internal/events", "internal/observer", "internal/executor/..."},
