@@ -28,4 +28,19 @@
 // their user information redacted (RedactURL). SSH host keys are checked
 // against a known_hosts file; running without one takes an explicit
 // insecure option.
+//
+// It owns everything ferry does with Git, and only that: the clones and
+// their caches, authentication, the first-parent history an approval is
+// read from, the heads of open pull requests that previews plan from
+// (PullHeads, FetchPull), and the forges' webhooks as far as they ask for
+// an early poll (ForgeWebhookHandler, checked against the shared secret).
+// What a file means is the caller's: plans are internal/planfile's, status
+// files internal/status/statusfile's.
+//
+// It must not import the reconciler, the planner, the status, the bus,
+// the observer or an executor: what to read or commit is the reconciler's
+// to decide. Nor may it import internal/forge or a forge's SDK: Git is
+// read and written the same way whatever the forge, whose API is
+// internal/forge's (internal/layering's rules "Git and the forge are
+// clients, not the loop").
 package gitsource
