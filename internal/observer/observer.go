@@ -22,6 +22,9 @@ import (
 // ferry tagged. It authenticates with the clouds.yaml Secret the plan names.
 type CloudObserver interface {
 	ObserveCloud(ctx context.Context, p *v1alpha1.MigrationPlan) (*observed.Cloud, error)
+	// Forget drops what it keeps about plan, which an openstack step may
+	// have changed.
+	Forget(plan string)
 }
 
 // Observer reads the state one plan is planned against. It only reads:
@@ -61,8 +64,8 @@ func (o *Observer) Forget(plan string, executor step.Kind) {
 	o.mu.Lock()
 	delete(o.workloads, plan)
 	o.mu.Unlock()
-	if f, ok := o.Cloud.(interface{ Forget(string) }); ok && executor == step.OpenStack {
-		f.Forget(plan)
+	if o.Cloud != nil && executor == step.OpenStack {
+		o.Cloud.Forget(plan)
 	}
 }
 
