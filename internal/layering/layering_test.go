@@ -132,10 +132,10 @@ var rules = []rule{{
 	forbid: []string{"internal/gitsource", "github.com/go-git/..."},
 	reason: "the status is data, merged, encoded and rendered without I/O; committing its files to the status branch is the reconciler's (GitStatusStore, through gitsource.Branch)",
 }, {
-	name:   "the status reaches no backend",
+	name:   "the status speaks to no forge, cluster or cloud",
 	from:   []string{"internal/status/..."},
 	forbid: []string{"internal/forge", "github.com/google/go-github/...", "code.gitea.io/...", "k8s.io/client-go/...", "sigs.k8s.io/controller-runtime/...", "github.com/gophercloud/..."},
-	reason: "the status, its file and its text are data and pure functions; posting the comment and the commit statuses is the reconciler's, through internal/forge",
+	reason: "the status, its file and its text are data and pure functions (they reach NATS's client only through internal/events' types); posting the comment and the commit statuses is the reconciler's, through internal/forge",
 }, {
 	name:   "the status file and its text are apart",
 	from:   []string{"internal/status/render"},

@@ -15,7 +15,7 @@
 // to Git in internal/reconciler (GitStatusStore). This package imports the
 // data it is built from (the planner's result, the events, the steps,
 // the observed record); it must not import Git (internal/layering's rule
-// "the status imports no Git package"), the forge or another backend's
-// client (rule "the status reaches no backend"), the reconciler, the
-// status file or a renderer.
+// "the status imports no Git package"), the forge or a Kubernetes or
+// OpenStack client (rule "the status speaks to no forge, cluster or
+// cloud"), the reconciler, the status file or a renderer.
 package status

@@ -7,7 +7,7 @@
 // It only reads a status (internal/status) and writes text. It must not
 // import Git (internal/layering's rule "the status imports no Git
 // package" covers internal/status/...), the forge (rule "the status
-// reaches no backend"), the reconciler or the status file (rule "the
-// status file and its text are apart"): posting the comment is the
-// reconciler's, through internal/forge.
+// speaks to no forge, cluster or cloud"), the reconciler or the status
+// file (rule "the status file and its text are apart"): posting the
+// comment is the reconciler's, through internal/forge.
 package render

@@ -7,7 +7,7 @@
 //
 // It imports the status and YAML. It must not import Git
 // (internal/layering's rule "the status imports no Git package" covers
-// internal/status/...), the forge (rule "the status reaches no backend"),
-// the reconciler or a renderer (rule "the status file and its text are
-// apart").
+// internal/status/...), the forge (rule "the status speaks to no forge,
+// cluster or cloud"), the reconciler or a renderer (rule "the status file
+// and its text are apart").
 package statusfile
