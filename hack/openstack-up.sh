@@ -11,6 +11,8 @@
 # up returns in seconds. hack/openstack-down.sh stops what it started.
 #
 #   hack/openstack-up.sh           bring everything up (idempotent)
+#   hack/openstack-up.sh --install install the Debian packages only (.ci/run
+#                                  does it in the background while Go builds)
 #   hack/openstack-up.sh --dir     print the state directory
 #   hack/openstack-up.sh --clouds  print the path of the admin clouds.yaml
 #
@@ -25,8 +27,8 @@ PY=/usr/bin/python3 # the services' Python, not another one on the PATH
 case "${1:-}" in
 --dir) echo "$STATE"; exit 0 ;;
 --clouds) echo "$STATE/clouds.yaml"; exit 0 ;;
-"") ;;
-*) echo "usage: $0 [--dir|--clouds]" >&2; exit 2 ;;
+"" | --install) ;;
+*) echo "usage: $0 [--dir|--clouds|--install]" >&2; exit 2 ;;
 esac
 
 PACKAGES=(keystone python3-openstackclient neutron-server placement-api
@@ -171,6 +173,10 @@ tcp_up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 mkdir -p "$STATE"/{etc,log,run,done,keystone,neutron/lock,placement,glance/images,glance/staging,glance/tasks,nova/lock,nova/instances,rabbit}
 install_packages
+if [[ ${1:-} == --install ]]; then
+	log "the OpenStack packages are installed"
+	exit 0
+fi
 if [[ ! -s $STATE/admin-password ]]; then
 	(umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(18))' >"$STATE/admin-password")
 fi
