@@ -29,9 +29,7 @@ func waitReplicas(t *testing.T, js jetstream.JetStream, stream string, replicas 
 		if err != nil {
 			return false, "", err
 		}
-		if info, err = s.Info(ctx); err != nil {
-			return false, "", err
-		}
+		info = s.CachedInfo() // js.Stream asked for it just now
 		if info.Config.Replicas != replicas || !caughtUp(info.Cluster, replicas) {
 			return false, fmt.Sprintf("stream %s: config %d replicas, cluster %s", stream, info.Config.Replicas, peers(info.Cluster)), nil
 		}
@@ -349,10 +347,7 @@ func drained(t *testing.T, js jetstream.JetStream) {
 		if err != nil {
 			return false, "", err
 		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			return false, "", err
-		}
+		info := s.CachedInfo() // js.Stream asked for it just now
 		return info.State.Msgs == 0, fmt.Sprintf("%d steps left", info.State.Msgs), nil
 	})
 }

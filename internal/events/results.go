@@ -89,7 +89,7 @@ func ReplayResults(ctx context.Context, js jetstream.JetStream, since time.Time,
 	err := untilAnswered(ctx, func(ctx context.Context) error {
 		stream, err := js.Stream(ctx, StreamResults)
 		if err == nil {
-			info, err = stream.Info(ctx)
+			info = stream.CachedInfo() // the stream's information, just asked for
 		}
 		return err
 	})

@@ -349,7 +349,7 @@ func streamInfo(ctx context.Context, js jetstream.JetStream, stream string) (*je
 	if err != nil {
 		return nil, err
 	}
-	return s.Info(ctx)
+	return s.CachedInfo(), nil // js.Stream asked for it just now
 }
 
 // waitReady waits until every running node sees a JetStream meta leader
