@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/logging"
@@ -37,8 +36,7 @@ func bus(t *testing.T) *testenv.NATS {
 }
 
 func stepEvent(plan, key string) *events.StepEvent {
-	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: plan}}
-	return events.NewStepEvent(p, "rev1", step.Step{Key: step.Key("cluster", "noop", step.Target{Kind: "X", Name: key}), Phase: "cluster", Executor: "test", Action: "noop",
+	return events.NewStepEvent(plan, "rev1", step.Step{Key: step.Key("cluster", "noop", step.Target{Kind: "X", Name: key}), Phase: "cluster", Executor: "test", Action: "noop",
 		Target: step.Target{Kind: "X", Name: key}}, time.Now())
 }
 
