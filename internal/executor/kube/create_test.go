@@ -43,7 +43,7 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 		params: step.NewParams(
 			step.ParamIdentityRef, identity,
 			step.ParamNetwork, step.Resource(false, "k8s-net"),
-			step.ParamSubnets, step.Resources(step.Resource(false, "k8s-subnet"), step.Resource(true, "5e1a")),
+			step.ParamSubnets, step.Resources(step.Resource(false, "k8s-subnet"), step.Resource(true, "5e1a7c2e-0b1d-4d6a-9f3e-2c8b1a0d4e51")),
 			step.ParamExternalNetwork, step.Resource(false, "public"),
 			step.ParamDisableExternalNetwork, step.Bool(false),
 			step.ParamDNSNameservers, "8.8.8.8",
@@ -55,13 +55,13 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 			step.ParamControlPlaneEndpoint, "kept from the Cluster"),
 		check: func(t *testing.T, spec infrav1.OpenStackClusterSpec) {
 			testenv.Expect(t, "network", spec.Network, &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: "k8s-net"}})
-			testenv.Expect(t, "subnets", spec.Subnets, []infrav1.SubnetParam{{Filter: &infrav1.SubnetFilter{Name: "k8s-subnet"}}, {ID: ptr.To("5e1a")}})
+			testenv.Expect(t, "subnets", spec.Subnets, []infrav1.SubnetParam{{Filter: &infrav1.SubnetFilter{Name: "k8s-subnet"}}, {ID: ptr.To("5e1a7c2e-0b1d-4d6a-9f3e-2c8b1a0d4e51")}})
 			testenv.Expect(t, "externalNetwork", spec.ExternalNetwork, &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: "public"}})
 			testenv.Expect(t, "disableExternalNetwork", ptr.Deref((*bool)(spec.DisableExternalNetwork), true), false)
 			testenv.Expect(t, "apiServerLoadBalancer", spec.APIServerLoadBalancer, &infrav1.APIServerLoadBalancer{Enabled: ptr.To(false)})
 			testenv.Expect(t, "disableAPIServerFloatingIP", ptr.Deref((*bool)(spec.DisableAPIServerFloatingIP), false), true)
 			testenv.Expect(t, "apiServerFloatingIP", ptr.Deref(spec.APIServerFloatingIP, ""), endpoint.Host)
-			testenv.Expect(t, "apiServerFixedIP", spec.APIServerFixedIP, (*string)(nil))
+			testenv.Expect(t, "apiServerFixedIP set", spec.APIServerFixedIP != nil, false)
 			testenv.Expect(t, "managedSecurityGroups", spec.ManagedSecurityGroups, (*infrav1.ManagedSecurityGroups)(nil))
 			testenv.Expect(t, "controlPlaneAvailabilityZones", spec.ControlPlaneAvailabilityZones, []string{"nova"})
 		},
@@ -70,7 +70,7 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 		kamaji: true,
 		params: step.NewParams(
 			step.ParamIdentityRef, identity,
-			step.ParamNetwork, step.Resource(true, "9a0e"),
+			step.ParamNetwork, step.Resource(true, "9a0e3b4c-6d7f-4a1b-8c2d-3e4f5a6b7c8d"),
 			step.ParamDisableExternalNetwork, step.Bool(true),
 			step.ParamAPIServerLoadBalancer, step.Bool(false),
 			step.ParamDisableAPIServerFloatIP, step.Bool(true),
@@ -78,11 +78,11 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 			step.ParamManagedSecurityGroups, "allowAllInClusterTraffic=true,allNodesRules=1"),
 		groups: rules,
 		check: func(t *testing.T, spec infrav1.OpenStackClusterSpec) {
-			testenv.Expect(t, "network", spec.Network, &infrav1.NetworkParam{ID: ptr.To("9a0e")})
+			testenv.Expect(t, "network", spec.Network, &infrav1.NetworkParam{ID: ptr.To("9a0e3b4c-6d7f-4a1b-8c2d-3e4f5a6b7c8d")})
 			testenv.Expect(t, "subnets", len(spec.Subnets), 0)
 			testenv.Expect(t, "externalNetwork", spec.ExternalNetwork, (*infrav1.NetworkParam)(nil))
 			testenv.Expect(t, "disableExternalNetwork", ptr.Deref((*bool)(spec.DisableExternalNetwork), false), true)
-			testenv.Expect(t, "apiServerFloatingIP", spec.APIServerFloatingIP, (*string)(nil))
+			testenv.Expect(t, "apiServerFloatingIP set", spec.APIServerFloatingIP != nil, false)
 			testenv.Expect(t, "apiServerFixedIP", ptr.Deref(spec.APIServerFixedIP, ""), "10.0.0.5")
 			testenv.Expect(t, "controlPlaneAvailabilityZones", len(spec.ControlPlaneAvailabilityZones), 0)
 			testenv.Expect(t, "managedSecurityGroups", spec.ManagedSecurityGroups, &infrav1.ManagedSecurityGroups{
@@ -130,7 +130,7 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 
 	t.Run("machine template", func(t *testing.T) {
 		ev := event(step.Create, step.OpenStackMachineTemplate, cluster+"-md-0", step.NewParams(step.ParamFlavor, "m1.large", step.ParamImage, "ubuntu",
-			step.ParamSSHKeyName, "capi-key", step.ParamPorts, step.NetworkPort(step.Resource(true, "9a0e")), step.ParamIdentityRef, identity))
+			step.ParamSSHKeyName, "capi-key", step.ParamPorts, step.NetworkPort(step.Resource(true, "9a0e3b4c-6d7f-4a1b-8c2d-3e4f5a6b7c8d")), step.ParamIdentityRef, identity))
 		for attempt := 1; attempt <= 2; attempt++ {
 			run(t, e, ev, "")
 		}
@@ -138,7 +138,7 @@ func TestCreateOpenStackInfrastructure(t *testing.T) {
 		testenv.MustGet(t, k.Client, namespace, cluster+"-md-0", &osmt)
 		testenv.Expect(t, "spec", osmt.Spec.Template.Spec, infrav1.OpenStackMachineSpec{
 			Flavor: ptr.To("m1.large"), Image: infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To("ubuntu")}},
-			SSHKeyName: "capi-key", Ports: []infrav1.PortOpts{{Network: &infrav1.NetworkParam{ID: ptr.To("9a0e")}}},
+			SSHKeyName: "capi-key", Ports: []infrav1.PortOpts{{Network: &infrav1.NetworkParam{ID: ptr.To("9a0e3b4c-6d7f-4a1b-8c2d-3e4f5a6b7c8d")}}},
 			IdentityRef: &infrav1.OpenStackIdentityReference{Name: cluster + "-cloud-config", CloudName: "openstack"},
 		})
 	})
