@@ -400,8 +400,9 @@ func TestExecutorWithinPolicy(t *testing.T) {
 		{action: step.Remove, kind: step.KubeadmConfig, name: kc.Name},
 	} {
 		st := step.Step{Key: string(tc.action) + "/" + tc.name, Phase: "test", Executor: step.Kube, Action: tc.action,
-			Target: step.Target{Kind: tc.kind, Namespace: ns, Name: tc.name}, Params: tc.params}
-		rep, err := e.Execute(ctx, events.NewStepEvent(plan, "test-revision", st, time.Now()))
+			Target: step.Target{Kind: tc.kind, Namespace: ns, Name: tc.name}, Params: tc.params,
+			Inputs: &step.Inputs{Cluster: plan.Spec.Cluster}}
+		rep, err := e.Execute(ctx, events.NewStepEvent(plan.Metadata.Name, "test-revision", st, time.Now()))
 		switch {
 		case tc.wantErr == "" && err != nil:
 			t.Errorf("%s %s %s as the service account: %v", tc.action, tc.kind, tc.name, err)

@@ -5,9 +5,9 @@ import "sort"
 // CloudName is an OpenStack resource a plan names, to be resolved to an ID.
 type CloudName struct {
 	// Kind is flavor, image, network, externalNetwork or subnet.
-	Kind string
+	Kind string `json:"kind"`
 	// Name is the resource's name.
-	Name string
+	Name string `json:"name"`
 }
 
 // Key renders the name as "<kind>/<name>".
@@ -52,4 +52,26 @@ func (p *MigrationPlan) CloudNames() []CloudName {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i].Key() < names[j].Key() })
 	return names
+}
+
+// Machines is a number of new machines of one flavor.
+type Machines struct {
+	Flavor string `json:"flavor"`
+	Count  int    `json:"count"`
+}
+
+// NewMachines lists, by worker pool, the new machines the project's
+// quota must have room for: each pool's replicas with the replace
+// strategy, which creates them; one of each pool with adopt, whose rollout
+// replaces machines one at a time and needs one more at most.
+func (p *MigrationPlan) NewMachines() []Machines {
+	var out []Machines
+	for _, w := range p.Spec.Target.Workers {
+		n := w.Replicas
+		if p.Spec.Strategy == StrategyAdopt {
+			n = 1
+		}
+		out = append(out, Machines{Flavor: w.Flavor, Count: n})
+	}
+	return out
 }

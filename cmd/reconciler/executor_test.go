@@ -72,9 +72,9 @@ func TestExecutorReplica(t *testing.T) {
 		}
 	}()
 
-	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: "c1"}, Spec: v1alpha1.Spec{Cluster: v1alpha1.ClusterRef{Name: "c1", Namespace: "default"}}}
-	ev := events.NewStepEvent(p, "rev1", step.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: step.Workload,
-		Action: step.Cordon, Target: step.Target{Kind: step.Node, Name: "c1-md-0-a"}}, time.Now())
+	cluster := v1alpha1.ClusterRef{Name: "c1", Namespace: "default"}
+	ev := events.NewStepEvent("c1", "rev1", step.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: step.Workload,
+		Action: step.Cordon, Target: step.Target{Kind: step.Node, Name: "c1-md-0-a"}, Inputs: &step.Inputs{Cluster: cluster}}, time.Now())
 	// The replica creates the streams when it connects; wait for them.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -96,10 +96,11 @@ func TestExecutorReplica(t *testing.T) {
 		t.Fatalf("node not cordoned by the executor replica; its log:\n%s", stderr.String())
 	}
 
-	// A manifest at a revision pushed after the replica started.
-	p.Spec.Manifests = &v1alpha1.Manifests{CloudControllerManager: &v1alpha1.CloudControllerManager{Path: "manifests/ccm.yaml"}}
-	apply := events.NewStepEvent(p, rev, step.Step{Key: "control-plane/apply/manifest/manifests/ccm.yaml", Phase: "control-plane",
-		Executor: step.Workload, Action: step.Apply, Target: step.Target{Kind: step.Manifest, Name: "manifests/ccm.yaml"}}, time.Now())
+	// A manifest at a revision pushed after the replica started: the
+	// plan's cloud controller manager, scheduled as the manifest says.
+	apply := events.NewStepEvent("c1", rev, step.Step{Key: "control-plane/apply/manifest/manifests/ccm.yaml", Phase: "control-plane",
+		Executor: step.Workload, Action: step.Apply, Target: step.Target{Kind: step.Manifest, Name: "manifests/ccm.yaml"},
+		Inputs: &step.Inputs{Cluster: cluster, Scheduling: &step.Scheduling{}}}, time.Now())
 	if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, apply); err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 	}
 	defer bus.Close()
 	log.Info("executors running", "kinds", strings.Join(cfg.Kinds, ","), "concurrency", cfg.Concurrency, "nats", cfg.NATS.URL)
-	if err := executor.Run(ctx, bus.Conn, bus.JS, execs, cfg.runOptions()); err != nil {
+	if err := executor.Run(ctx, events.JetStreamQueue{Conn: bus.Conn, JS: bus.JS}, execs, cfg.runOptions()); err != nil {
 		return err
 	}
 	log.Info("executors stopped")

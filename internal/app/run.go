@@ -214,7 +214,7 @@ func (s *server) startExecutors(ctx context.Context) error {
 		return err
 	}
 	go func() {
-		if err := executor.Run(ctx, s.bus.Conn, s.bus.JS, execs, s.cfg.runOptions()); err != nil {
+		if err := executor.Run(ctx, events.JetStreamQueue{Conn: s.bus.Conn, JS: s.bus.JS}, execs, s.cfg.runOptions()); err != nil {
 			s.log.Error("executors stopped", "error", err)
 		}
 	}()

@@ -12,7 +12,10 @@
 // runs once), the worker that an executor's handler runs under (RunWorker:
 // acks, in-progress signals, redelivery with back-off, a terminal error
 // or the last delivery reported Failed), the results consumer and its
-// replay when a reconciler starts or becomes the leader.
+// replay when a reconciler starts or becomes the leader. Queue is what an
+// executor replica needs of all that (executor.Run takes one):
+// JetStreamQueue is it on NATS, MemoryQueue the same outcomes in one
+// process, without a server.
 //
 // It must not import the planner, the observer, an executor, the status,
 // the reconciler, Git, the forge, or the Kubernetes, OpenStack and Git

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -29,9 +28,11 @@ const (
 
 // Event types. The version is part of the type: a consumer that meets a
 // type it does not know terminates the message and reports it, rather than
-// guessing at its fields.
+// guessing at its fields. step.v2 carries the step's inputs where v1
+// carried the whole plan: an executor of one version terminates a step
+// of the other, and the reconciler publishes it again once it is stale.
 const (
-	TypeStep   = "ferry.dev/step.v1"
+	TypeStep   = "ferry.dev/step.v2"
 	TypeResult = "ferry.dev/result.v1"
 )
 
@@ -60,9 +61,10 @@ func RetryID(id string, n int) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// StepEvent asks an executor to carry out one step. It carries the plan
-// (plans hold no secrets) so that the executor builds objects from the same
-// input the planner saw, and never a secret's value.
+// StepEvent asks an executor to carry out one step. It carries the step
+// and its inputs, which the planner resolved from the plan, and not the
+// plan: an executor reads only what the step needs, never a plan field.
+// It never carries a secret's value.
 type StepEvent struct {
 	Type string `json:"type"`
 	// ID is StepID(Plan, Revision, Step.Phase, Step.Key).
@@ -70,25 +72,33 @@ type StepEvent struct {
 	// Plan is the plan's name; Revision the Git revision it was planned at.
 	Plan     string `json:"plan"`
 	Revision string `json:"revision"`
-	// Step is what to do.
+	// Step is what to do, with the parameters people read.
 	Step step.Step `json:"step"`
-	// Spec is the validated, defaulted plan at Revision.
-	Spec *v1alpha1.MigrationPlan `json:"spec"`
+	// Inputs are what the executor needs of the plan besides the step's
+	// parameters (step.Inputs): the step's own Inputs, which its JSON
+	// leaves out.
+	Inputs step.Inputs `json:"inputs"`
 	// PublishedAt is when the reconciler published the step.
 	PublishedAt time.Time `json:"publishedAt"`
 }
 
-// NewStepEvent builds the event for a planned step.
-func NewStepEvent(p *v1alpha1.MigrationPlan, revision string, s step.Step, now time.Time) *StepEvent {
-	return &StepEvent{
+// NewStepEvent builds the event for a step the planner planned for plan
+// at revision. The step's inputs move to the event's Inputs, so that the
+// event holds them once, where the executor reads them.
+func NewStepEvent(plan, revision string, s step.Step, now time.Time) *StepEvent {
+	ev := &StepEvent{
 		Type:        TypeStep,
-		ID:          StepID(p.Metadata.Name, revision, s.Phase, s.Key),
-		Plan:        p.Metadata.Name,
+		ID:          StepID(plan, revision, s.Phase, s.Key),
+		Plan:        plan,
 		Revision:    revision,
 		Step:        s,
-		Spec:        p,
 		PublishedAt: now,
 	}
+	if s.Inputs != nil {
+		ev.Inputs = *s.Inputs
+		ev.Step.Inputs = nil
+	}
+	return ev
 }
 
 // Outcome is what became of a step attempt.

@@ -222,7 +222,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 		"plan", ev.Plan, "revision", ev.Revision, "phase", ev.Step.Phase, "step", ev.Step.Key, "attempt", attempt)
 	log := logging.From(ctx)
 
-	stepCtx, cancel := context.WithTimeout(ctx, w.stepTimeout(ev))
+	stepCtx, cancel := context.WithTimeout(ctx, stepTimeout(w.opts, ev))
 	defer cancel()
 	// In progress until the message is settled, not only while the
 	// handler runs: publishing the result may wait out a stream's leader
@@ -240,11 +240,7 @@ func (w *worker) handle(ctx context.Context, msg jetstream.Msg, ev *StepEvent) {
 		_ = msg.Nak()
 		return
 	}
-	res := &ResultEvent{
-		Type: TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, Phase: ev.Step.Phase,
-		StepKey: ev.Step.Key, Action: ev.Step.Action, Target: ev.Step.Target.String(), Executor: w.opts.Kind, Attempt: attempt, Duration: elapsed, Report: report,
-		At: time.Now().UTC(),
-	}
+	res := newResult(ev, w.opts.Kind, attempt, elapsed, report)
 	settle := w.outcome(res, err, msg, log)
 	// Also at shutdown: the step ran, its result is worth the wait.
 	settleCtx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), SettleTimeout)
@@ -280,32 +276,55 @@ func ackSync(ctx context.Context, msg jetstream.Msg) error {
 // stepTimeout bounds one run of a step: its own timeout parameter plus a
 // margin, so that the executor reports its timeout before the worker
 // cancels it; else the worker's StepTimeout.
-func (w *worker) stepTimeout(ev *StepEvent) time.Duration {
+func stepTimeout(opts WorkerOptions, ev *StepEvent) time.Duration {
 	if d, err := ev.Step.Params.Duration(step.ParamTimeout, 0); err == nil && d > 0 {
 		return d + time.Minute
 	}
-	return w.opts.StepTimeout
+	return opts.StepTimeout
 }
 
-// outcome sets a result's outcome from the handler's error and returns
-// how to settle the message: ack after a success, term after a terminal
-// error or the last delivery, nak with back-off otherwise.
-func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *slog.Logger) (settle func(context.Context) error) {
+// newResult is the result of one attempt at ev, its outcome not yet
+// judged.
+func newResult(ev *StepEvent, kind step.Kind, attempt int, elapsed time.Duration, report Report) *ResultEvent {
+	return &ResultEvent{
+		Type: TypeResult, StepID: ev.ID, Plan: ev.Plan, Revision: ev.Revision, Phase: ev.Step.Phase,
+		StepKey: ev.Step.Key, Action: ev.Step.Action, Target: ev.Step.Target.String(), Executor: kind, Attempt: attempt, Duration: elapsed, Report: report,
+		At: time.Now().UTC(),
+	}
+}
+
+// judge sets a result's outcome from the handler's error: Succeeded
+// without one; Failed, terminal, after a terminal error; Failed after a
+// retryable one on the last of maxDeliver attempts; Retrying otherwise.
+func judge(res *ResultEvent, err error, maxDeliver int) {
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded
-		log.Info("step succeeded", "duration", res.Duration, "message", res.Report.Message)
-		return func(ctx context.Context) error { return ackSync(ctx, msg) }
 	case failure.IsTerminal(err):
 		res.Outcome, res.Error, res.Terminal = Failed, err.Error(), true
+	case res.Attempt >= maxDeliver:
+		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", res.Attempt, err)
+	default:
+		res.Outcome, res.Error = Retrying, err.Error()
+	}
+}
+
+// outcome judges a result from the handler's error and returns how to
+// settle the message: ack after a success, term after a terminal error or
+// the last delivery, nak with back-off otherwise.
+func (w *worker) outcome(res *ResultEvent, err error, msg jetstream.Msg, log *slog.Logger) (settle func(context.Context) error) {
+	judge(res, err, w.opts.MaxDeliver)
+	switch {
+	case res.Outcome == Succeeded:
+		log.Info("step succeeded", "duration", res.Duration, "message", res.Report.Message)
+		return func(ctx context.Context) error { return ackSync(ctx, msg) }
+	case res.Terminal:
 		log.Error("step failed; a person must act", "error", err)
 		return func(context.Context) error { return msg.TermWithReason("terminal error") }
-	case res.Attempt >= w.opts.MaxDeliver:
-		res.Outcome, res.Error = Failed, fmt.Sprintf("gave up after %d attempts: %v", res.Attempt, err)
+	case res.Outcome == Failed:
 		log.Error("step failed on its last attempt", "error", err)
 		return func(context.Context) error { return msg.TermWithReason("max deliveries") }
 	}
-	res.Outcome, res.Error = Retrying, err.Error()
 	delay := w.opts.backOff(res.Attempt)
 	log.Warn("step failed; retrying", "error", err, "retry_in", delay)
 	// A nak lost with its consumer's leader costs a redelivery after

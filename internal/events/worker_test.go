@@ -14,7 +14,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/logging"
@@ -37,8 +36,7 @@ func bus(t *testing.T) *testenv.NATS {
 }
 
 func stepEvent(plan, key string) *events.StepEvent {
-	p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: plan}}
-	return events.NewStepEvent(p, "rev1", step.Step{Key: step.Key("cluster", "noop", step.Target{Kind: "X", Name: key}), Phase: "cluster", Executor: "test", Action: "noop",
+	return events.NewStepEvent(plan, "rev1", step.Step{Key: step.Key("cluster", "noop", step.Target{Kind: "X", Name: key}), Phase: "cluster", Executor: "test", Action: "noop",
 		Target: step.Target{Kind: "X", Name: key}}, time.Now())
 }
 
@@ -334,5 +332,34 @@ func TestReplicasSplitWork(t *testing.T) {
 	}
 	if len(seen) != steps || dup.Load() != 0 || per["a"] == 0 || per["b"] == 0 {
 		t.Errorf("%d steps handled, %d twice, per replica %v", len(seen), dup.Load(), per)
+	}
+}
+
+// TestWorkerTerminatesAnOlderStepType: a step event of type step.v1,
+// which carried the whole plan and no inputs, is terminated by an executor
+// of step.v2 without running it (it would run without its inputs);
+// the step.v2 event after it runs.
+func TestWorkerTerminatesAnOlderStepType(t *testing.T) {
+	n := bus(t)
+	res := collect(t, n.JetStream)
+	var ran []string
+	var mu sync.Mutex
+	startWorker(t, n.JetStream, events.WorkerOptions{Kind: "test"}, func(_ context.Context, s *events.StepEvent) (events.Report, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		ran = append(ran, s.Step.Target.Name)
+		return events.Report{}, nil
+	})
+	old := `{"type":"ferry.dev/step.v1","id":"0001","plan":"p1","revision":"rev1","step":{"key":"cluster/noop/x/old","phase":"cluster","executor":"test","action":"noop","target":{"kind":"X","name":"old"}},"spec":{"metadata":{"name":"p1"}}}`
+	if _, err := n.JetStream.Publish(context.Background(), events.StepSubject("test", "p1"), []byte(old)); err != nil {
+		t.Fatal(err)
+	}
+	publish(t, n.JetStream, stepEvent("p1", "new"))
+	res.wait(t, "the new step's result", func(all []events.ResultEvent) bool { return len(all) == 1 })
+	waitEmpty(t, n.JetStream)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ran) != 1 || ran[0] != "new" {
+		t.Errorf("ran %v; want only the step.v2 event's step", ran)
 	}
 }

@@ -100,7 +100,7 @@ func TestAdoptOpenStack(t *testing.T) {
 	obs := &observer.Observer{Client: a.Mgmt.Client, Cloud: &observer.OpenStack{Client: a.Mgmt.Client, MaxAge: -1}}
 
 	ran, res := runAdoption(t, ctx, plan, obs, func(*observed.Snapshot) {}, func(st step.Step) {
-		ev := events.NewStepEvent(plan, "rev-1", st, time.Now())
+		ev := events.NewStepEvent(plan.Metadata.Name, "rev-1", st, time.Now())
 		for attempt := 1; attempt <= 2; attempt++ {
 			rep, err := execs[st.Executor].Execute(ctx, ev)
 			if err != nil {

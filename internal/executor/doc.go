@@ -15,8 +15,10 @@
 // cloud credentials) lives in internal/kube and internal/openstack. Nor
 // may one import the planner, the reconciler, the status, Git, the forge,
 // planfile, clusterevents or internal/app (rule "an executor only runs its
-// step"): a step carries everything its executor needs, and planning,
-// recording and talking to Git or the forge are the reconciler's. The
+// step"): a step carries everything its executor needs (its parameters,
+// and its inputs in the event: events.StepEvent.Inputs), the event carries
+// no plan, and planning, recording and talking to Git or the forge are the
+// reconciler's. The
 // kinds do not import each other (rule "executor kinds are
 // independent"): a replica of one kind carries none of another's clients.
 package executor

@@ -7,9 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/ferry-dev/ferry/internal/events"
 )
 
@@ -19,17 +16,19 @@ type RunOptions struct {
 	// Concurrency is how many steps of each kind run at once, and Waits
 	// how many wait steps besides them (events.WorkerOptions).
 	Concurrency, Waits int
-	// AckWait and MaxDeliver are passed to each kind's worker.
+	// AckWait, MaxDeliver and BackOff are passed to each kind's worker.
 	AckWait    time.Duration
 	MaxDeliver int
+	BackOff    time.Duration
 }
 
-// Run takes the steps of each executor's kind from the bus and carries them
-// out, until ctx ends; replicas running the same kinds share the work
-// through the kinds' durable consumers. It also reports steps that
-// JetStream gave up redelivering. It returns the first worker's error, after
+// Run takes the steps of each executor's kind from the queue and carries
+// them out, until ctx ends; on JetStream (events.JetStreamQueue), replicas
+// running the same kinds share the work through the kinds' durable
+// consumers. It also reports the steps whose deliveries all died
+// (events.Queue's WatchLost). It returns the first worker's error, after
 // stopping the others.
-func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors []Executor, opts RunOptions) error {
+func Run(ctx context.Context, q events.Queue, executors []Executor, opts RunOptions) error {
 	if len(executors) == 0 {
 		return errors.New("run executors: none given")
 	}
@@ -50,12 +49,13 @@ func Run(ctx context.Context, nc *nats.Conn, js jetstream.JetStream, executors [
 	for _, e := range executors {
 		e := e
 		start("executor "+string(e.Kind()), func() error {
-			return events.RunWorker(ctx, js, events.WorkerOptions{
+			return q.Work(ctx, events.WorkerOptions{
 				Kind: e.Kind(), Concurrency: opts.Concurrency, Waits: opts.Waits, AckWait: opts.AckWait, MaxDeliver: opts.MaxDeliver,
+				BackOff: opts.BackOff,
 			}, e.Execute)
 		})
 	}
-	start("max-deliveries watch", func() error { return events.WatchMaxDeliveries(ctx, nc, js) })
+	start("max-deliveries watch", func() error { return q.WatchLost(ctx) })
 	wg.Wait()
 	close(errs)
 	return <-errs

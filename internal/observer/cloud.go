@@ -262,5 +262,5 @@ func (o *OpenStack) project(ctx context.Context, creds openstack.Credentials, pl
 // more at most) and asks the quota. Flavors that did not resolve are
 // reported elsewhere, so they count for nothing here.
 func shortfall(ctx context.Context, api openstack.QuotaAPI, p *v1alpha1.MigrationPlan, resolved map[string]observed.Resolution) (string, error) {
-	return openstack.QuotaShortfall(ctx, api, p, func(flavor string) bool { return resolved["flavor/"+flavor].ID != "" })
+	return openstack.QuotaShortfall(ctx, api, p.NewMachines(), func(flavor string) bool { return resolved["flavor/"+flavor].ID != "" })
 }

@@ -12,12 +12,18 @@ import (
 
 // CloudCredentials reads a plan's clouds.yaml and CA from its identity
 // Secret, or from the plan's source Secret while the identity Secret is not
-// filled yet. The values stay in the returned Credentials; errors name
-// Secrets, never their contents.
+// filled yet (IdentityCredentials).
 func CloudCredentials(ctx context.Context, c client.Reader, p *v1alpha1.MigrationPlan) (Credentials, error) {
-	id := p.Spec.Target.Identity
+	return IdentityCredentials(ctx, c, p.Spec.Cluster.Namespace, p.Spec.Target.Identity)
+}
+
+// IdentityCredentials reads clouds.yaml and the CA of an identity from its
+// Secret in namespace, the cluster's, or from the Secret it is copied
+// from while its own is not filled yet. The values stay in the returned
+// Credentials; errors name Secrets, never their contents.
+func IdentityCredentials(ctx context.Context, c client.Reader, namespace string, id v1alpha1.Identity) (Credentials, error) {
 	var sec corev1.Secret
-	key := client.ObjectKey{Namespace: p.Spec.Cluster.Namespace, Name: id.SecretName}
+	key := client.ObjectKey{Namespace: namespace, Name: id.SecretName}
 	err := c.Get(ctx, key, &sec)
 	if err == nil && len(sec.Data[CloudsKey]) > 0 {
 		return CredentialsFromSecret(sec.Data, id.CloudName)

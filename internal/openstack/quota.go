@@ -13,22 +13,19 @@ type QuotaAPI interface {
 }
 
 // QuotaShortfall says what the project's compute quota lacks for the new
-// machines of plan p, or "" when it covers them; flavors for which known
-// returns false are left out.
-func QuotaShortfall(ctx context.Context, api QuotaAPI, p *v1alpha1.MigrationPlan, known func(flavor string) bool) (string, error) {
+// machines (a plan's NewMachines), or "" when it covers them; flavors for
+// which known returns false are left out.
+func QuotaShortfall(ctx context.Context, api QuotaAPI, machines []v1alpha1.Machines, known func(flavor string) bool) (string, error) {
 	var need Need
-	for _, w := range p.Spec.Target.Workers {
-		if !known(w.Flavor) {
+	for _, m := range machines {
+		if !known(m.Flavor) {
 			continue
 		}
-		vcpus, ram, err := api.FlavorSize(ctx, w.Flavor)
+		vcpus, ram, err := api.FlavorSize(ctx, m.Flavor)
 		if err != nil {
 			return "", err
 		}
-		n := w.Replicas
-		if p.Spec.Strategy == v1alpha1.StrategyAdopt {
-			n = 1
-		}
+		n := m.Count
 		need.Instances += n
 		need.Cores += n * vcpus
 		need.RAMMiB += n * ram

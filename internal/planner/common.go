@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -20,9 +21,9 @@ func resource(r *v1alpha1.ResourceRef) string {
 		return ""
 	}
 	if r.ID != "" {
-		return "id=" + r.ID
+		return step.Resource(true, r.ID)
 	}
-	return "name=" + r.Name
+	return step.Resource(false, r.Name)
 }
 
 func (c *planCtx) waitTimeout() string { return c.plan.Spec.Timeouts.Wait }
@@ -215,11 +216,17 @@ func (b *phaseBuilder) openStackCluster(c *planCtx) {
 		rules = len(t.SecurityGroups.AllNodesRules)
 		allowAll = t.SecurityGroups.AllowAllInClusterTraffic
 	}
-	b.step(c.snap.OpenStackCluster != nil, step.Kube, step.Create, step.Target{Kind: step.OpenStackCluster, Name: c.name},
+	// CAPO manages the security groups and their rules as the plan says;
+	// the parameter only counts the rules.
+	var groups *v1alpha1.SecurityGroups
+	if sg := t.SecurityGroups; sg != nil {
+		groups = &v1alpha1.SecurityGroups{AllowAllInClusterTraffic: sg.AllowAllInClusterTraffic, AllNodesRules: slices.Clone(sg.AllNodesRules)}
+	}
+	b.stepWith(step.Inputs{SecurityGroups: groups}, c.snap.OpenStackCluster != nil, step.Kube, step.Create, step.Target{Kind: step.OpenStackCluster, Name: c.name},
 		step.NewParams(
 			step.ParamIdentityRef, c.identityRef(),
 			step.ParamNetwork, resource(&t.Network),
-			step.ParamSubnets, strings.Join(subnets, ";"),
+			step.ParamSubnets, step.Resources(subnets...),
 			step.ParamExternalNetwork, resource(t.ExternalNetwork),
 			step.ParamDisableExternalNetwork, step.Bool(t.ExternalNetwork == nil),
 			step.ParamDNSNameservers, strings.Join(t.DNSNameservers, ","),
@@ -280,7 +287,11 @@ func (b *phaseBuilder) cloudControllerManager(c *planCtx, why string) {
 	if ccm.NodeSelector != nil && len(ccm.NodeSelector) == 0 {
 		p[step.ParamNodeSelector] = step.NodeSelectorNone
 	}
-	b.step(c.snap.Manifest(ccm.Path).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: ccm.Path}, p, why)
+	// The parameters show the tolerations' keys and effects; the executor
+	// applies them whole. maps.Clone keeps an empty selector empty (none)
+	// and a nil one nil (the manifest's).
+	in := step.Inputs{Scheduling: &step.Scheduling{NodeSelector: maps.Clone(ccm.NodeSelector), Tolerations: slices.Clone(ccm.Tolerations)}}
+	b.stepWith(in, c.snap.Manifest(ccm.Path).Applied, step.Workload, step.Apply, step.Target{Kind: step.Manifest, Name: ccm.Path}, p, why)
 }
 
 func equalStrings(a, b []string) bool { return slices.Equal(a, b) }
@@ -293,7 +304,7 @@ func (b *phaseBuilder) machineTemplate(c *planCtx, name, flavor, image, reason s
 	t := c.plan.Spec.Target
 	b.step(has(c.snap.OpenStackMachineTemplates, name), step.Kube, step.Create, step.Target{Kind: step.OpenStackMachineTemplate, Name: name},
 		step.NewParams(step.ParamFlavor, flavor, step.ParamImage, image, step.ParamSSHKeyName, t.SSHKey.Name,
-			step.ParamPorts, "network "+resource(&t.Network), step.ParamIdentityRef, c.identityRef()),
+			step.ParamPorts, step.NetworkPort(resource(&t.Network)), step.ParamIdentityRef, c.identityRef()),
 		reason)
 }
 

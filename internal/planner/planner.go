@@ -174,12 +174,30 @@ type phaseBuilder struct {
 // step adds s to the current group unless done. The target's namespace
 // defaults to the cluster's for Kubernetes kinds.
 func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, target step.Target, params step.Params, reason string) {
+	b.stepWith(step.Inputs{}, done, executor, action, target, params, reason)
+}
+
+// stepWith is step for a step with inputs of its own (step.Inputs): those
+// every step has, the cluster and its control plane, and the identity an
+// openstack step authenticates with, are filled in here.
+func (b *phaseBuilder) stepWith(in step.Inputs, done bool, executor step.Kind, action step.Action, target step.Target, params step.Params, reason string) {
 	if done {
 		b.phase.Done++
 		return
 	}
 	if target.Namespace == "" && executor != step.OpenStack && executor != step.Approval && !step.ClusterScoped(target.Kind) {
 		target.Namespace = b.ctx.ns
+	}
+	t := b.ctx.plan.Spec.Target
+	in.Cluster = v1alpha1.ClusterRef{Namespace: b.ctx.ns, Name: b.ctx.name}
+	in.ControlPlane = step.ObjectRef{Kind: t.ControlPlane.Provider, Name: t.ControlPlane.Name}
+	if executor == step.OpenStack {
+		id := t.Identity
+		if id.From != nil {
+			from := *id.From
+			id.From = &from
+		}
+		in.Identity = &id
 	}
 	b.cur = append(b.cur, step.Step{
 		Key:      b.key(action, target),
@@ -189,6 +207,7 @@ func (b *phaseBuilder) step(done bool, executor step.Kind, action step.Action, t
 		Target:   target,
 		Params:   params,
 		Reason:   reason,
+		Inputs:   &in,
 	})
 }
 

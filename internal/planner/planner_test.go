@@ -110,6 +110,7 @@ func TestDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := json.Marshal(first)
+	wantInputs := inputsJSON(t, first)
 	for i := 0; i < 20; i++ {
 		s := c.Snapshot
 		s.Secrets = append([]observed.Secret(nil), s.Secrets...)
@@ -125,7 +126,29 @@ func TestDeterministic(t *testing.T) {
 		if got, _ := json.Marshal(again); !bytes.Equal(got, want) {
 			t.Fatalf("run %d differs:\n%s\nwant:\n%s", i, got, want)
 		}
+		// The steps' inputs, which the result's JSON leaves out, too.
+		if got := inputsJSON(t, again); !bytes.Equal(got, wantInputs) {
+			t.Fatalf("run %d: inputs differ:\n%s\nwant:\n%s", i, got, wantInputs)
+		}
 	}
+}
+
+// inputsJSON is the JSON of every step's inputs in res, in order.
+func inputsJSON(t *testing.T, res *Result) []byte {
+	t.Helper()
+	var all []*step.Inputs
+	for _, ph := range res.Phases {
+		for _, g := range ph.Groups {
+			for _, s := range g.Steps {
+				all = append(all, s.Inputs)
+			}
+		}
+	}
+	data, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 // TestNext checks which group may be published in the states that must

@@ -54,7 +54,7 @@ func preflight(c *planCtx, b *phaseBuilder) {
 			b.block("OpenStack %s: %s", key, r.Error)
 		}
 	}
-	b.step(resolved, step.OpenStack, step.Resolve, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
+	b.stepWith(step.Inputs{CloudNames: c.plan.CloudNames()}, resolved, step.OpenStack, step.Resolve, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
 		step.NewParams(step.ParamNames, strings.Join(names, ","), step.ParamCredentials, c.credentialsSource()),
 		"credentials work and every flavor, image and network the plan names exists")
 	if cloud != nil && cloud.QuotaShortfall != "" {
@@ -64,7 +64,7 @@ func preflight(c *planCtx, b *phaseBuilder) {
 	for _, w := range c.plan.Spec.Target.Workers {
 		machines += w.Replicas
 	}
-	b.step(resolved && cloud.QuotaShortfall == "", step.OpenStack, step.CheckQuota, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
+	b.stepWith(step.Inputs{Machines: c.plan.NewMachines()}, resolved && cloud.QuotaShortfall == "", step.OpenStack, step.CheckQuota, step.Target{Kind: step.Cloud, Name: c.plan.Spec.Target.Identity.CloudName},
 		step.NewParams(step.ParamMachines, step.Int(machines), step.ParamCredentials, c.credentialsSource()),
 		"instances, cores and RAM for the new machines")
 }
@@ -98,7 +98,7 @@ func ensureKeypair(c *planCtx, b *phaseBuilder) {
 	if cloud != nil && !exists && key.PublicKey == "" {
 		b.block("keypair %s does not exist in OpenStack and spec.target.sshKey.publicKey is empty, so ferry cannot create it", key.Name)
 	}
-	b.step(exists, step.OpenStack, step.EnsureKeypair, step.Target{Kind: step.Keypair, Name: key.Name},
+	b.stepWith(step.Inputs{PublicKey: key.PublicKey}, exists, step.OpenStack, step.EnsureKeypair, step.Target{Kind: step.Keypair, Name: key.Name},
 		step.NewParams(step.ParamPublicKey, publicKeyParam(key.PublicKey), step.ParamCredentials, c.credentialsSource()),
 		"the machines are created with it")
 }

@@ -76,7 +76,7 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 	log := logging.From(ctx)
 	var published []step.Step
 	for _, s := range g.Steps {
-		ev := events.NewStepEvent(p, cycle.Revision, s, cycle.At)
+		ev := events.NewStepEvent(p.Metadata.Name, cycle.Revision, s, cycle.At)
 		done, ok := st.publishing(ev, l.Now())
 		if !ok {
 			continue

@@ -156,6 +156,20 @@ func (p Params) Get(key string) string { return p[key] }
 // is false.
 func (p Params) Flag(key string) bool { return p[key] == "true" }
 
+// Bool reads a required boolean parameter written by Bool: one that
+// decides either way, which an absent one must not decide by default.
+func (p Params) Bool(key string) (bool, error) {
+	v, err := p.Required(key)
+	if err != nil {
+		return false, err
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil || (v != "true" && v != "false") {
+		return false, failure.Terminal(fmt.Errorf("%s=%q is neither true nor false", key, v))
+	}
+	return b, nil
+}
+
 // Required reads a parameter the step cannot do without.
 func (p Params) Required(key string) (string, error) {
 	v := p[key]
@@ -194,7 +208,10 @@ func (p Params) Duration(key string, def time.Duration) (time.Duration, error) {
 
 // ObjectRef is a decoded reference: Ref's "Kind/name", or "namespace/name"
 // for ParamFrom.
-type ObjectRef struct{ Kind, Name string }
+type ObjectRef struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+}
 
 // Ref reads a required "Kind/name" reference.
 func (p Params) Ref(key string) (ObjectRef, error) {
@@ -345,4 +362,47 @@ func (p Params) Resource(key string) (byID bool, value string, err error) {
 		return false, "", failure.Terminal(fmt.Errorf("parameter %s=%q is not name=<name> or id=<id>", key, v))
 	}
 	return k == "id", value, nil
+}
+
+// Resources encodes a list of resources written by Resource, such as the
+// subnets of an OpenStackCluster: "name=a;id=b".
+func Resources(values ...string) string { return strings.Join(values, ";") }
+
+// ResourceRef is one decoded resource of Resources: by ID, or by name.
+type ResourceRef struct {
+	ByID  bool
+	Value string
+}
+
+// Resources reads a parameter written by Resources; absent gives nil.
+func (p Params) Resources(key string) ([]ResourceRef, error) {
+	if p[key] == "" {
+		return nil, nil
+	}
+	var out []ResourceRef
+	for _, v := range strings.Split(p[key], ";") {
+		byID, value, err := Params{key: v}.Resource(key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ResourceRef{ByID: byID, Value: value})
+	}
+	return out, nil
+}
+
+// NetworkPort encodes ParamPorts, the one port of a machine: "network "
+// and the network as Resource writes it.
+func NetworkPort(network string) string { return "network " + network }
+
+// NetworkPort reads a required ParamPorts written by NetworkPort.
+func (p Params) NetworkPort() (byID bool, network string, err error) {
+	v, err := p.Required(ParamPorts)
+	if err != nil {
+		return false, "", err
+	}
+	rest, ok := strings.CutPrefix(v, "network ")
+	if !ok {
+		return false, "", failure.Terminal(fmt.Errorf("parameter %s=%q is not network <name=...|id=...>", ParamPorts, v))
+	}
+	return Params{ParamPorts: rest}.Resource(ParamPorts)
 }

@@ -57,6 +57,34 @@ func TestParamsRoundTrip(t *testing.T) {
 	}
 }
 
+// TestParamsOfCAPOObjects: the network, subnets and flags an
+// OpenStackCluster and a machine template are built from read back as
+// the planner wrote them.
+func TestParamsOfCAPOObjects(t *testing.T) {
+	p := step.NewParams(
+		step.ParamSubnets, step.Resources(step.Resource(false, "k8s-subnet"), step.Resource(true, "6f1c")),
+		step.ParamPorts, step.NetworkPort(step.Resource(true, "9a0e")),
+		step.ParamDisableExternalNetwork, step.Bool(false),
+		step.ParamAPIServerLoadBalancer, step.Bool(true),
+	)
+	want := []step.ResourceRef{{ByID: false, Value: "k8s-subnet"}, {ByID: true, Value: "6f1c"}}
+	if got, err := p.Resources(step.ParamSubnets); err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("Resources = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := p.Resources(step.ParamNetwork); err != nil || got != nil {
+		t.Errorf("Resources of an absent parameter = %+v, %v; want none", got, err)
+	}
+	if byID, network, err := p.NetworkPort(); err != nil || !byID || network != "9a0e" {
+		t.Errorf("NetworkPort = %v, %q, %v", byID, network, err)
+	}
+	if b, err := p.Bool(step.ParamDisableExternalNetwork); err != nil || b {
+		t.Errorf("Bool(false) = %v, %v", b, err)
+	}
+	if b, err := p.Bool(step.ParamAPIServerLoadBalancer); err != nil || !b {
+		t.Errorf("Bool(true) = %v, %v", b, err)
+	}
+}
+
 // TestParamsDefects: a parameter that does not parse is a defect of the
 // step, which no retry mends: terminal.
 func TestParamsDefects(t *testing.T) {
@@ -74,6 +102,11 @@ func TestParamsDefects(t *testing.T) {
 		{"no key=value", func(p step.Params) error { _, err := p.Map(step.ParamLabel); return err }, step.Params{step.ParamLabel: "a=b,c"}},
 		{"no dst<-src", func(p step.Params) error { _, err := p.KeyCopies(); return err }, step.Params{step.ParamKeys: "cacert=ca.pem"}},
 		{"no status", func(p step.Params) error { _, err := p.Expect(); return err }, step.Params{step.ParamExpect: "ok"}},
+		{"missing flag", func(p step.Params) error { _, err := p.Bool(step.ParamAPIServerLoadBalancer); return err }, nil},
+		{"no true or false", func(p step.Params) error { _, err := p.Bool(step.ParamAPIServerLoadBalancer); return err }, step.Params{step.ParamAPIServerLoadBalancer: "1"}},
+		{"no name= or id=", func(p step.Params) error { _, err := p.Resources(step.ParamSubnets); return err }, step.Params{step.ParamSubnets: "name=a;b"}},
+		{"missing port", func(p step.Params) error { _, _, err := p.NetworkPort(); return err }, nil},
+		{"no network port", func(p step.Params) error { _, _, err := p.NetworkPort(); return err }, step.Params{step.ParamPorts: "name=net"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.read(tc.p); !failure.IsTerminal(err) {

@@ -42,6 +42,11 @@ type Step struct {
 	Params Params `json:"params,omitempty"`
 	// Reason says why the step is needed, for the preview and the status.
 	Reason string `json:"reason,omitempty"`
+	// Inputs are what the executor needs of the plan besides Params (see
+	// Inputs). They are not part of the step's JSON, which the status and
+	// `reconciler plan -o json` show: the step event carries them beside
+	// the step (events.NewStepEvent moves them there).
+	Inputs *Inputs `json:"-"`
 }
 
 // Target names an object: a Kubernetes kind in the cluster's namespace (or

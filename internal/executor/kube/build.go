@@ -129,8 +129,12 @@ func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, err
 	// adopts control-plane machines of its cluster, a MachineSet those of
 	// its selector.
 	if s.params().Flag(step.ParamControlPlane) {
+		cp := s.inputs().ControlPlane.Name
+		if cp == "" {
+			return nil, failure.Terminal(fmt.Errorf("create %s: a control-plane Machine, but the step's inputs name no control plane", s.target()))
+		}
 		m.Labels[clusterv1.MachineControlPlaneLabel] = ""
-		m.Labels[clusterv1.MachineControlPlaneNameLabel] = s.plan.Spec.Target.ControlPlane.Name
+		m.Labels[clusterv1.MachineControlPlaneNameLabel] = cp
 	}
 	if v := s.params().Get(step.ParamDeployment); v != "" {
 		m.Labels[clusterv1.MachineDeploymentNameLabel] = v
@@ -148,16 +152,15 @@ func (e *Executor) buildMachine(ctx context.Context, s *job) (client.Object, err
 	return m, nil
 }
 
-// identity reads the identityRef parameter, "secret#cloud"; without
-// one, the plan's identity.
+// identity reads the identityRef parameter, "secret#cloud", which the
+// planner gives every step that builds a CAPO object.
 func identity(s *job) (*infrav1.OpenStackIdentityReference, error) {
 	name, cloud, ok, err := s.params().IdentityRef()
 	switch {
 	case err != nil:
 		return nil, s.paramError(err)
 	case !ok:
-		id := s.plan.Spec.Target.Identity
-		return &infrav1.OpenStackIdentityReference{Name: id.SecretName, CloudName: id.CloudName}, nil
+		return nil, s.paramError(failure.Terminal(fmt.Errorf("the step has no %s parameter", step.ParamIdentityRef)))
 	}
 	return &infrav1.OpenStackIdentityReference{Name: name, CloudName: cloud}, nil
 }
@@ -193,7 +196,11 @@ func (e *Executor) buildOpenStackMachineTemplate(_ context.Context, s *job) (cli
 		return nil, err
 	}
 	spec.SSHKeyName = s.params().Get(step.ParamSSHKeyName)
-	spec.Ports = []infrav1.PortOpts{{Network: networkParam(&s.plan.Spec.Target.Network)}}
+	byID, network, err := s.params().NetworkPort()
+	if err != nil {
+		return nil, s.paramError(err)
+	}
+	spec.Ports = []infrav1.PortOpts{{Network: networkParam(byID, network)}}
 	t := &infrav1.OpenStackMachineTemplate{Spec: infrav1.OpenStackMachineTemplateSpec{
 		Template: infrav1.OpenStackMachineTemplateResource{Spec: spec},
 	}}
@@ -295,9 +302,9 @@ func (e *Executor) version(ctx context.Context, s *job) (*string, error) {
 	if v := s.params().Get(step.ParamVersion); v != "" {
 		return ptr.To(v), nil
 	}
-	cp := s.plan.Spec.Target.ControlPlane
-	obj := newObject(cp.Provider)
-	if obj == nil {
+	cp := s.inputs().ControlPlane
+	obj := newObject(cp.Kind)
+	if obj == nil || cp.Name == "" {
 		return nil, nil
 	}
 	err := e.Client.Get(ctx, client.ObjectKey{Namespace: s.key.Namespace, Name: cp.Name}, obj)

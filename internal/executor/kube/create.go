@@ -127,8 +127,10 @@ func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, err
 	return c, nil
 }
 
-// buildOpenStackCluster: CAPO's infrastructure from the plan's target,
-// with the running control-plane endpoint (the Cluster's when it has one).
+// buildOpenStackCluster: CAPO's infrastructure from the step's
+// parameters (the plan's target, as the planner resolved it) and the
+// security groups of its inputs, with the running control-plane endpoint
+// (the Cluster's when it has one).
 //
 // The endpoint's address, when it is an IP, is also apiServerFloatingIP:
 // CAPO deletes every floating IP of a control-plane server it deletes
@@ -145,38 +147,72 @@ func (e *Executor) buildCluster(ctx context.Context, s *job) (client.Object, err
 // subnets it creates (managedSubnets), and the plan names an existing
 // network, whose subnets keep their own DNS servers.
 func (e *Executor) buildOpenStackCluster(ctx context.Context, s *job) (client.Object, error) {
+	spec, err := openStackClusterSpec(s)
+	if err != nil {
+		return nil, err
+	}
 	ep, err := e.clusterEndpoint(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	t := s.plan.Spec.Target
-	api := ptr.Deref(t.APIServer, v1alpha1.APIServer{}) // defaults applied: never nil
-	spec := infrav1.OpenStackClusterSpec{
-		Network:                       networkParam(&t.Network),
-		ExternalNetwork:               networkParam(t.ExternalNetwork),
-		DisableExternalNetwork:        ptr.To(t.ExternalNetwork == nil),
-		APIServerLoadBalancer:         &infrav1.APIServerLoadBalancer{Enabled: ptr.To(ptr.Deref(api.LoadBalancer, false))},
-		DisableAPIServerFloatingIP:    ptr.To(!ptr.Deref(api.FloatingIP, false)),
-		ManagedSecurityGroups:         securityGroups(t.SecurityGroups),
-		ControlPlaneEndpoint:          &ep,
-		ControlPlaneAvailabilityZones: []string{t.FailureDomain},
-		IdentityRef:                   infrav1.OpenStackIdentityReference{Name: t.Identity.SecretName, CloudName: t.Identity.CloudName},
-	}
-	for i := range t.Subnets {
-		spec.Subnets = append(spec.Subnets, subnetParam(&t.Subnets[i]))
-	}
-	if api.FixedIP != "" {
-		spec.APIServerFixedIP = ptr.To(api.FixedIP)
-	}
-	if t.ControlPlane.Provider != v1alpha1.ProviderKamaji {
+	spec.ControlPlaneEndpoint = &ep
+	if s.inputs().ControlPlane.Kind != step.KamajiControlPlane {
 		spec.APIServerFloatingIP = endpointIP(ep)
-	}
-	if t.FailureDomain == "" {
-		spec.ControlPlaneAvailabilityZones = nil
 	}
 	osc := &infrav1.OpenStackCluster{Spec: spec}
 	meta(osc, s, false)
 	return osc, nil
+}
+
+// openStackClusterSpec is the OpenStackCluster's spec but its endpoint,
+// from the step's parameters and inputs. A parameter that does not parse
+// is terminal.
+func openStackClusterSpec(s *job) (infrav1.OpenStackClusterSpec, error) {
+	p := s.params()
+	var spec infrav1.OpenStackClusterSpec
+	id, err := identity(s)
+	if err != nil {
+		return spec, err
+	}
+	byID, network, err := p.Resource(step.ParamNetwork)
+	if err != nil {
+		return spec, s.paramError(err)
+	}
+	subnets, err := p.Resources(step.ParamSubnets)
+	if err != nil {
+		return spec, s.paramError(err)
+	}
+	var flags [3]bool
+	for i, key := range []string{step.ParamDisableExternalNetwork, step.ParamAPIServerLoadBalancer, step.ParamDisableAPIServerFloatIP} {
+		if flags[i], err = p.Bool(key); err != nil {
+			return spec, s.paramError(err)
+		}
+	}
+	spec = infrav1.OpenStackClusterSpec{
+		Network:                    networkParam(byID, network),
+		DisableExternalNetwork:     ptr.To(flags[0]),
+		APIServerLoadBalancer:      &infrav1.APIServerLoadBalancer{Enabled: ptr.To(flags[1])},
+		DisableAPIServerFloatingIP: ptr.To(flags[2]),
+		ManagedSecurityGroups:      securityGroups(s.inputs().SecurityGroups),
+		IdentityRef:                *id,
+	}
+	if p.Get(step.ParamExternalNetwork) != "" {
+		byID, external, err := p.Resource(step.ParamExternalNetwork)
+		if err != nil {
+			return spec, s.paramError(err)
+		}
+		spec.ExternalNetwork = networkParam(byID, external)
+	}
+	for _, r := range subnets {
+		spec.Subnets = append(spec.Subnets, subnetParam(r))
+	}
+	if ip := p.Get(step.ParamAPIServerFixedIP); ip != "" {
+		spec.APIServerFixedIP = ptr.To(ip)
+	}
+	if zone := p.Get(step.ParamControlPlaneZones); zone != "" {
+		spec.ControlPlaneAvailabilityZones = []string{zone}
+	}
+	return spec, nil
 }
 
 // clusterEndpoint is the Cluster's control-plane endpoint, or the
@@ -201,22 +237,21 @@ func endpointIP(ep clusterv1.APIEndpoint) *string {
 	return ptr.To(ep.Host)
 }
 
-// networkParam is a plan's network as CAPO's filter: by ID, or by name.
-func networkParam(r *v1alpha1.ResourceRef) *infrav1.NetworkParam {
-	switch {
-	case r == nil:
-		return nil
-	case r.ID != "":
-		return &infrav1.NetworkParam{ID: ptr.To(r.ID)}
+// networkParam is a step's network (step.Resource) as CAPO's filter: by
+// ID, or by name.
+func networkParam(byID bool, value string) *infrav1.NetworkParam {
+	if byID {
+		return &infrav1.NetworkParam{ID: ptr.To(value)}
 	}
-	return &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: r.Name}}
+	return &infrav1.NetworkParam{Filter: &infrav1.NetworkFilter{Name: value}}
 }
 
-func subnetParam(r *v1alpha1.ResourceRef) infrav1.SubnetParam {
-	if r.ID != "" {
-		return infrav1.SubnetParam{ID: ptr.To(r.ID)}
+// subnetParam is one of a step's subnets (step.Resources) as CAPO's filter.
+func subnetParam(r step.ResourceRef) infrav1.SubnetParam {
+	if r.ByID {
+		return infrav1.SubnetParam{ID: ptr.To(r.Value)}
 	}
-	return infrav1.SubnetParam{Filter: &infrav1.SubnetFilter{Name: r.Name}}
+	return infrav1.SubnetParam{Filter: &infrav1.SubnetFilter{Name: r.Value}}
 }
 
 // securityGroups: with spec.target.securityGroups, CAPO manages the

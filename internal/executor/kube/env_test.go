@@ -26,13 +26,6 @@ const (
 	version   = "v1.31.4"
 )
 
-// testPlan loads plans/capi-quickstart.yaml, approved up to approve, with
-// its defaults applied, as the reconciler hands it to executors.
-func testPlan(t *testing.T, approve string) *v1alpha1.MigrationPlan {
-	t.Helper()
-	return testenv.ExamplePlanDecoded(t, approve)
-}
-
 // newExecutor is the executor under test against a real API server.
 func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
 	e, err := kube.New(k.Config)
@@ -42,17 +35,31 @@ func newExecutor(t *testing.T, k *testenv.Kube) *kube.Executor {
 	return e
 }
 
-// event is a hand-made step of the kube executor, for the table tests.
-func event(p *v1alpha1.MigrationPlan, action step.Action, kind, name string, params map[string]string) *events.StepEvent {
+// planName is the plan of the tests' steps, named after its cluster.
+const planName = cluster
+
+// inputs are what the planner gives every step of the seed 000 cluster
+// besides its parameters: the cluster and its control plane.
+func inputs() *step.Inputs {
+	return &step.Inputs{
+		Cluster:      v1alpha1.ClusterRef{Namespace: namespace, Name: cluster},
+		ControlPlane: step.ObjectRef{Kind: step.KubeadmControlPlane, Name: cluster + "-control-plane"},
+	}
+}
+
+// event is a hand-made step of the kube executor, for the table tests,
+// with the inputs every step of the seed 000 cluster has and no plan.
+func event(action step.Action, kind, name string, params map[string]string) *events.StepEvent {
 	st := step.Step{
 		Key:      step.Key("test", action, step.Target{Kind: kind, Name: name}),
 		Phase:    "test",
 		Executor: step.Kube,
 		Action:   action,
-		Target:   step.Target{Kind: kind, Namespace: p.Spec.Cluster.Namespace, Name: name},
+		Target:   step.Target{Kind: kind, Namespace: namespace, Name: name},
 		Params:   params,
+		Inputs:   inputs(),
 	}
-	return events.NewStepEvent(p, "test-revision", st, time.Now())
+	return events.NewStepEvent(planName, "test-revision", st, time.Now())
 }
 
 // mustCreate creates objects that a test starts from.

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
@@ -60,9 +59,8 @@ func (e *Executor) Kind() step.Kind { return step.Kube }
 
 // job is one step being carried out, with what every action needs.
 type job struct {
-	ev   *events.StepEvent
-	plan *v1alpha1.MigrationPlan
-	log  *slog.Logger
+	ev  *events.StepEvent
+	log *slog.Logger
 	// key is the target object's namespace and name.
 	key client.ObjectKey
 }
@@ -84,16 +82,23 @@ func (s *job) kind() string { return s.ev.Step.Target.Kind }
 // target names the object for messages: "Cluster default/c1".
 func (s *job) target() string { return s.kind() + " " + s.key.String() }
 
+// inputs are what the step needs of the plan besides its parameters.
+func (s *job) inputs() *step.Inputs { return &s.ev.Inputs }
+
 // cluster is the name of the plan's CAPI Cluster.
-func (s *job) cluster() string { return s.plan.Spec.Cluster.Name }
+func (s *job) cluster() string { return s.ev.Inputs.Cluster.Name }
+
+// clusterNamespace is the namespace of the plan's CAPI Cluster, where its
+// kubeconfig Secret is.
+func (s *job) clusterNamespace() string { return s.ev.Inputs.Cluster.Namespace }
 
 // handler carries out one action on one kind.
 type handler func(ctx context.Context, s *job) (events.Report, error)
 
 // Execute carries out one kube step. See Executor for the guarantees.
 func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
-	if ev == nil || ev.Spec == nil {
-		return events.Report{}, failure.Terminal(errors.New("kube executor: step carries no plan"))
+	if ev == nil || ev.Inputs.Cluster.Name == "" || ev.Inputs.Cluster.Namespace == "" {
+		return events.Report{}, failure.Terminal(errors.New("kube executor: step carries no cluster in its inputs"))
 	}
 	st := ev.Step
 	if st.Executor != step.Kube {
@@ -105,13 +110,12 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	}
 	ns := st.Target.Namespace
 	if ns == "" {
-		ns = ev.Spec.Spec.Cluster.Namespace
+		ns = ev.Inputs.Cluster.Namespace
 	}
 	s := &job{
-		ev:   ev,
-		plan: ev.Spec,
-		log:  logging.From(ctx),
-		key:  client.ObjectKey{Namespace: ns, Name: st.Target.Name},
+		ev:  ev,
+		log: logging.From(ctx),
+		key: client.ObjectKey{Namespace: ns, Name: st.Target.Name},
 	}
 	return h(ctx, s)
 }

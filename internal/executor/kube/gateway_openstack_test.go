@@ -187,7 +187,7 @@ func (w *gatewayWorld) runPhase(ctx context.Context, phase string, record observ
 func (w *gatewayWorld) run(ctx context.Context, st step.Step) {
 	t := w.t
 	t.Helper()
-	ev := events.NewStepEvent(w.plan, "rev-1", st, time.Now())
+	ev := events.NewStepEvent(w.plan.Metadata.Name, "rev-1", st, time.Now())
 	for attempt := 1; attempt <= 2; attempt++ {
 		rep, err := w.execs[st.Executor].Execute(ctx, ev)
 		if err != nil {
@@ -275,8 +275,8 @@ func (w *gatewayWorld) refuseDelete(ctx context.Context, name string) {
 	t.Helper()
 	target := step.Target{Kind: step.OpenStackServer, Namespace: "default", Name: name}
 	st := step.Step{Key: step.Key(v1alpha1.PhaseCleanup, step.Delete, target), Phase: v1alpha1.PhaseCleanup, Executor: step.Kube, Action: step.Delete,
-		Target: target}
-	_, err := w.execs[step.Kube].Execute(ctx, events.NewStepEvent(w.plan, "rev-1", st, time.Now()))
+		Target: target, Inputs: &step.Inputs{Cluster: v1alpha1.ClusterRef{Name: "gw", Namespace: "default"}}}
+	_, err := w.execs[step.Kube].Execute(ctx, events.NewStepEvent(w.plan.Metadata.Name, "rev-1", st, time.Now()))
 	if err == nil || !failure.IsTerminal(err) || !strings.Contains(err.Error(), "ferry deletes only the gateways it created") {
 		t.Errorf("delete of a user's OpenStackServer: %v; want a terminal refusal", err)
 	}

@@ -26,19 +26,18 @@ func TestGatewaySteps(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	ctx := context.Background()
-	p := testPlan(t, "")
 	params := step.NewParams(step.ParamGateway, "vpn", step.ParamFlavor, "m1.small", step.ParamImage, "openvpn",
 		step.ParamNetwork, step.Resource(false, "dmz"), step.ParamSecurityGroups, "vpn-udp,ssh",
 		step.ParamSSHKeyName, "capi-key", step.ParamIdentityRef, step.IdentityRef("c-cloud", "openstack"))
 
 	for attempt := 1; attempt <= 2; attempt++ {
-		if _, err := e.Execute(ctx, event(p, step.Create, step.OpenStackServer, "vpn-1", params)); err != nil {
+		if _, err := e.Execute(ctx, event(step.Create, step.OpenStackServer, "vpn-1", params)); err != nil {
 			t.Fatalf("create, attempt %d: %v", attempt, err)
 		}
 	}
 	var oss infrav1alpha1.OpenStackServer
 	testenv.MustGet(t, k.Client, namespace, "vpn-1", &oss)
-	testenv.Expect(t, "labels", oss.Labels, map[string]string{observed.LabelPlan: p.Metadata.Name, observed.LabelGateway: "vpn"})
+	testenv.Expect(t, "labels", oss.Labels, map[string]string{observed.LabelPlan: planName, observed.LabelGateway: "vpn"})
 	testenv.Expect(t, "spec", oss.Spec, infrav1alpha1.OpenStackServerSpec{
 		Flavor:      ptr.To("m1.small"),
 		Image:       infrav1.ImageParam{Filter: &infrav1.ImageFilter{Name: ptr.To("openvpn")}},
@@ -51,7 +50,7 @@ func TestGatewaySteps(t *testing.T) {
 	user := &infrav1alpha1.OpenStackServer{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "vpn-2"}, Spec: oss.Spec}
 	mustCreate(t, k.Client, user)
 	for _, action := range []step.Action{step.Create, step.Delete} {
-		_, err := e.Execute(ctx, event(p, action, step.OpenStackServer, "vpn-2", params))
+		_, err := e.Execute(ctx, event(action, step.OpenStackServer, "vpn-2", params))
 		if err == nil || !failure.IsTerminal(err) || !strings.Contains(err.Error(), observed.LabelPlan) {
 			t.Errorf("%s of a user's OpenStackServer: %v; want a terminal error naming the label", action, err)
 		}
@@ -62,7 +61,7 @@ func TestGatewaySteps(t *testing.T) {
 
 	// No CAPO here: no finalizer, so the delete ends at once.
 	for attempt := 1; attempt <= 2; attempt++ {
-		if _, err := e.Execute(ctx, event(p, step.Delete, step.OpenStackServer, "vpn-1", step.NewParams(step.ParamTimeout, "30s"))); err != nil {
+		if _, err := e.Execute(ctx, event(step.Delete, step.OpenStackServer, "vpn-1", step.NewParams(step.ParamTimeout, "30s"))); err != nil {
 			t.Fatalf("delete, attempt %d: %v", attempt, err)
 		}
 	}

@@ -30,7 +30,7 @@ import (
 // connectWorkload reads the workload cluster's kubeconfig and builds
 // what the step needs of it with build.
 func connectWorkload[C any](ctx context.Context, e *Executor, s *job, build func([]byte) (C, error)) (C, error) {
-	return kubeclient.ConnectWorkload(ctx, e.Client, s.plan.Spec.Cluster.Namespace, s.cluster(), build)
+	return kubeclient.ConnectWorkload(ctx, e.Client, s.clusterNamespace(), s.cluster(), build)
 }
 
 // endpoint reads the control-plane endpoint from the kubeconfig: the
@@ -51,7 +51,7 @@ func (e *Executor) endpoint(ctx context.Context, s *job) (clusterv1.APIEndpoint,
 	}
 	ep, err := parseServer(server)
 	if err != nil {
-		where := kubeclient.KubeconfigSecret(s.plan.Spec.Cluster.Namespace, s.cluster())
+		where := kubeclient.KubeconfigSecret(s.clusterNamespace(), s.cluster())
 		return clusterv1.APIEndpoint{}, failure.Terminal(fmt.Errorf("kubeconfig in %s: %w", where, err))
 	}
 	return ep, nil

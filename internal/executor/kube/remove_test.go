@@ -37,7 +37,6 @@ func TestKubeRemove(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	ctx := context.Background()
-	plan := testPlan(t, "")
 	withFinalizer := func(obj client.Object) client.Object {
 		obj.SetFinalizers([]string{clusterv1.MachineFinalizer})
 		return obj
@@ -55,18 +54,18 @@ func TestKubeRemove(t *testing.T) {
 	data.OwnerReferences = []metav1.OwnerReference{*controller}
 	mustCreate(t, k.Client, data)
 
-	rep, err := e.Execute(ctx, event(plan, step.Remove, step.Machine, "ours", nil))
+	rep, err := e.Execute(ctx, event(step.Remove, step.Machine, "ours", nil))
 	if err != nil || !strings.Contains(rep.Message, "finalizers "+clusterv1.MachineFinalizer+" taken off") {
 		t.Fatalf("remove Machine ours: %q, %v", rep.Message, err)
 	}
 	if err := k.Client.Get(ctx, client.ObjectKeyFromObject(ours), &clusterv1.Machine{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("Machine ours after remove: %v, want it gone", err)
 	}
-	if rep, err = e.Execute(ctx, event(plan, step.Remove, step.Machine, "ours", nil)); err != nil || !strings.Contains(rep.Message, "gone already") {
+	if rep, err = e.Execute(ctx, event(step.Remove, step.Machine, "ours", nil)); err != nil || !strings.Contains(rep.Message, "gone already") {
 		t.Fatalf("remove Machine ours again: %q, %v; want nothing to do", rep.Message, err)
 	}
 
-	_, err = e.Execute(ctx, event(plan, step.Remove, step.Machine, "theirs", nil))
+	_, err = e.Execute(ctx, event(step.Remove, step.Machine, "theirs", nil))
 	if !failure.IsTerminal(err) || !strings.Contains(err.Error(), "not created by ferry") {
 		t.Fatalf("remove Machine theirs: %v; want a terminal refusal", err)
 	}
@@ -75,7 +74,7 @@ func TestKubeRemove(t *testing.T) {
 		t.Fatalf("Machine theirs after a refused remove: %v, deleting %v, finalizers %v; want it as it was", err, m.DeletionTimestamp, m.Finalizers)
 	}
 
-	if _, err := e.Execute(ctx, event(plan, step.Remove, step.KubeadmConfig, "kc", nil)); err != nil {
+	if _, err := e.Execute(ctx, event(step.Remove, step.KubeadmConfig, "kc", nil)); err != nil {
 		t.Fatalf("remove KubeadmConfig kc: %v", err)
 	}
 	for _, obj := range []client.Object{&bootstrapv1.KubeadmConfig{}, &corev1.Secret{}} {
@@ -92,7 +91,6 @@ func TestKubeRelease(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	ctx := context.Background()
-	plan := testPlan(t, "")
 	ferryKCP := createdByFerry(testKCP("ferry-kcp", 1))
 	userKCP := testKCP("user-kcp", 1)
 	mustCreate(t, k.Client, ferryKCP, userKCP)
@@ -106,7 +104,7 @@ func TestKubeRelease(t *testing.T) {
 	sec.OwnerReferences = append(sec.OwnerReferences, userRef)
 	mustCreate(t, k.Client, sec)
 
-	rep, err := e.Execute(ctx, event(plan, step.Release, step.Secret, "capi-quickstart-ca", nil))
+	rep, err := e.Execute(ctx, event(step.Release, step.Secret, "capi-quickstart-ca", nil))
 	if err != nil {
 		t.Fatalf("release: %v", err)
 	}
@@ -127,7 +125,7 @@ func TestKubeRelease(t *testing.T) {
 	if _, ok := got.Annotations[observed.AnnotationLabelledBy]; ok || got.Annotations["keep"] != "me" {
 		t.Errorf("annotations after release: %v", got.Annotations)
 	}
-	if rep, err := e.Execute(ctx, event(plan, step.Release, step.Secret, "capi-quickstart-ca", nil)); err != nil || !strings.Contains(rep.Message, "nothing of ferry's") {
+	if rep, err := e.Execute(ctx, event(step.Release, step.Secret, "capi-quickstart-ca", nil)); err != nil || !strings.Contains(rep.Message, "nothing of ferry's") {
 		t.Errorf("release again: %q, %v; want nothing to do", rep.Message, err)
 	}
 }
@@ -139,7 +137,6 @@ func TestKubeRestoreKamaji(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	ctx := context.Background()
-	plan := testPlan(t, "")
 	kcp := testKamaji("kamaji")
 	mustCreate(t, k.Client, kcp)
 	types := func() []string {
@@ -150,19 +147,19 @@ func TestKubeRestoreKamaji(t *testing.T) {
 		v, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "kubelet", "preferredAddressTypes")
 		return v
 	}
-	if _, err := e.Execute(ctx, event(plan, step.Patch, step.KamajiControlPlane, "kamaji", map[string]string{step.ParamPreferredAddressTypes: "InternalIP,ExternalIP,Hostname"})); err != nil {
+	if _, err := e.Execute(ctx, event(step.Patch, step.KamajiControlPlane, "kamaji", map[string]string{step.ParamPreferredAddressTypes: "InternalIP,ExternalIP,Hostname"})); err != nil {
 		t.Fatal(err)
 	}
 	if got := types(); strings.Join(got, ",") != "InternalIP,ExternalIP,Hostname" {
 		t.Fatalf("after the patch: %v", got)
 	}
-	if _, err := e.Execute(ctx, event(plan, step.Restore, step.KamajiControlPlane, "kamaji", nil)); err != nil {
+	if _, err := e.Execute(ctx, event(step.Restore, step.KamajiControlPlane, "kamaji", nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := types(); strings.Join(got, ",") != "Hostname,InternalIP" {
 		t.Fatalf("after the restore: %v, want Hostname,InternalIP as before ferry", got)
 	}
-	rep, err := e.Execute(ctx, event(plan, step.Restore, step.KamajiControlPlane, "kamaji", nil))
+	rep, err := e.Execute(ctx, event(step.Restore, step.KamajiControlPlane, "kamaji", nil))
 	if err != nil || !strings.Contains(rep.Message, "nothing of ferry's") {
 		t.Fatalf("restore again: %q, %v", rep.Message, err)
 	}

@@ -29,7 +29,6 @@ const infraAPI = "infrastructure.cluster.x-k8s.io/v1beta1"
 func TestKubePauses(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	type act struct {
 		action         step.Action
 		params         map[string]string
@@ -85,7 +84,7 @@ func TestKubePauses(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, k.Client, tc.obj)
 			for _, a := range tc.acts {
-				ev := event(plan, a.action, kindOf(t, k, tc.obj), tc.obj.GetName(), a.params)
+				ev := event(a.action, kindOf(t, k, tc.obj), tc.obj.GetName(), a.params)
 				for attempt := 1; attempt <= 2; attempt++ {
 					run(t, e, ev, a.wantErr)
 					got := fresh(tc.obj)
@@ -104,7 +103,6 @@ func TestKubePauses(t *testing.T) {
 func TestKubePatches(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	for _, tc := range []struct {
 		name    string
 		obj     client.Object
@@ -180,7 +178,7 @@ func TestKubePatches(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, k.Client, tc.obj)
-			ev := event(plan, step.Patch, kindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
+			ev := event(step.Patch, kindOf(t, k, tc.obj), tc.obj.GetName(), tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
 				run(t, e, ev, tc.wantErr)
@@ -215,14 +213,13 @@ func testMachineSet(name, pool string) *clusterv1.MachineSet {
 func TestKubeDeletes(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	mustCreate(t, k.Client,
-		labelled(testMD("old-pool", cluster), observed.LabelReplacedBy, plan.Metadata.Name),
-		labelled(testMD("new-pool", cluster), observed.LabelCreatedBy, plan.Metadata.Name),
+		labelled(testMD("old-pool", cluster), observed.LabelReplacedBy, planName),
+		labelled(testMD("new-pool", cluster), observed.LabelCreatedBy, planName),
 		testMD("prepared-before-labels", cluster, ferryPause...),
 		testMD("other-pool", cluster),
 		labelled(testMD("other-plans-pool", cluster), observed.LabelReplacedBy, "another-plan"),
-		labelled(testMD("foreign-pool", "another-cluster"), observed.LabelReplacedBy, plan.Metadata.Name))
+		labelled(testMD("foreign-pool", "another-cluster"), observed.LabelReplacedBy, planName))
 	for _, tc := range []struct {
 		name, md, wantErr string
 		wantMessages      [2]string // of the first and second run
@@ -255,7 +252,7 @@ func TestKubeDeletes(t *testing.T) {
 		wantErr: `belongs to cluster "another-cluster"`, wantLeft: []string{"foreign-pool", "other-plans-pool", "other-pool"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := event(plan, step.Delete, step.MachineDeployment, tc.md, nil)
+			ev := event(step.Delete, step.MachineDeployment, tc.md, nil)
 			for attempt := 1; attempt <= 2; attempt++ {
 				rep := run(t, e, ev, tc.wantErr)
 				if want := tc.wantMessages[attempt-1]; !strings.Contains(rep.Message, want) {
@@ -285,9 +282,8 @@ func TestKubeDeletes(t *testing.T) {
 func TestKubeMarksOldPools(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	mustCreate(t, k.Client, testMD("running-pool", cluster), testMD("user-paused-pool", cluster, userPause...))
-	label := observed.LabelReplacedBy + "=" + plan.Metadata.Name
+	label := observed.LabelReplacedBy + "=" + planName
 	for _, tc := range []struct {
 		md               string
 		action           step.Action
@@ -298,7 +294,7 @@ func TestKubeMarksOldPools(t *testing.T) {
 		{"user-paused-pool", step.Pause, [2]string{"not by ferry: the pause stays its owner's; labelled " + label, "not by ferry: the pause stays its owner's"}, true, true},
 		{"running-pool", step.Unpause, [2]string{"unpaused MachineDeployment default/running-pool; label " + observed.LabelReplacedBy + " taken off", "is not paused"}, false, false},
 	} {
-		ev := event(plan, tc.action, step.MachineDeployment, tc.md, nil)
+		ev := event(tc.action, step.MachineDeployment, tc.md, nil)
 		var rv string
 		for attempt := 1; attempt <= 2; attempt++ {
 			rep := run(t, e, ev, "")
@@ -309,7 +305,7 @@ func TestKubeMarksOldPools(t *testing.T) {
 			testenv.MustGet(t, k.Client, namespace, tc.md, &md)
 			paused, _ := pauseState(&md)
 			testenv.Expect(t, string(tc.action)+" "+tc.md+": paused", paused, tc.paused)
-			testenv.Expect(t, string(tc.action)+" "+tc.md+": labelled", md.Labels[observed.LabelReplacedBy] == plan.Metadata.Name, tc.labelled)
+			testenv.Expect(t, string(tc.action)+" "+tc.md+": labelled", md.Labels[observed.LabelReplacedBy] == planName, tc.labelled)
 			if attempt == 2 && md.ResourceVersion != rv {
 				t.Errorf("%s %s: the second run wrote it", tc.action, tc.md)
 			}
@@ -329,9 +325,8 @@ func labelled[O client.Object](obj O, key, value string) O {
 func TestKubeRefusals(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
-	noPlan := event(plan, step.Pause, step.Cluster, "c", nil)
-	noPlan.Spec = nil
+	noCluster := event(step.Pause, step.Cluster, "c", nil)
+	noCluster.Inputs = step.Inputs{}
 	for _, tc := range []struct {
 		name    string
 		ev      *events.StepEvent
@@ -339,27 +334,27 @@ func TestKubeRefusals(t *testing.T) {
 		absent  client.Object // must not exist afterwards
 	}{{
 		name: "a Machine whose node has no Nova server",
-		ev: event(plan, step.Create, step.Machine, "orphan-node", map[string]string{
+		ev: event(step.Create, step.Machine, "orphan-node", map[string]string{
 			"paused": "true", "infrastructureRef": "OpenStackMachine/orphan-node", "providerID": "lookup in Nova by node name"}),
 		wantErr: "the Nova server of node orphan-node was not found",
 		absent:  &clusterv1.Machine{ObjectMeta: testMeta("orphan-node")},
 	}, {
 		name: "an OpenStackMachine without a providerID",
-		ev: event(plan, step.Create, step.OpenStackMachine, "orphan-node", map[string]string{
+		ev: event(step.Create, step.OpenStackMachine, "orphan-node", map[string]string{
 			"flavor": "m1.large", "image": "ubuntu"}),
 		wantErr: "was not found",
 	}, {
 		name:    "an action the kube executor does not have",
-		ev:      event(plan, "explode", "Cluster", "c", nil),
+		ev:      event("explode", "Cluster", "c", nil),
 		wantErr: `no action "explode" on kind "Cluster"`,
 	}, {
 		name:    "a wait on a kind nothing reports on",
-		ev:      event(plan, step.Wait, step.Machine, "m", nil),
+		ev:      event(step.Wait, step.Machine, "m", nil),
 		wantErr: `no action "wait" on kind "Machine"`,
 	}, {
-		name:    "a step without its plan",
-		ev:      noPlan,
-		wantErr: "carries no plan",
+		name:    "a step without its cluster",
+		ev:      noCluster,
+		wantErr: "carries no cluster",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			run(t, e, tc.ev, tc.wantErr)
@@ -383,14 +378,13 @@ func TestKubeRefusals(t *testing.T) {
 func TestKubeDeletesPausedPool(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	held := func(md *clusterv1.MachineDeployment) *clusterv1.MachineDeployment {
 		md.Finalizers = []string{"test.ferry.dev/capi-holds-it"}
 		return md
 	}
 	mustCreate(t, k.Client, held(testMD("ferry-paused", cluster, ferryPause...)), held(testMD("user-paused", cluster, userPause...)))
 
-	ev := event(plan, step.Delete, step.MachineDeployment, "ferry-paused", nil)
+	ev := event(step.Delete, step.MachineDeployment, "ferry-paused", nil)
 	for attempt := 1; attempt <= 2; attempt++ {
 		if rep := run(t, e, ev, ""); !strings.Contains(rep.Message, "deleted MachineDeployment default/ferry-paused") {
 			t.Errorf("attempt %d: report %q", attempt, rep.Message)
@@ -402,14 +396,14 @@ func TestKubeDeletesPausedPool(t *testing.T) {
 	paused, mark := pauseState(&md)
 	testenv.Expect(t, "paused or marked after the delete", paused || mark, false)
 	// prepare's pause, planned again while the deletion runs, leaves it.
-	if rep := run(t, e, event(plan, step.Pause, step.MachineDeployment, "ferry-paused", nil), ""); !strings.Contains(rep.Message, "is being deleted") {
+	if rep := run(t, e, event(step.Pause, step.MachineDeployment, "ferry-paused", nil), ""); !strings.Contains(rep.Message, "is being deleted") {
 		t.Errorf("pause of a MachineDeployment being deleted: report %q", rep.Message)
 	}
 	testenv.MustGet(t, k.Client, namespace, "ferry-paused", &md)
 	paused, _ = pauseState(&md)
 	testenv.Expect(t, "paused again while being deleted", paused, false)
 
-	run(t, e, event(plan, step.Delete, step.MachineDeployment, "user-paused", nil), "paused, not by ferry")
+	run(t, e, event(step.Delete, step.MachineDeployment, "user-paused", nil), "paused, not by ferry")
 	testenv.MustGet(t, k.Client, namespace, "user-paused", &md)
 	testenv.Expect(t, "a person's paused pool being deleted", md.DeletionTimestamp != nil, false)
 	paused, _ = pauseState(&md)

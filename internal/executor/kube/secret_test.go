@@ -20,7 +20,6 @@ import (
 func TestKubeCopySecret(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	const (
 		password = "source-password-never-shown"
 		caCert   = "source-ca-never-shown"
@@ -90,7 +89,7 @@ func TestKubeCopySecret(t *testing.T) {
 				}
 				mustCreate(t, k.Client, sec)
 			}
-			ev := event(plan, step.CopySecret, step.Secret, name, tc.params)
+			ev := event(step.CopySecret, step.Secret, name, tc.params)
 			var versions []string
 			for attempt := 1; attempt <= 2; attempt++ {
 				rep, err := e.Execute(context.Background(), ev)

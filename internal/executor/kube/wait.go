@@ -101,17 +101,21 @@ func (e *Executor) wait(ctx context.Context, s *job) (events.Report, error) {
 	return events.Report{}, err
 }
 
-// waitTimeout reads the timeout parameter, else the plan's wait timeout.
-func waitTimeout(s *job) (time.Duration, error) {
-	p := s.params()
-	if p.Get(step.ParamTimeout) == "" {
-		// The plan's wait timeout, as the planner would have written it.
-		p = step.Params{step.ParamTimeout: v1alpha1.DefaultWaitTimeout}
-		if t := s.plan.Spec.Timeouts; t != nil && t.Wait != "" {
-			p[step.ParamTimeout] = t.Wait
-		}
+// defaultWaitTimeout bounds a wait whose step has no timeout parameter:
+// the planner writes the plan's spec.timeouts.wait on every wait, and this
+// is that field's default.
+var defaultWaitTimeout = func() time.Duration {
+	d, err := time.ParseDuration(v1alpha1.DefaultWaitTimeout)
+	if err != nil {
+		panic(err)
 	}
-	d, err := p.Duration(step.ParamTimeout, 0)
+	return d
+}()
+
+// waitTimeout reads the timeout parameter, which the planner sets to the
+// plan's wait timeout; defaultWaitTimeout without one.
+func waitTimeout(s *job) (time.Duration, error) {
+	d, err := s.params().Duration(step.ParamTimeout, defaultWaitTimeout)
 	if err != nil {
 		return 0, fmt.Errorf("wait for %s: %w", s.target(), err)
 	}

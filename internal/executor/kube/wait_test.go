@@ -30,7 +30,6 @@ const changeAfter = 700 * time.Millisecond
 func TestKubeWait(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
-	plan := testPlan(t, "cluster")
 	c := k.Client
 	ctx := context.Background()
 
@@ -101,7 +100,7 @@ func TestKubeWait(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mustCreate(t, c, tc.objs...)
 			target := tc.objs[0]
-			ev := event(plan, step.Wait, kindOf(t, k, target), target.GetName(), tc.params)
+			ev := event(step.Wait, kindOf(t, k, target), target.GetName(), tc.params)
 			changed := make(chan error, 1)
 			waitCtx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -154,7 +153,7 @@ func TestKubeWait(t *testing.T) {
 		{"a timeout that is no duration", "MachineDeployment", "replicas == ready == updated", "soon", `timeout parameter "soon" is not a positive duration`},
 	} {
 		t.Run("terminal: "+tc.name, func(t *testing.T) {
-			ev := event(plan, step.Wait, tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
+			ev := event(step.Wait, tc.kind, "any", map[string]string{"for": tc.forText, "timeout": tc.timeout})
 			run(t, e, ev, tc.wantErr)
 		})
 	}

@@ -31,8 +31,9 @@ var _ CloudOps = (*osclient.Client)(nil)
 // Executor carries out the steps on the OpenStack side: the
 // preflight (names resolve, quota covers the new machines), the SSH keypair,
 // the binding of adopted servers to CAPO's OpenStackServers, and the
-// clean-up of what ferry created. It authenticates with the plan's
-// identity Secret, read from the management cluster for each step, so a
+// clean-up of what ferry created. It authenticates with the identity of
+// the step's inputs (the plan's identity Secret, or the Secret it is
+// copied from), read from the management cluster for each step, so a
 // rotated password is picked up.
 type Executor struct {
 	// Client reads Secrets in the management cluster and writes the
@@ -49,11 +50,11 @@ func (e *Executor) Kind() step.Kind { return step.OpenStack }
 
 // Execute runs one openstack step.
 func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
-	p := ev.Spec
-	if p == nil {
-		return events.Report{}, failure.Terminal(errors.New("step event carries no plan"))
+	in := &ev.Inputs
+	if in.Identity == nil || in.Cluster.Namespace == "" {
+		return events.Report{}, failure.Terminal(errors.New("step event carries no OpenStack identity and cluster in its inputs"))
 	}
-	creds, err := osclient.CloudCredentials(ctx, e.Client, p)
+	creds, err := osclient.IdentityCredentials(ctx, e.Client, in.Cluster.Namespace, *in.Identity)
 	if err != nil {
 		return events.Report{}, err
 	}
@@ -70,7 +71,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	case s.Action == step.Resolve:
 		return resolveAll(ctx, cloud, ev)
 	case s.Action == step.CheckQuota:
-		short, err := osclient.QuotaShortfall(ctx, cloud, p, func(string) bool { return true })
+		short, err := osclient.QuotaShortfall(ctx, cloud, in.Machines, func(string) bool { return true })
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -80,16 +81,16 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		}
 		return events.Report{Message: "the quota covers the new machines"}, nil
 	case s.Action == step.EnsureKeypair:
-		key := p.Spec.Target.SSHKey
-		created, err := cloud.EnsureKeypair(ctx, key.Name, key.PublicKey)
+		name := s.Target.Name
+		created, err := cloud.EnsureKeypair(ctx, name, in.PublicKey)
 		if err != nil {
 			return events.Report{}, err
 		}
 		if !created {
-			return events.Report{Message: "keypair " + key.Name + " exists"}, nil
+			return events.Report{Message: "keypair " + name + " exists"}, nil
 		}
-		return events.Report{Message: "created keypair " + key.Name,
-			Created: []events.Resource{{Kind: osclient.ResourceKeypair, Name: key.Name}}}, nil
+		return events.Report{Message: "created keypair " + name,
+			Created: []events.Resource{{Kind: osclient.ResourceKeypair, Name: name}}}, nil
 	case s.Action == step.Delete && s.Target.Kind == step.Keypair:
 		// The planner asks only for a keypair the status records as
 		// ferry's: a rollback of the phase that created it.
@@ -104,7 +105,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	case s.Action == step.Bind && s.Target.Kind == step.OpenStackServer:
 		return e.bindServer(ctx, cloud, ev)
 	case s.Action == step.Delete && s.Target.Kind == step.TaggedResources:
-		deleted, err := cloud.Cleanup(ctx, p.Metadata.Name, recorded(s.Params.List(step.ParamRecorded)))
+		deleted, err := cloud.Cleanup(ctx, ev.Plan, recorded(s.Params.List(step.ParamRecorded)))
 		var names []string
 		for _, r := range deleted {
 			names = append(names, r.String())
@@ -118,12 +119,12 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 	return events.Report{}, failure.Terminal(fmt.Errorf("the openstack executor cannot %s %s", s.Action, s.Target))
 }
 
-// resolveAll resolves every name the plan gives; all failures are reported
-// together.
+// resolveAll resolves every name of the step's inputs (those the plan
+// gives); all failures are reported together.
 func resolveAll(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (events.Report, error) {
 	var errs []error
 	var ok []string
-	for _, n := range ev.Spec.CloudNames() {
+	for _, n := range ev.Inputs.CloudNames {
 		id, err := cloud.Resolve(ctx, osclient.Kind(n.Kind), n.Name)
 		if err != nil {
 			errs = append(errs, err)

@@ -31,19 +31,20 @@ func TestOpenStackExecutor(t *testing.T) {
 		Data: map[string][]byte{"clouds.yaml": f.Creds.CloudsYAML}}); err != nil {
 		t.Fatal(err)
 	}
-	plan := func(image string, replicas int) *v1alpha1.MigrationPlan {
-		p := &v1alpha1.MigrationPlan{Metadata: v1alpha1.Metadata{Name: "c1-" + f.Suffix}, Spec: v1alpha1.Spec{
-			Cluster:  v1alpha1.ClusterRef{Name: "c1"},
-			Strategy: v1alpha1.StrategyReplace,
-			Target: v1alpha1.Target{
-				Network:      v1alpha1.ResourceRef{Name: f.Network},
-				SSHKey:       v1alpha1.SSHKey{Name: "capi-key-" + f.Suffix, PublicKey: f.PublicKey},
-				ControlPlane: v1alpha1.ControlPlane{Provider: v1alpha1.ProviderKamaji},
-				Workers:      []v1alpha1.WorkerPool{{Name: "md-0", Flavor: f.Flavor, Image: image, Replicas: replicas}},
-			},
-		}}
-		v1alpha1.Default(p)
-		return p
+	// The inputs the planner gives the steps of a replace plan c1-<suffix>
+	// of one pool, md-0, of replicas machines of image, with the identity
+	// Secret's default name.
+	planName := "c1-" + f.Suffix
+	identity := v1alpha1.Identity{SecretName: "c1-cloud-config", CloudName: "openstack"}
+	inputs := func(image string, replicas int) step.Inputs {
+		return step.Inputs{
+			Cluster:      v1alpha1.ClusterRef{Name: "c1", Namespace: "default"},
+			ControlPlane: step.ObjectRef{Kind: step.KamajiControlPlane, Name: "c1-control-plane"},
+			Identity:     &identity,
+			PublicKey:    f.PublicKey,
+			CloudNames:   []v1alpha1.CloudName{{Kind: "flavor", Name: f.Flavor}, {Kind: "image", Name: image}, {Kind: "network", Name: f.Network}},
+			Machines:     []v1alpha1.Machines{{Flavor: f.Flavor, Count: replicas}},
+		}
 	}
 
 	bus, err := events.Connect(ctx, events.BusOptions{DataDir: t.TempDir()})
@@ -69,9 +70,10 @@ func TestOpenStackExecutor(t *testing.T) {
 			return nil
 		})
 	}()
-	run := func(revision string, p *v1alpha1.MigrationPlan, action step.Action, target step.Target) events.ResultEvent {
+	run := func(revision string, in step.Inputs, action step.Action, target step.Target) events.ResultEvent {
 		t.Helper()
-		ev := events.NewStepEvent(p, revision, step.Step{Key: step.Key(v1alpha1.PhasePrepare, action, target), Phase: v1alpha1.PhasePrepare, Executor: step.OpenStack, Action: action, Target: target}, time.Now())
+		ev := events.NewStepEvent(planName, revision, step.Step{Key: step.Key(v1alpha1.PhasePrepare, action, target), Phase: v1alpha1.PhasePrepare, Executor: step.OpenStack,
+			Action: action, Target: target, Inputs: &in}, time.Now())
 		if _, err := (&events.Publisher{JS: bus.JS}).PublishStep(ctx, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -89,25 +91,25 @@ func TestOpenStackExecutor(t *testing.T) {
 	}
 	cloud := step.Target{Kind: step.Cloud, Name: "openstack"}
 
-	if r := run("r1", plan(f.Image, 2), step.Resolve, cloud); r.Outcome != events.Succeeded || !strings.Contains(r.Message, "network/"+f.Network+"="+f.NetworkID) {
+	if r := run("r1", inputs(f.Image, 2), step.Resolve, cloud); r.Outcome != events.Succeeded || !strings.Contains(r.Message, "network/"+f.Network+"="+f.NetworkID) {
 		t.Errorf("resolve: %+v", r)
 	}
-	r := run("r2", plan("missing-"+f.Suffix, 2), step.Resolve, cloud)
+	r := run("r2", inputs("missing-"+f.Suffix, 2), step.Resolve, cloud)
 	if r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, `no image named "missing-`+f.Suffix+`"`) {
 		t.Errorf("resolve of a missing image: %+v", r)
 	}
-	if r := run("r3", plan(f.Image, 2), step.CheckQuota, cloud); r.Outcome != events.Succeeded {
+	if r := run("r3", inputs(f.Image, 2), step.CheckQuota, cloud); r.Outcome != events.Succeeded {
 		t.Errorf("check-quota: %+v", r)
 	}
-	if r := run("r4", plan(f.Image, 50), step.CheckQuota, cloud); r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, "instances: need 50") {
+	if r := run("r4", inputs(f.Image, 50), step.CheckQuota, cloud); r.Outcome != events.Failed || !r.Terminal || !strings.Contains(r.Error, "instances: need 50") {
 		t.Errorf("check-quota over quota: %+v", r)
 	}
 	key := step.Target{Kind: step.Keypair, Name: "capi-key-" + f.Suffix}
-	r = run("r5", plan(f.Image, 2), step.EnsureKeypair, key)
+	r = run("r5", inputs(f.Image, 2), step.EnsureKeypair, key)
 	if r.Outcome != events.Succeeded || len(r.Created) != 1 || r.Created[0].Name != key.Name {
 		t.Errorf("first ensure-keypair: %+v", r)
 	}
-	if r := run("r6", plan(f.Image, 2), step.EnsureKeypair, key); r.Outcome != events.Succeeded || len(r.Created) != 0 {
+	if r := run("r6", inputs(f.Image, 2), step.EnsureKeypair, key); r.Outcome != events.Succeeded || len(r.Created) != 0 {
 		t.Errorf("second ensure-keypair: %+v", r)
 	}
 
@@ -117,18 +119,18 @@ func TestOpenStackExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := plan(f.Image, 2)
-	if _, err := c.CreateServer(ctx, openstack.ServerSpec{Name: "vpn-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: p.Metadata.Name}); err != nil {
+	if _, err := c.CreateServer(ctx, openstack.ServerSpec{Name: "vpn-" + f.Suffix, FlavorID: f.FlavorID, ImageID: f.ImageID, NetworkID: f.NetworkID, Plan: planName}); err != nil {
 		t.Fatal(err)
 	}
+	in := inputs(f.Image, 2)
 	del := step.Step{Key: "cleanup/delete", Phase: "cleanup", Executor: step.OpenStack, Action: step.Delete,
-		Target: step.Target{Kind: step.TaggedResources, Name: "ferry-plan=" + p.Metadata.Name}, Params: map[string]string{"recorded": "keypair/" + key.Name}}
-	ev := events.NewStepEvent(p, "r7", del, time.Now())
+		Target: step.Target{Kind: step.TaggedResources, Name: "ferry-plan=" + planName}, Params: map[string]string{"recorded": "keypair/" + key.Name}, Inputs: &in}
+	ev := events.NewStepEvent(planName, "r7", del, time.Now())
 	rep, err := exec.Execute(ctx, ev)
 	if err != nil || !strings.Contains(rep.Message, "server/vpn-"+f.Suffix) || !strings.Contains(rep.Message, "keypair/"+key.Name) {
 		t.Errorf("clean-up: %+v, %v", rep, err)
 	}
-	if left, err := c.Tagged(ctx, p.Metadata.Name); err != nil || len(left) != 0 {
+	if left, err := c.Tagged(ctx, planName); err != nil || len(left) != 0 {
 		t.Errorf("tagged after clean-up: %v, %v", left, err)
 	}
 	byName, err := c.Servers(ctx)

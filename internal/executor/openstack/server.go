@@ -36,7 +36,7 @@ import (
 // the three writes is skipped when already done.
 func (e *Executor) bindServer(ctx context.Context, cloud CloudOps, ev *events.StepEvent) (events.Report, error) {
 	s := ev.Step
-	ns, name := ev.Spec.Spec.Cluster.Namespace, s.Target.Name
+	ns, name := ev.Inputs.Cluster.Namespace, s.Target.Name
 	target := "OpenStackServer " + ns + "/" + name
 	providerID := s.Params.Get(step.ParamProviderID)
 	id := strings.TrimPrefix(providerID, step.ProviderIDPrefix)

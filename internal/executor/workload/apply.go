@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
@@ -91,7 +90,7 @@ func (e *Executor) apply(ctx context.Context, s *job, c client.Client) (events.R
 	if err := checkNoSecrets(path, objs); err != nil {
 		return events.Report{}, err
 	}
-	ccm := ccmScheduling(s, path)
+	ccm := ccmScheduling(s)
 	applyOrder(objs)
 	// Everything that needs no API call first, so that a manifest the
 	// plan cannot apply changes nothing.
@@ -169,39 +168,20 @@ func prepareForApply(c client.Client, u *unstructured.Unstructured) error {
 	return nil
 }
 
-// cloudControllerManager returns the plan's CCM when path is its manifest.
-func cloudControllerManager(p *v1alpha1.MigrationPlan, path string) *v1alpha1.CloudControllerManager {
-	if m := p.Spec.Manifests; m != nil && m.CloudControllerManager != nil && m.CloudControllerManager.Path == path {
-		return m.CloudControllerManager
-	}
-	return nil
-}
-
-// ccmScheduling is the plan's CCM, scheduled as the step says. The plan's
-// empty nodeSelector (none: seed 004's Kamaji clusters have no
-// control-plane nodes) does not survive the step event's JSON, where an
-// empty map is omitted and comes back nil ("keep the manifest's"); the
-// step's nodeSelector parameter, which the planner sets to
-// step.NodeSelectorNone then, decides.
-func ccmScheduling(s *job, path string) *v1alpha1.CloudControllerManager {
-	ccm := cloudControllerManager(s.ev.Spec, path)
-	if ccm == nil || s.ev.Step.Params.Get(step.ParamNodeSelector) != step.NodeSelectorNone {
-		return ccm
-	}
-	none := *ccm
-	none.NodeSelector = map[string]string{}
-	return &none
-}
+// ccmScheduling is how the step schedules the manifest's pods: set on
+// the apply of the plan's cloud controller manager (step.Scheduling),
+// nil on every other.
+func ccmScheduling(s *job) *step.Scheduling { return s.ev.Inputs.Scheduling }
 
 func isPodController(u *unstructured.Unstructured) bool {
 	return u.GroupVersionKind().Group == "apps" && (u.GetKind() == "DaemonSet" || u.GetKind() == "Deployment")
 }
 
-// scheduleCCM puts the plan's node selector and tolerations on the pod
-// template. A nil selector in the plan keeps the manifest's; an empty one
-// removes it (a Kamaji cluster has no control-plane nodes to select, seed
-// 004). Tolerations, when the plan has any, replace the manifest's.
-func scheduleCCM(u *unstructured.Unstructured, ccm *v1alpha1.CloudControllerManager) error {
+// scheduleCCM puts the step's node selector and tolerations on the pod
+// template. A nil selector keeps the manifest's; an empty one removes it
+// (a Kamaji cluster has no control-plane nodes to select, seed 004).
+// Tolerations, when the step has any, replace the manifest's.
+func scheduleCCM(u *unstructured.Unstructured, ccm *step.Scheduling) error {
 	podSpec := []string{"spec", "template", "spec"}
 	if ccm.NodeSelector != nil {
 		field := append(podSpec, "nodeSelector")
@@ -235,7 +215,7 @@ func scheduleCCM(u *unstructured.Unstructured, ccm *v1alpha1.CloudControllerMana
 // apply only drops fields that ferry owned. The CCM would then wait for
 // control-plane nodes that a Kamaji cluster never has, so say so rather
 // than report success.
-func checkCCMScheduling(applied *unstructured.Unstructured, ccm *v1alpha1.CloudControllerManager) error {
+func checkCCMScheduling(applied *unstructured.Unstructured, ccm *step.Scheduling) error {
 	if ccm.NodeSelector == nil || len(ccm.NodeSelector) > 0 {
 		return nil
 	}
@@ -253,7 +233,7 @@ func checkCCMScheduling(applied *unstructured.Unstructured, ccm *v1alpha1.CloudC
 		sel, strings.Join(owners, ", "))
 }
 
-func describeScheduling(ccm *v1alpha1.CloudControllerManager) string {
+func describeScheduling(ccm *step.Scheduling) string {
 	var parts []string
 	switch {
 	case ccm.NodeSelector == nil:

@@ -28,8 +28,11 @@ const (
 	overlayPath = "manifests/vpn-overlay.yaml"
 )
 
-// kubeadmCCM keeps the manifest's scheduling; kamajiCCM is seed 004's: no
-// nodeSelector (no control-plane nodes) and the uninitialized tolerations.
+// kubeadmCCM is the plan that has the CCM keep the manifest's
+// scheduling, for the observer; kubeadmScheduling is what the planner
+// gives its CCM's apply step. kamajiScheduling is seed 004's: no
+// nodeSelector (no control-plane nodes) and the uninitialized
+// tolerations, whole.
 var (
 	kubeadmCCM = func(p *v1alpha1.MigrationPlan) {
 		p.Spec.Manifests = &v1alpha1.Manifests{
@@ -37,19 +40,16 @@ var (
 			VPNOverlay:             []string{overlayPath},
 		}
 	}
+	kubeadmScheduling = &step.Scheduling{}
 	kamajiTolerations = []v1alpha1.Toleration{
 		{Key: "node.cloudprovider.kubernetes.io/uninitialized", Value: "true", Effect: "NoSchedule"},
 		{Key: "node.cluster.x-k8s.io/uninitialized", Operator: "Exists", Effect: "NoSchedule"},
 	}
-	kamajiCCM = func(p *v1alpha1.MigrationPlan) {
-		p.Spec.Target.ControlPlane.Provider = v1alpha1.ProviderKamaji
-		p.Spec.Manifests = &v1alpha1.Manifests{CloudControllerManager: &v1alpha1.CloudControllerManager{
-			Path: ccmPath, NodeSelector: map[string]string{}, Tolerations: kamajiTolerations,
-		}}
-	}
+	kamajiScheduling = &step.Scheduling{NodeSelector: map[string]string{}, Tolerations: kamajiTolerations}
 )
 
-// kamajiParams are the planner's parameters of kamajiCCM's apply step.
+// kamajiParams are the planner's parameters of kamajiScheduling's apply
+// step, which the executor does not read.
 var kamajiParams = map[string]string{
 	step.ParamNodeSelector: step.NodeSelectorNone,
 	step.ParamTolerations:  "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule,node.cluster.x-k8s.io/uninitialized:NoSchedule",
@@ -79,8 +79,9 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 	c := env.wl.Client
 	cases := []struct {
 		name string
-		plan func(*v1alpha1.MigrationPlan)
-		path string
+		// scheduling is the step's inputs' (the CCM's apply only).
+		scheduling *step.Scheduling
+		path       string
 		// params are the step's, as the planner sets them.
 		params map[string]string
 		before func(t *testing.T)
@@ -90,10 +91,10 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		terminal bool
 		check    func(t *testing.T)
 	}{{
-		name:   "CCM of a kubeadm plan keeps the manifest's scheduling",
-		plan:   kubeadmCCM,
-		path:   ccmPath,
-		report: "applied 3 objects of " + ccmPath + " at 8f3c2a91d0e4 with the plan's scheduling (nodeSelector from the manifest)",
+		name:       "CCM of a kubeadm plan keeps the manifest's scheduling",
+		scheduling: kubeadmScheduling,
+		path:       ccmPath,
+		report:     "applied 3 objects of " + ccmPath + " at 8f3c2a91d0e4 with the plan's scheduling (nodeSelector from the manifest)",
 		check: func(t *testing.T) {
 			ds := env.ccm(t)
 			if got := ds.Spec.Template.Spec.NodeSelector; len(got) != 1 || got["node-role.kubernetes.io/control-plane"] != "" {
@@ -104,11 +105,11 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			}
 		},
 	}, {
-		name:   "CCM of a Kamaji plan: no nodeSelector, the plan's tolerations",
-		plan:   kamajiCCM,
-		params: kamajiParams,
-		path:   ccmPath,
-		report: "applied 3 objects of " + ccmPath + " at 8f3c2a91d0e4 with the plan's scheduling (no nodeSelector, 2 tolerations)",
+		name:       "CCM of a Kamaji plan: no nodeSelector, the plan's tolerations",
+		scheduling: kamajiScheduling,
+		params:     kamajiParams,
+		path:       ccmPath,
+		report:     "applied 3 objects of " + ccmPath + " at 8f3c2a91d0e4 with the plan's scheduling (no nodeSelector, 2 tolerations)",
 		check: func(t *testing.T) {
 			ds := env.ccm(t)
 			if got := ds.Spec.Template.Spec.NodeSelector; len(got) != 0 {
@@ -136,10 +137,10 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			checkAnnotated(t, &crb)
 		},
 	}, {
-		name:   "a nodeSelector another field manager set survives: reported, not overwritten",
-		plan:   kamajiCCM,
-		params: kamajiParams,
-		path:   ccmPath,
+		name:       "a nodeSelector another field manager set survives: reported, not overwritten",
+		scheduling: kamajiScheduling,
+		params:     kamajiParams,
+		path:       ccmPath,
 		before: func(t *testing.T) {
 			// A person applies the upstream manifest's nodeSelector by
 			// hand, as seed 004's readers do before they edit it.
@@ -157,7 +158,6 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		wantErr: []string{"the plan says no nodeSelector", "owned by field manager kubectl", "remove the nodeSelector there"},
 	}, {
 		name:   "VPN overlay: Namespace first",
-		plan:   kubeadmCCM,
 		path:   overlayPath,
 		report: "applied 3 objects of " + overlayPath + " at 8f3c2a91d0e4",
 		check: func(t *testing.T) {
@@ -183,7 +183,6 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		},
 	}, {
 		name:   "an object that names no namespace goes to default, as kubectl puts it",
-		plan:   kubeadmCCM,
 		path:   "manifests/no-namespace.yaml",
 		report: "applied 1 objects of manifests/no-namespace.yaml at 8f3c2a91d0e4",
 		check: func(t *testing.T) {
@@ -193,7 +192,6 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		},
 	}, {
 		name:     "a manifest with a Secret is refused, and nothing of it applied",
-		plan:     kubeadmCCM,
 		path:     "manifests/with-secret.yaml",
 		wantErr:  []string{"manifest manifests/with-secret.yaml holds Secret default/vpn-psk", "do not belong in the plans repository"},
 		terminal: true,
@@ -206,7 +204,6 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		},
 	}, {
 		name: "a key another field manager owns is a conflict, reported and retryable",
-		plan: kubeadmCCM,
 		path: "manifests/conflict.yaml",
 		before: func(t *testing.T) {
 			cm := &corev1.ConfigMap{
@@ -228,13 +225,11 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 		},
 	}, {
 		name:     "an object the API server rejects is terminal",
-		plan:     kubeadmCCM,
 		path:     "manifests/invalid.yaml",
 		wantErr:  []string{"apply manifest manifests/invalid.yaml: ConfigMap default/bad-keys: rejected by the API server", "a valid config key"},
 		terminal: true,
 	}, {
 		name:     "a manifest missing at the revision is terminal",
-		plan:     kubeadmCCM,
 		path:     "manifests/absent.yaml",
 		wantErr:  []string{"manifest manifests/absent.yaml at " + testRevision},
 		terminal: true,
@@ -244,9 +239,12 @@ func testWorkloadApply(t *testing.T, env *testEnv) {
 			if tc.before != nil {
 				tc.before(t)
 			}
-			// Delivered as the stream delivers it, through JSON, in
-			// which the plan's empty nodeSelector is lost.
-			step := delivered(t, stepEvent(testPlan(tc.plan), step.Apply, step.Target{Kind: step.Manifest, Name: tc.path}, tc.params))
+			// Delivered as the stream delivers it, through JSON, which
+			// must keep an empty nodeSelector empty (none) and not nil
+			// (the manifest's).
+			in := inputs()
+			in.Scheduling = tc.scheduling
+			step := delivered(t, planStep("c1", in, step.Apply, step.Target{Kind: step.Manifest, Name: tc.path}, tc.params))
 			for run := 1; run <= 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
 				checkWorkloadErr(t, err, tc.wantErr, tc.terminal)
@@ -293,15 +291,14 @@ func checkAnnotated(t *testing.T, obj client.Object) {
 // controller would once the pods run.
 func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := testPlan(kubeadmCCM)
 	// The Apply test applies the same file, maybe at the same time: the
 	// same field manager applying the same objects does not conflict.
-	apply := stepEvent(p, step.Apply, step.Target{Kind: step.Manifest, Name: overlayPath}, nil)
+	apply := stepEvent(step.Apply, step.Target{Kind: step.Manifest, Name: overlayPath}, nil)
 	if _, err := env.exec.Execute(ctx, apply); err != nil {
 		t.Fatal(err)
 	}
 	wait := func(timeout string) error {
-		_, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
+		_, err := env.exec.Execute(ctx, stepEvent(step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
 			map[string]string{"for": "workloads available", "timeout": timeout}))
 		return err
 	}
@@ -322,7 +319,7 @@ func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 		}
 	}()
 	for run := 1; run <= 2; run++ {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
+		rep, err := env.exec.Execute(ctx, stepEvent(step.Wait, step.Target{Kind: step.Manifest, Name: overlayPath},
 			map[string]string{"timeout": "30s"}))
 		if err != nil {
 			t.Fatalf("run %d: %v", run, err)
@@ -332,7 +329,7 @@ func testWorkloadWaitManifest(t *testing.T, env *testEnv) {
 		}
 	}
 	o := &observer.Observer{Client: env.mgmt.Client, Manifests: os.DirFS("testdata/workload")}
-	s, err := o.Observe(ctx, p, observed.Record{})
+	s, err := o.Observe(ctx, testPlan(kubeadmCCM), observed.Record{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,11 +356,8 @@ func testWorkloadWaitService(t *testing.T, env *testEnv) {
 			t.Fatal(err)
 		}
 	}
-	p := testPlan(func(p *v1alpha1.MigrationPlan) {
-		p.Spec.Cutover = &v1alpha1.Cutover{LoadBalancerService: &v1alpha1.ObjectRef{Namespace: "shop", Name: "ingress"}}
-	})
 	wait := func(name, timeout string) (string, error) {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Wait, step.Target{Kind: step.Service, Namespace: "shop", Name: name},
+		rep, err := env.exec.Execute(ctx, stepEvent(step.Wait, step.Target{Kind: step.Service, Namespace: "shop", Name: name},
 			map[string]string{"for": "an external address", "timeout": timeout}))
 		return rep.Message, err
 	}

@@ -20,7 +20,6 @@ import (
 func testWorkloadDeleteManifest(t *testing.T, env *testEnv) {
 	ctx := context.Background()
 	c := env.wl.Client
-	p := testPlan(nil)
 	const path = "manifests/rollback.yaml"
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "rollback"}}); err != nil {
 		t.Fatal(err)
@@ -29,7 +28,7 @@ func testWorkloadDeleteManifest(t *testing.T, env *testEnv) {
 		t.Fatal(err)
 	}
 	for range 2 { // a second apply keeps the marks as they are
-		if _, err := env.exec.Execute(ctx, stepEvent(p, step.Apply, step.Target{Kind: step.Manifest, Name: path}, nil)); err != nil {
+		if _, err := env.exec.Execute(ctx, stepEvent(step.Apply, step.Target{Kind: step.Manifest, Name: path}, nil)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +43,7 @@ func testWorkloadDeleteManifest(t *testing.T, env *testEnv) {
 	if m, err := marked("there-before"); err != nil || m {
 		t.Fatalf("ConfigMap there-before after apply: marked %t, %v; want no mark", m, err)
 	}
-	rep, err := env.exec.Execute(ctx, stepEvent(p, step.Delete, step.Target{Kind: step.Manifest, Name: path}, nil))
+	rep, err := env.exec.Execute(ctx, stepEvent(step.Delete, step.Target{Kind: step.Manifest, Name: path}, nil))
 	if err != nil || !strings.Contains(rep.Message, "deleted 1 objects") || !strings.Contains(rep.Message, "2 that were there before left") {
 		t.Fatalf("delete manifest: %q, %v", rep.Message, err)
 	}
@@ -54,7 +53,7 @@ func testWorkloadDeleteManifest(t *testing.T, env *testEnv) {
 	if _, err := marked("there-before"); err != nil {
 		t.Errorf("ConfigMap there-before after the delete: %v, want it kept", err)
 	}
-	if rep, err = env.exec.Execute(ctx, stepEvent(p, step.Delete, step.Target{Kind: step.Manifest, Name: path}, nil)); err != nil || !strings.Contains(rep.Message, "deleted 0 objects") {
+	if rep, err = env.exec.Execute(ctx, stepEvent(step.Delete, step.Target{Kind: step.Manifest, Name: path}, nil)); err != nil || !strings.Contains(rep.Message, "deleted 0 objects") {
 		t.Errorf("delete again: %q, %v", rep.Message, err)
 	}
 }

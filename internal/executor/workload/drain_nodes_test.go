@@ -57,7 +57,7 @@ func TestDrainRunningNodes(t *testing.T) {
 	cordon(ctx, t, wl, "run-2", false)
 
 	least := wl.WatchLeastHealthy(ctx, "default", labels)
-	ev := stepEvent(testPlan(nil), step.Drain, step.Target{Kind: step.Node, Name: "run-0"},
+	ev := stepEvent(step.Drain, step.Target{Kind: step.Node, Name: "run-0"},
 		map[string]string{"timeout": "2m", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 	for run, want := range []string{"drained Node run-0: evicted ", "Node run-0 cordoned, no pods to evict"} {
 		rep, err := exec.Execute(ctx, ev)
@@ -112,7 +112,7 @@ func heldDrain(ctx context.Context, t *testing.T, wl *testenv.Kube, exec *Execut
 		sleepOrFail(ctx, t, "the disruption controller counting the db pod")
 		testenv.MustGet(t, wl.Client, "default", "db", &pdb)
 	}
-	ev := stepEvent(testPlan(nil), step.Drain, step.Target{Kind: step.Node, Name: "run-1"},
+	ev := stepEvent(step.Drain, step.Target{Kind: step.Node, Name: "run-1"},
 		map[string]string{"timeout": "3s", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 	_, err := exec.Execute(ctx, ev)
 	checkWorkloadErr(t, err, []string{"drain Node run-1", "not evicted within 3s", "held by PodDisruptionBudget default/db allowing 0 disruptions"}, false)

@@ -72,8 +72,7 @@ func testWorkloadDrain(t *testing.T, env *testEnv) {
 			ctx := context.Background()
 			ns := tc.node // one namespace per case, named after its node
 			env.drainFixture(t, ns, tc.node, tc.pods)
-			p := testPlan(nil)
-			step := stepEvent(p, step.Drain, step.Target{Kind: step.Node, Name: tc.node},
+			step := stepEvent(step.Drain, step.Target{Kind: step.Node, Name: tc.node},
 				map[string]string{"timeout": tc.timeout, "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
 			for run := 0; run < 2; run++ {
 				rep, err := env.exec.Execute(ctx, step)
@@ -103,7 +102,7 @@ func testWorkloadDrain(t *testing.T, env *testEnv) {
 			// The planner's done condition, read by the observer: cordoned
 			// with nothing to evict.
 			o := &observer.Observer{Client: env.mgmt.Client}
-			s, err := o.Observe(ctx, p, observed.Record{})
+			s, err := o.Observe(ctx, testPlan(nil), observed.Record{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -84,8 +84,9 @@ func (s *job) timeout(def time.Duration) (time.Duration, error) {
 
 // Execute carries out one workload step.
 func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
-	if ev.Spec == nil {
-		return events.Report{}, failure.Terminal(fmt.Errorf("step %s carries no plan", ev.Step.Key))
+	cluster := ev.Inputs.Cluster
+	if cluster.Name == "" || cluster.Namespace == "" {
+		return events.Report{}, failure.Terminal(fmt.Errorf("step %s carries no cluster in its inputs", ev.Step.Key))
 	}
 	s := &job{ev: ev, log: logging.From(ctx)}
 
@@ -96,7 +97,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		// kubeconfig needed.
 		return e.probe(ctx, s)
 	case (a == step.Apply || a == step.Delete) && kind == step.Manifest:
-		c, err := e.connect(ctx, ev.Spec)
+		c, err := e.connect(ctx, cluster)
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -106,7 +107,7 @@ func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Re
 		return e.apply(ctx, s, c)
 	}
 	if run := e.clientsetAction(a, kind); run != nil {
-		cs, err := e.connectClientset(ctx, ev.Spec)
+		cs, err := e.connectClientset(ctx, cluster)
 		if err != nil {
 			return events.Report{}, err
 		}
@@ -145,20 +146,22 @@ func (e *Executor) clientsetAction(a step.Action, kind string) clientsetAction {
 	return nil
 }
 
-// connect builds a controller-runtime client of the workload cluster.
-func (e *Executor) connect(ctx context.Context, p *v1alpha1.MigrationPlan) (client.Client, error) {
+// connect builds a controller-runtime client of the workload cluster of
+// the step's Cluster.
+func (e *Executor) connect(ctx context.Context, cluster v1alpha1.ClusterRef) (client.Client, error) {
 	build := e.Workload
 	if build == nil {
 		build = kube.WorkloadClient
 	}
-	return kube.ConnectWorkload(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name, build)
+	return kube.ConnectWorkload(ctx, e.Client, cluster.Namespace, cluster.Name, build)
 }
 
-// connectClientset builds a client-go clientset of the workload cluster.
-func (e *Executor) connectClientset(ctx context.Context, p *v1alpha1.MigrationPlan) (kubernetes.Interface, error) {
+// connectClientset builds a client-go clientset of the workload cluster
+// of the step's Cluster.
+func (e *Executor) connectClientset(ctx context.Context, cluster v1alpha1.ClusterRef) (kubernetes.Interface, error) {
 	build := e.Clientset
 	if build == nil {
 		build = kube.WorkloadClientset
 	}
-	return kube.ConnectWorkload(ctx, e.Client, p.Spec.Cluster.Namespace, p.Spec.Cluster.Name, build)
+	return kube.ConnectWorkload(ctx, e.Client, cluster.Namespace, cluster.Name, build)
 }

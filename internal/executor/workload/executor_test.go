@@ -100,9 +100,23 @@ func testPlan(mutate func(*v1alpha1.MigrationPlan)) *v1alpha1.MigrationPlan {
 	return p
 }
 
-// stepEvent builds the event of a workload step as the reconciler
-// publishes it.
-func stepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
+// inputs are what the planner gives every step of cluster c1 besides
+// its parameters: the cluster and its control plane.
+func inputs() step.Inputs {
+	return step.Inputs{
+		Cluster:      v1alpha1.ClusterRef{Namespace: "default", Name: "c1"},
+		ControlPlane: step.ObjectRef{Kind: step.KubeadmControlPlane, Name: "c1-control-plane"},
+	}
+}
+
+// stepEvent builds the event of a workload step of plan c1 as the
+// reconciler publishes it: the step and its inputs, no plan.
+func stepEvent(action step.Action, target step.Target, params map[string]string) *events.StepEvent {
+	return planStep("c1", inputs(), action, target, params)
+}
+
+// planStep is stepEvent for another plan, or other inputs.
+func planStep(plan string, in step.Inputs, action step.Action, target step.Target, params map[string]string) *events.StepEvent {
 	s := step.Step{
 		Key:      step.Key(v1alpha1.PhaseCutover, action, target),
 		Phase:    v1alpha1.PhaseCutover,
@@ -110,8 +124,9 @@ func stepEvent(p *v1alpha1.MigrationPlan, action step.Action, target step.Target
 		Action:   action,
 		Target:   target,
 		Params:   params,
+		Inputs:   &in,
 	}
-	return events.NewStepEvent(p, testRevision, s, time.Now())
+	return events.NewStepEvent(plan, testRevision, s, time.Now())
 }
 
 // node reads a workload Node; nil when it is gone.
@@ -177,8 +192,9 @@ func testWorkloadKubeconfig(t *testing.T, env *testEnv) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := testPlan(func(p *v1alpha1.MigrationPlan) { p.Spec.Cluster.Name = tc.cluster })
-			_, err := env.exec.Execute(ctx, stepEvent(p, step.Cordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
+			in := inputs()
+			in.Cluster.Name = tc.cluster
+			_, err := env.exec.Execute(ctx, planStep("c1", in, step.Cordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
 			checkWorkloadErr(t, err, tc.want, tc.terminal)
 			if err != nil && strings.Contains(err.Error(), garbage) {
 				t.Errorf("error shows the kubeconfig: %v", err)
@@ -190,7 +206,6 @@ func testWorkloadKubeconfig(t *testing.T, env *testEnv) {
 // testWorkloadCordon: cordon twice leaves the node unschedulable, once.
 func testWorkloadCordon(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := testPlan(nil)
 	cases := []struct {
 		name, node, report string
 	}{
@@ -199,7 +214,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 		{"node gone", "wl-never-existed", "Node wl-never-existed is gone: nothing to cordon"},
 	}
 	for _, tc := range cases {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Cordon, step.Target{Kind: step.Node, Name: tc.node}, nil))
+		rep, err := env.exec.Execute(ctx, stepEvent(step.Cordon, step.Target{Kind: step.Node, Name: tc.node}, nil))
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
@@ -212,9 +227,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 	}
 	// A rollback uncordons what ferry cordoned, and only that.
 	uncordon := func(plan string) string {
-		q := testPlan(nil)
-		q.Metadata.Name = plan
-		rep, err := env.exec.Execute(ctx, stepEvent(q, step.Uncordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
+		rep, err := env.exec.Execute(ctx, planStep(plan, inputs(), step.Uncordon, step.Target{Kind: step.Node, Name: "wl-cordon"}, nil))
 		if err != nil {
 			t.Fatalf("uncordon for plan %s: %v", plan, err)
 		}
@@ -241,7 +254,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 		t.Fatal(err)
 	}
 	release := func(machine string) string {
-		rep, err := env.exec.Execute(ctx, stepEvent(p, step.Release, step.Target{Kind: step.Node, Name: "wl-cordon"}, map[string]string{step.ParamMachine: machine}))
+		rep, err := env.exec.Execute(ctx, stepEvent(step.Release, step.Target{Kind: step.Node, Name: "wl-cordon"}, map[string]string{step.ParamMachine: machine}))
 		if err != nil {
 			t.Fatalf("release (machine %s): %v", machine, err)
 		}
@@ -260,8 +273,7 @@ func testWorkloadCordon(t *testing.T, env *testEnv) {
 // NotReady, delete removes it, and deleting it again succeeds.
 func testWorkloadDelete(t *testing.T, env *testEnv) {
 	ctx := context.Background()
-	p := testPlan(nil)
-	step := stepEvent(p, step.Delete, step.Target{Kind: step.Node, Name: "wl-delete"}, nil)
+	step := stepEvent(step.Delete, step.Target{Kind: step.Node, Name: "wl-delete"}, nil)
 
 	_, err := env.exec.Execute(ctx, step)
 	checkWorkloadErr(t, err, []string{"delete Node wl-delete", "still Ready"}, false)

@@ -72,7 +72,7 @@ func TestWorkloadProbe(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			healthy.Store(tc.healthy)
-			step := stepEvent(testPlan(nil), step.Probe, step.Target{Kind: step.Node, Name: "wl-old-0"}, tc.params)
+			step := stepEvent(step.Probe, step.Target{Kind: step.Node, Name: "wl-old-0"}, tc.params)
 			// Twice: a probe changes nothing, so both runs agree.
 			for run := 1; run <= 2; run++ {
 				rep, err := e.Execute(context.Background(), step)
