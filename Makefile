@@ -79,7 +79,7 @@ demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adop
 	hack/demo.sh --scenario $(SCENARIO) --forge $(FORGE) --layout $(LAYOUT)
 
 .PHONY: chaos
-chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run killed mid-drain, runs 5, 11, 17, … a seed 000 rollback killed mid-undo, the others seed 000; compare end states with undisturbed runs'.
+chaos: tools build ## Inject a fault into each of CHAOS_RUNS (default 20) migrations on the real backends: every third run a replace (seed 003) run disturbed mid-drain, runs 5, 11, 17, … a seed 000 rollback killed mid-undo, the others seed 000; compare end states with undisturbed runs'.
 	hack/demo.sh --chaos $(CHAOS_RUNS) --forge $(FORGE) --layout $(LAYOUT)
 
 .PHONY: test

@@ -166,20 +166,20 @@ type chaosRun struct {
 // than before its rollback.
 func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layout, only string, runs int, seed uint64, perRun time.Duration) error {
 	rng := rand.New(rand.NewPCG(seed, seed))
-	adopt := adoptFaults(kind, lay)
+	faults := chaosFaults{adopt: adoptFaults(kind, lay), drain: drainFaults, undo: undoFaults}
 	if only != "" {
-		adopt = slices.DeleteFunc(adopt, func(f fault) bool { return !strings.Contains(f.name, only) })
-		if len(adopt) == 0 {
-			return fmt.Errorf("--fault %q: no fault of the adopt runs on %s has it in its name", only, kind)
+		var ok bool
+		if faults, ok = faults.only(only); !ok {
+			return fmt.Errorf("--fault %q: no fault on %s has it in its name", only, kind)
 		}
 	}
-	scs, fs := chaosPlan(runs, adopt)
+	scs, fs := chaosPlan(runs, faults)
 	forgeText := "a real Gitea"
 	if kind == forgeGitHub {
 		forgeText = "the GitHub stand-in (not GitHub)"
 	}
 	out.say("==> make chaos: %d migrations with a fault each on the real backends, the real CAPI and CAPO managers and %s (seed %d)", runs, forgeText, seed)
-	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a kill -9 during a cutover drain", replaceEvery, 2*replaceEvery)
+	out.say("    runs %d, %d, … migrate the replace scenario (seed 003) with a fault during a cutover drain", replaceEvery, 2*replaceEvery)
 	out.say("    runs %d, %d, … migrate the adopt scenario and roll it back (spec.rollback.to: none) with a kill -9 during the undo, compared with the world before", rollbackFirst, rollbackFirst+rollbackEvery)
 	out.say("    the others migrate the adopt scenario (seed 000) with a fault at a random moment")
 	out.say("    layout: %s; logs under %s", lay.describe(), logDir)
@@ -208,15 +208,41 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layo
 		}
 		results = append(results, run)
 	}
-	return report(out, results, baselines, runs, adopt)
+	return report(out, results, baselines, runs, faults)
 }
+
+// chaosFaults are the faults of each kind of chaos run: adopt runs',
+// replace runs' (during a cutover drain) and rollback runs' (during an
+// undo).
+type chaosFaults struct {
+	adopt, drain, undo []fault
+}
+
+// only keeps, of each kind of run, the faults whose name holds text; a
+// kind with none keeps all of its own. It reports whether any fault
+// held the text.
+func (c chaosFaults) only(text string) (chaosFaults, bool) {
+	matched := false
+	keep := func(fs []fault) []fault {
+		kept := slices.DeleteFunc(slices.Clone(fs), func(f fault) bool { return !strings.Contains(f.name, text) })
+		if len(kept) == 0 {
+			return fs
+		}
+		matched = true
+		return kept
+	}
+	c.adopt, c.drain, c.undo = keep(c.adopt), keep(c.drain), keep(c.undo)
+	return c, matched
+}
+
+func (c chaosFaults) all() []fault { return slices.Concat(c.adopt, c.drain, c.undo) }
 
 // chaosPlan is which scenario and fault each chaos run takes: every
 // replaceEvery-th run the replace scenario with the drain faults in turn;
 // runs rollbackFirst, rollbackFirst+rollbackEvery, … the rollback
 // scenario with the undo faults in turn; the others the adopt scenario
-// with the adopt faults (adoptFaults) in turn.
-func chaosPlan(runs int, adoptFaults []fault) (scs []*scenario, fs []fault) {
+// with the adopt faults in turn.
+func chaosPlan(runs int, faults chaosFaults) (scs []*scenario, fs []fault) {
 	adopt, _ := scenarioNamed("adopt")
 	replace, _ := scenarioNamed("replace")
 	rollback, _ := scenarioNamed("rollback")
@@ -224,13 +250,13 @@ func chaosPlan(runs int, adoptFaults []fault) (scs []*scenario, fs []fault) {
 	for i := 1; i <= runs; i++ {
 		switch {
 		case i%replaceEvery == 0:
-			scs, fs = append(scs, replace), append(fs, drainFaults[r%len(drainFaults)])
+			scs, fs = append(scs, replace), append(fs, faults.drain[r%len(faults.drain)])
 			r++
 		case i%rollbackEvery == rollbackFirst%rollbackEvery:
-			scs, fs = append(scs, rollback), append(fs, undoFaults[u%len(undoFaults)])
+			scs, fs = append(scs, rollback), append(fs, faults.undo[u%len(faults.undo)])
 			u++
 		default:
-			scs, fs = append(scs, adopt), append(fs, adoptFaults[a%len(adoptFaults)])
+			scs, fs = append(scs, adopt), append(fs, faults.adopt[a%len(faults.adopt)])
 			a++
 		}
 	}
@@ -515,18 +541,32 @@ func (r *recorder) all() []string {
 // report prints the figures of a chaos run and fails when a run failed,
 // ended differently, repeated an effect, let a secret out or broke a
 // promise of the cutover or the rollback.
-func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int, adoptFaults []fault) error {
+func report(out *display, results []*chaosRun, baselines map[*scenario]*chaosRun, runs int, faults chaosFaults) error {
 	out.say("\n==> chaos: %d runs with a fault and %d without", runs, len(baselines))
 	var t tally
-	kinds := map[string]int{}
+	type kind struct {
+		runs    int
+		longest time.Duration
+	}
+	kinds := map[string]*kind{}
+	for _, f := range faults.all() {
+		kinds[f.name] = &kind{}
+	}
 	for _, run := range results {
 		t.add(out, run, baselines[run.sc])
-		if run.n > 0 {
-			kinds[run.fault]++
+		if k := kinds[run.fault]; run.n > 0 && k != nil {
+			k.runs++
+			k.longest = max(k.longest, run.recovered)
 		}
 	}
-	for _, f := range slices.Concat(adoptFaults, drainFaults, undoFaults) {
-		out.say("    %-60s %d runs", f.name, kinds[f.name])
+	out.say("    by fault: runs, and the longest time from the fault's end to a successful pass")
+	for _, f := range faults.all() {
+		k := kinds[f.name]
+		longest := "-"
+		if k.runs > 0 {
+			longest = k.longest.Round(100 * time.Millisecond).String()
+		}
+		out.say("    %-100s %2d runs  %s", f.name, k.runs, longest)
 	}
 	out.say("    failed runs %d, divergent end states %d, repeated effects %d, secrets found %d, cutover or rollback violations %d",
 		t.failed, t.divergent, t.repeated, t.secrets, t.violations)

@@ -14,7 +14,9 @@ const replaceEvery = 3
 // drainFaults are the replace runs' faults, in the order those runs take
 // them: each strikes while a cutover drain runs, when an old node is
 // cordoned, still runs web pods, and an executor replica is running its
-// drain step.
+// drain step. The workload API server's restart cuts the drain's
+// evictions and watches, and the observer's reads of the Nodes, off at
+// once: the drain step fails and runs again.
 var drainFaults = []fault{
 	{name: "kill -9 the executor replica draining an old node", drain: true, inject: func(_ context.Context, w *world, _ int) error {
 		name := w.drainingExecutor(w.fx.drain.node)
@@ -25,6 +27,11 @@ var drainFaults = []fault{
 		return w.kill9(time.Second, name)
 	}},
 	{name: "kill -9 the reconciler during a cutover drain", drain: true, inject: killReconciler},
+	{name: "restart the workload cluster's API server during a cutover drain", drain: true, inject: func(_ context.Context, w *world, _ int) error {
+		w.out.say("==> the workload cluster's API server stops while Node %s drains; etcd keeps running", w.fx.drain.node)
+		w.fx.cloud.Workload.RestartAPIServer(w.r)
+		return nil
+	}},
 }
 
 // waitDrainStep waits until an old node is being drained: cordoned, not

@@ -16,7 +16,8 @@ func TestChaosPlan(t *testing.T) {
 	if got, stand := faults[4].name, adoptFaults(forgeGitHub, external)[4].name; got != "kill -9 Gitea, start it again after 30s" || !strings.Contains(stand, "stand-in answers 502") {
 		t.Errorf("the forge's outage: %q on Gitea, %q on the GitHub stand-in", got, stand)
 	}
-	scs, fs := chaosPlan(20, faults)
+	all := chaosFaults{adopt: faults, drain: drainFaults, undo: undoFaults}
+	scs, fs := chaosPlan(20, all)
 	var got []string
 	for i := range scs {
 		got = append(got, fmt.Sprintf("%d %s %s", i+1, scs[i].name, fs[i].name))
@@ -31,7 +32,9 @@ func TestChaosPlan(t *testing.T) {
 		7:  "adopt " + faults[3].name,
 		11: "rollback " + undoFaults[1].name,
 		17: "rollback " + undoFaults[0].name,
-		18: "replace " + drainFaults[1].name,
+		9:  "replace " + drainFaults[2].name,
+		12: "replace " + drainFaults[0].name,
+		18: "replace " + drainFaults[2].name,
 	}
 	for n, w := range want {
 		if g := got[n-1]; g != fmt.Sprintf("%d %s", n, w) {
@@ -43,7 +46,7 @@ func TestChaosPlan(t *testing.T) {
 			t.Errorf("run %d: scenario %s with fault %q", i+1, scs[i].name, f.name)
 		}
 	}
-	six, _ := chaosPlan(6, faults)
+	six, _ := chaosPlan(6, all)
 	rollbacks := 0
 	for _, sc := range six {
 		if sc.rollback {
@@ -72,6 +75,30 @@ func TestClusterFaults(t *testing.T) {
 	}
 	if len(faults) != len(clusterFaults)+4 {
 		t.Errorf("%d faults on the cluster layout, want the %d of the layout and 4 others", len(faults), len(clusterFaults))
+	}
+}
+
+// TestFaultFilter: --fault keeps the faults holding its text in each
+// kind of run that has one, every fault in the others, and reports a
+// text no fault holds.
+func TestFaultFilter(t *testing.T) {
+	all := chaosFaults{adopt: adoptFaults(forgeGitea, external), drain: drainFaults, undo: undoFaults}
+	got, ok := all.only("workload cluster's API server")
+	if !ok || len(got.drain) != 1 || !strings.Contains(got.drain[0].name, "workload cluster's API server") {
+		t.Errorf("the drain faults kept: %v (matched %v)", got.drain, ok)
+	}
+	if len(got.adopt) != len(all.adopt) || len(got.undo) != len(all.undo) {
+		t.Errorf("kinds without the text kept %d adopt and %d undo faults, want all %d and %d", len(got.adopt), len(got.undo), len(all.adopt), len(all.undo))
+	}
+	scs, fs := chaosPlan(3, got)
+	if scs[2].name != "replace" || fs[2].name != got.drain[0].name {
+		t.Errorf("run 3: %s with %q", scs[2].name, fs[2].name)
+	}
+	if got, ok := all.only("kill -9"); !ok || len(got.adopt) == len(all.adopt) || len(got.undo) != len(all.undo) {
+		t.Errorf("kill -9: %d of %d adopt faults, %d of %d undo faults (matched %v)", len(got.adopt), len(all.adopt), len(got.undo), len(all.undo), ok)
+	}
+	if _, ok := all.only("no such fault"); ok {
+		t.Error("a text no fault holds matched")
 	}
 }
 

@@ -37,7 +37,7 @@ func main() {
 	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
 		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
 		"or rollback-replace (seed 003 moved up to the cutover, then rolled back to infrastructure); --chaos chooses its own")
-	only := flag.String("fault", "", "with --chaos, the adopt runs take only the faults whose name contains this (e.g. \"kill -9 Gitea\"); empty: all in turn")
+	only := flag.String("fault", "", "with --chaos, each kind of run (adopt, replace, rollback) takes only its faults whose name contains this, or all of its own when none does (e.g. \"kill -9 Gitea\"); empty: all in turn")
 	layoutName := flag.String("layout", "single", "how ferry's processes run: single (the demo: one `reconciler run` with embedded NATS and executors in process; chaos: a NATS server apart and two executor replicas) or cluster (a three-node NATS cluster, two reconcilers under leader election, three executor replicas)")
 	forgeKind := flag.String("forge", forgeGitea, "where the plans repository and its pull requests live: gitea (a real Gitea server) or github (a Git server and the GitHub stand-in, an in-process fake of GitHub's API)")
 	flag.Parse()

@@ -180,3 +180,21 @@ func readyPods(ctx context.Context, t *testing.T, k *testenv.Kube, labels map[st
 	}
 	return pods
 }
+
+// TestDrainStopped: a drain that used its whole timeout says so; one the
+// API server failed sooner (make chaos restarts it mid-drain) says how
+// long it ran instead of blaming the timeout.
+func TestDrainStopped(t *testing.T) {
+	for _, c := range []struct {
+		took time.Duration
+		want string
+	}{
+		{time.Minute, "within 1m0s"},
+		{61 * time.Second, "within 1m0s"},
+		{4153 * time.Millisecond, "yet: the drain stopped after 4.2s of its 1m0s"},
+	} {
+		if got := drainStopped(time.Minute, c.took); got != c.want {
+			t.Errorf("drainStopped(1m, %s) = %q, want %q", c.took, got, c.want)
+		}
+	}
+}

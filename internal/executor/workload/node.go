@@ -254,11 +254,12 @@ func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Rep
 		return events.Report{Message: fmt.Sprintf("Node %s cordoned, no pods to evict", name)}, nil
 	}
 	s.log.InfoContext(ctx, "draining node", "node", name, "pods", len(pods), "timeout", timeout)
+	started := time.Now()
 	if err := h.DeleteOrEvictPods(pods); err != nil {
 		if ctx.Err() != nil {
 			return events.Report{}, fmt.Errorf("drain Node %s: interrupted: %w", name, ctx.Err())
 		}
-		return events.Report{}, drainFailure(ctx, cs, h, name, timeout, err)
+		return events.Report{}, drainFailure(ctx, cs, h, name, drainStopped(timeout, time.Since(started)), err)
 	}
 	return events.Report{Message: fmt.Sprintf("drained Node %s: evicted %s (%s)", name, countPods(len(pods)), podNames(pods))}, nil
 }
@@ -281,19 +282,32 @@ func blockingPods(errs []error) string {
 	return strings.Join(parts, "; ") + "; delete those pods, or give them a controller, and the drain goes on"
 }
 
+// drainStopped says why a drain ended unfinished after took: its
+// timeout ran out, or (sooner) the workload API server failed it, for
+// example while it restarted. The drain helper's errors do not tell the
+// two apart.
+func drainStopped(timeout, took time.Duration) string {
+	if took >= timeout {
+		return fmt.Sprintf("within %s", timeout)
+	}
+	return fmt.Sprintf("yet: the drain stopped after %s of its %s", took.Round(100*time.Millisecond), timeout)
+}
+
 // drainFailure says which pods are left on the node and, for each, the
 // PodDisruptionBudget that holds it, if any: the drain helper's own error
-// says only that time ran out. It stays retryable: a budget allows
-// evictions again once the pods it guards are healthy elsewhere.
-func drainFailure(ctx context.Context, cs kubernetes.Interface, h *drain.Helper, node string, timeout time.Duration, cause error) error {
+// says only that time ran out, or which request failed. stopped is
+// drainStopped's reason. It stays retryable: a budget allows evictions
+// again once the pods it guards are healthy elsewhere, and an API server
+// answers again.
+func drainFailure(ctx context.Context, cs kubernetes.Interface, h *drain.Helper, node, stopped string, cause error) error {
 	list, errs := h.GetPodsForDeletion(node)
 	if errs != nil || list == nil {
-		return fmt.Errorf("drain Node %s: pods not evicted within %s: %w", node, timeout, cause)
+		return fmt.Errorf("drain Node %s: pods not evicted %s: %w", node, stopped, cause)
 	}
 	left := list.Pods()
 	if len(left) == 0 {
 		// Gone in the meantime: the next attempt finds the node drained.
-		return fmt.Errorf("drain Node %s: not finished within %s: %w", node, timeout, cause)
+		return fmt.Errorf("drain Node %s: not finished %s: %w", node, stopped, cause)
 	}
 	budgets := map[string][]policyv1.PodDisruptionBudget{}
 	var parts []string
@@ -310,8 +324,8 @@ func drainFailure(ctx context.Context, cs kubernetes.Interface, h *drain.Helper,
 		}
 		parts = append(parts, desc)
 	}
-	return fmt.Errorf("drain Node %s: %s not evicted within %s: %s; the next attempt goes on from here: %w",
-		node, countPods(len(left)), timeout, strings.Join(parts, ", "), cause)
+	return fmt.Errorf("drain Node %s: %s not evicted %s: %s; the next attempt goes on from here: %w",
+		node, countPods(len(left)), stopped, strings.Join(parts, ", "), cause)
 }
 
 // guardingBudget describes the PodDisruptionBudget that selects a pod, or
