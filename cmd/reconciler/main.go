@@ -18,7 +18,11 @@ import (
 // `go build` falls back to what the Go toolchain recorded.
 var version string
 
+// process is set by main: the command runs as the process, not in a test.
+var process bool
+
 func main() {
+	process = true
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := runContext(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -151,7 +155,7 @@ func checkPositive(cmd *cobra.Command) error {
 func streams(cmd *cobra.Command) app.Streams {
 	format, _ := cmd.Flags().GetString("log-format")
 	level, _ := app.ParseLog(logLevel(cmd), format) // checked in runE
-	return app.Streams{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(), LogLevel: level, LogFormat: format}
+	return app.Streams{Out: cmd.OutOrStdout(), ErrOut: cmd.ErrOrStderr(), LogLevel: level, LogFormat: format, Process: process}
 }
 
 func logLevel(cmd *cobra.Command) string {

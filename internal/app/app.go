@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,6 +37,11 @@ type Streams struct {
 	Out, ErrOut io.Writer
 	LogLevel    slog.Level
 	LogFormat   string // LogText (the zero value) or LogJSON
+	// Process: the streams are the process's own (main sets it), so the
+	// command's logger also becomes controller-runtime's global one, which
+	// otherwise prints a stack trace saying it was never set. Tests leave
+	// it false: they run commands side by side in one process.
+	Process bool
 }
 
 // Log formats (--log-format).
@@ -59,10 +66,14 @@ func ParseLog(level, format string) (slog.Level, error) {
 // logger is the command's logger, writing to ErrOut.
 func (s Streams) logger() *slog.Logger {
 	opts := &slog.HandlerOptions{Level: s.LogLevel}
+	var h slog.Handler = slog.NewTextHandler(s.ErrOut, opts)
 	if s.LogFormat == LogJSON {
-		return slog.New(slog.NewJSONHandler(s.ErrOut, opts))
+		h = slog.NewJSONHandler(s.ErrOut, opts)
 	}
-	return slog.New(slog.NewTextHandler(s.ErrOut, opts))
+	if s.Process {
+		ctrllog.SetLogger(logr.FromSlogHandler(h))
+	}
+	return slog.New(h)
 }
 
 // Output formats of the commands that print data (-o).
