@@ -242,7 +242,10 @@ func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Rep
 	}
 	list, errs := h.GetPodsForDeletion(name)
 	if errs != nil {
-		if list == nil {
+		if list == nil || !onlyRefusals(errs) {
+			// The pods could not be listed, or a pod's controller could
+			// not be read (the API server restarting, say): the next
+			// attempt looks again.
 			return events.Report{}, fmt.Errorf("drain Node %s: list its pods: %w", name, utilerrors.NewAggregate(errs))
 		}
 		// Pods the drain refuses to touch (no controller would recreate
@@ -262,6 +265,25 @@ func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Rep
 		return events.Report{}, drainFailure(ctx, cs, h, name, drainStopped(timeout, time.Since(started)), err)
 	}
 	return events.Report{Message: fmt.Sprintf("drained Node %s: evicted %s (%s)", name, countPods(len(pods)), podNames(pods))}, nil
+}
+
+// refusal is how the drain helper (k8s.io/kubectl/pkg/drain, filters.go)
+// names the one kind of pod it refuses with ferry's settings, which
+// ignore DaemonSets' pods and delete emptyDir data: a pod that declares
+// no controller. Its errors are plain strings.
+const refusal = "Pods that declare no controller"
+
+// onlyRefusals reports whether every error of the drain helper's pod
+// list is a refusal, which running again cannot cure, rather than a
+// request that failed while it looked a pod's controller up (it names the
+// DaemonSet it could not read), which it can.
+func onlyRefusals(errs []error) bool {
+	for _, err := range errs {
+		if !strings.Contains(err.Error(), refusal) {
+			return false
+		}
+	}
+	return true
 }
 
 // blockingPods says which pods a drain will not evict, and why, in the
