@@ -24,16 +24,7 @@ func TestInputs(t *testing.T) {
 	for _, path := range cases {
 		example := filepath.Base(filepath.Dir(path))
 		t.Run(example+"/"+strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
-			p := loadExample(t, example)
-			c := loadCase(t, path)
-			p.Spec.Approve = c.Approve
-			if c.Rollback != "" {
-				p.Spec.Rollback = &v1alpha1.Rollback{To: c.Rollback}
-			}
-			res, err := Plan(p, &c.Snapshot)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, res := planOfCase(t, path)
 			for _, ph := range res.Phases {
 				for _, g := range ph.Groups {
 					for _, s := range g.Steps {

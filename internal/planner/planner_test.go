@@ -43,6 +43,23 @@ func loadExample(t *testing.T, name string) *v1alpha1.MigrationPlan {
 	return f.Plan
 }
 
+// planOfCase plans the case at path (testdata/cases/<example>/<case>.yaml)
+// for its example plan, with the case's approval and rollback.
+func planOfCase(t *testing.T, path string) (*v1alpha1.MigrationPlan, *Result) {
+	t.Helper()
+	p := loadExample(t, filepath.Base(filepath.Dir(path)))
+	c := loadCase(t, path)
+	p.Spec.Approve = c.Approve
+	if c.Rollback != "" {
+		p.Spec.Rollback = &v1alpha1.Rollback{To: c.Rollback}
+	}
+	res, err := Plan(p, &c.Snapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, res
+}
+
 func loadCase(t *testing.T, path string) planCase {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -67,16 +84,7 @@ func TestGolden(t *testing.T) {
 		plan := filepath.Base(filepath.Dir(path))
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(plan+"/"+name, func(t *testing.T) {
-			p := loadExample(t, plan)
-			c := loadCase(t, path)
-			p.Spec.Approve = c.Approve
-			if c.Rollback != "" {
-				p.Spec.Rollback = &v1alpha1.Rollback{To: c.Rollback}
-			}
-			res, err := Plan(p, &c.Snapshot)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, res := planOfCase(t, path)
 			// A step's key is its identity (the event's message ID):
 			// two steps of one result never share one.
 			keys := map[string]bool{}
