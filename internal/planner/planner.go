@@ -63,6 +63,7 @@ func Plan(p *v1alpha1.MigrationPlan, s *observed.Snapshot) (*Result, error) {
 		build[name](c, b)
 		ph := b.finish()
 		ph.State, ph.Reason = phaseState(ph, b.blocked, i > approved, next, p.Spec.Approve)
+		ph.Incomplete = len(b.blocked) > 0
 		if ph.State != Succeeded && firstOpen == "" {
 			firstOpen = name
 			if ph.State == Approved && res.Stopped == "" {

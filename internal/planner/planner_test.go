@@ -343,3 +343,36 @@ func TestControlPlaneVersion(t *testing.T) {
 		t.Fatal("no KubeadmControlPlane or Machine to create")
 	}
 }
+
+// TestIncomplete: a phase whose steps the planner could not all judge (a
+// workload cluster it could not reach lists no node step) says so, and the
+// status then keeps the steps it leaves out as they were.
+func TestIncomplete(t *testing.T) {
+	path := filepath.Join("testdata", "cases", "vsphere-workers", "02-cutover-midway.yaml")
+	for _, reachable := range []bool{true, false} {
+		p := loadExample(t, "vsphere-workers")
+		c := loadCase(t, path)
+		p.Spec.Approve = c.Approve
+		if !reachable {
+			c.Snapshot.Workload, c.Snapshot.WorkloadError = nil, "connection refused"
+		}
+		res, err := Plan(p, &c.Snapshot)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cutover *Phase
+		for i := range res.Phases {
+			if res.Phases[i].Name == v1alpha1.PhaseCutover {
+				cutover = &res.Phases[i]
+			}
+		}
+		switch {
+		case cutover == nil:
+			t.Fatalf("no cutover phase in %+v", res.Phases)
+		case reachable && (cutover.Incomplete || len(cutover.Groups) == 0):
+			t.Errorf("workload reachable: cutover incomplete=%v with %d groups; want complete, with steps", cutover.Incomplete, len(cutover.Groups))
+		case !reachable && (!cutover.Incomplete || cutover.State == Succeeded || len(cutover.Groups) != 0):
+			t.Errorf("workload unreachable: cutover %s incomplete=%v with %d groups; want incomplete, no steps, not Succeeded", cutover.State, cutover.Incomplete, len(cutover.Groups))
+		}
+	}
+}

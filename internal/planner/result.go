@@ -36,6 +36,11 @@ type Phase struct {
 	// Undo: spec.rollback undoes the phase, and Groups are the steps
 	// that remove what it made.
 	Undo bool `json:"undo,omitempty"`
+	// Incomplete: something blocked the phase (Reason, or the blocking
+	// reasons of a Pending phase, say what), and what it could not see may
+	// have left steps out of Groups. A step it does not list is then not
+	// known to be done, as it is otherwise.
+	Incomplete bool `json:"incomplete,omitempty"`
 }
 
 // Result is the plan's phases against the observed state.

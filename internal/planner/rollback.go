@@ -79,6 +79,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 			build[name](c, b)
 			ph := b.finish()
 			ph.State, ph.Reason = phaseState(ph, nil, i > approved, false, p.Spec.Approve)
+			ph.Incomplete = len(b.blocked) > 0
 			if ph.State == Approved {
 				ph.Reason = "waits while spec.rollback is set"
 			}
@@ -91,7 +92,7 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 			undoAdopt(c, b, i == to+1)
 		}
 		ph := b.finish()
-		ph.Undo = true
+		ph.Undo, ph.Incomplete = true, len(b.blocked) > 0
 		ph.State = Approved
 		if len(ph.Groups) == 0 && len(b.blocked) == 0 {
 			ph.State = RolledBack

@@ -1,6 +1,9 @@
 package status_test
 
-import "github.com/ferry-dev/ferry/internal/testing/statustest"
+import (
+	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/testing/statustest"
+)
 
 // The fixtures are statustest's, shared with the renderers', the status
 // file's and the store's tests; these short names keep the tables below
@@ -24,3 +27,9 @@ var (
 
 // op is one thing the reconciler loop does to a status.
 type op = statustest.Op
+
+// incomplete marks a planned phase as one the planner could not see whole.
+func incomplete(ph planner.Phase) planner.Phase {
+	ph.Incomplete = true
+	return ph
+}

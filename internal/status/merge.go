@@ -24,7 +24,7 @@ import (
 // phase with a step published and not finished, or the runnable phase once
 // it started, is Running. Steps keep their history by key. A step of prev
 // that the planner no longer lists has its effect present: it is marked
-// Succeeded. UpdatedAt becomes now only when something else changed.
+// Succeeded, unless the planner could not see the phase whole. UpdatedAt becomes now only when something else changed.
 func FromResult(prev *PlanStatus, res *planner.Result, revision string, now time.Time) *PlanStatus {
 	now = now.UTC().Truncate(time.Second)
 	st := &PlanStatus{
@@ -109,7 +109,9 @@ func mergePhase(old *PhaseStatus, rp planner.Phase, runnable bool, now time.Time
 // mergeSteps returns the steps of the merged phase, the history first:
 // old's steps in their order, then those the planner lists for the first
 // time, Pending; and the keys the planner lists. A step of old that the
-// planner no longer lists has its effect present: it becomes Succeeded.
+// planner no longer lists has its effect present: it becomes Succeeded,
+// unless the planner's phase is Incomplete (a workload cluster it could
+// not reach lists no node steps at all).
 func mergeSteps(old *PhaseStatus, rp planner.Phase, now time.Time) ([]StepStatus, map[string]bool) {
 	var steps []StepStatus
 	listed := map[string]bool{}
@@ -127,8 +129,10 @@ func mergeSteps(old *PhaseStatus, rp planner.Phase, now time.Time) ([]StepStatus
 	}
 	if old != nil {
 		for _, s := range old.Steps {
-			if !listed[s.Key] && s.State != StepSucceeded {
-				// The planner lists only steps whose effect is absent.
+			if !listed[s.Key] && s.State != StepSucceeded && !rp.Incomplete {
+				// The planner lists only steps whose effect is absent,
+				// unless it could not see them all: then a step it
+				// leaves out keeps its state, a failure among them too.
 				s.State = StepSucceeded
 				if s.Finished.IsZero() {
 					s.Finished = now

@@ -225,6 +225,25 @@ workers Pending 0/2: drain/capi-quickstart-md-0-wq8fz=Pending probe/capi-quickst
 			}
 		},
 	}, {
+		// make chaos LAYOUT=cluster run 18 (seed 1795714997845634026): the
+		// workload API server restarted, the planner listed no node steps,
+		// and the failed drain read Succeeded, "effect observed".
+		name: "a phase the planner could not see whole keeps its steps, a failure too",
+		ops: []op{
+			plan(workersRunnable, rev1, 0),
+			publish(1, drain),
+			apply(evt(drain, events.Failed, 1, 5, time.Second, "", "drain refused: a pod without a controller")),
+			plan(result("workers", "", "",
+				phase("cluster", planner.Succeeded, "", 6),
+				phase("control-plane", planner.Succeeded, "", 2),
+				incomplete(phase("workers", planner.Blocked, "workload cluster unreachable", 0))), rev1, 10),
+		},
+		want: `approved=workers
+cluster Succeeded 6/0:
+control-plane Succeeded 2/0:
+workers Failed 0/0 (step workers/drain/node/capi-quickstart-md-0-wq8fz failed: drain refused: a pod without a controller): drain/capi-quickstart-md-0-wq8fz=Failed#1 probe/capi-quickstart-md-0-wq8fz=Pending
+`,
+	}, {
 		name: "a late result of an older revision does not undo a newer one",
 		ops: []op{
 			plan(freshResult(), rev1, 0),
