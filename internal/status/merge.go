@@ -83,10 +83,10 @@ func mergePhase(old *PhaseStatus, rp planner.Phase, runnable bool, now time.Time
 	ph := PhaseStatus{Name: rp.Name, Done: rp.Done, Undo: rp.Undo}
 	if old != nil && old.Undo != rp.Undo && (rp.Undo || old.State == PhaseRolledBack) {
 		// Rolled back, or going forward after a rollback: a new history.
-		old = nil
+		old, ph.Since = nil, now
 	}
 	if old != nil {
-		ph.Started, ph.Finished = old.Started, old.Finished
+		ph.Started, ph.Finished, ph.Since = old.Started, old.Finished, old.Since
 	}
 	var listed map[string]bool
 	ph.Steps, listed = mergeSteps(old, rp, now)

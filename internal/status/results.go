@@ -14,7 +14,7 @@ import (
 // a check. A result older than the one the step last took (a redelivered
 // earlier attempt) changes no step, but its resources and checks are still
 // recorded: they happened. Results of unknown steps are added to their
-// phase.
+// phase, unless they came before the phase changed direction (Since).
 func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 	at := ev.At.UTC().Truncate(time.Second)
 	changed := false
@@ -26,6 +26,14 @@ func ApplyResult(st *PlanStatus, ev *events.ResultEvent) {
 	}
 	ph := phaseFor(st, ev.Phase)
 	ss := ph.Step(ev.StepKey)
+	if ss == nil && at.Before(ph.Since) {
+		// A step of the phase's earlier direction, its result replayed
+		// by a reconciler that took over: Git keeps that history.
+		if changed && at.After(st.UpdatedAt) {
+			st.UpdatedAt = at
+		}
+		return
+	}
 	if ss == nil {
 		action, target := ev.Action, ev.Target
 		if action == "" || target == "" {

@@ -46,6 +46,13 @@ func TestStatusRollback(t *testing.T) {
 	if ws.State != status.PhaseRollingBack || !ws.Undo || len(ws.Steps) != 1 || ws.Steps[0].Key != removeMD.Key || st.Approved != "workers" || st.Rollback != "control-plane" {
 		t.Fatalf("while rolling back (want workers RollingBack with only its undo step, approved still workers):\n%s", summary(st))
 	}
+	// A reconciler that takes over replays the results of the last minutes,
+	// the forward drain's among them (make chaos LAYOUT=cluster run 11,
+	// seed 1795714997845634026): that history is Git's, not the undo's.
+	status.ApplyResult(st, ok(drain, 1, 3))
+	if ws := st.Phase("workers"); len(ws.Steps) != 1 || !ws.Since.Equal(at(5)) {
+		t.Fatalf("a forward result replayed into the undo (want only the undo step, since %v):\n%s", at(5), summary(st))
+	}
 	if got := ws.State.Text(); got != "Rolling back" {
 		t.Errorf("RollingBack reads %q", got)
 	}

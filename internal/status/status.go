@@ -160,6 +160,12 @@ type PhaseStatus struct {
 	// succeeded or failed.
 	Started  time.Time `json:"started,omitzero"`
 	Finished time.Time `json:"finished,omitzero"`
+	// Since is when the phase changed direction (rolled back, or going
+	// forward after a rollback) and began the history its Steps hold; zero
+	// for a phase that never did. A result from before it of a step the
+	// phase does not list (replayed after a restart) belongs to the earlier
+	// history and changes no step.
+	Since time.Time `json:"since,omitzero"`
 	// Steps are the steps ferry planned or ran, in order: history first,
 	// then what is left. Steps already done when first planned are only
 	// counted in Done.

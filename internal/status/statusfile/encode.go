@@ -97,6 +97,7 @@ func phaseFields(m mapping, ph *status.PhaseStatus) {
 	}
 	m.time("started", ph.Started)
 	m.time("finished", ph.Finished)
+	m.time("since", ph.Since)
 	mappings(m, "steps", ph.Steps, stepFields)
 }
 
