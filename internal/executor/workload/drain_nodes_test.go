@@ -3,6 +3,7 @@ package workload
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,11 +24,12 @@ import (
 // kubelets), not a stand-in: all three replicas of a Deployment under a
 // PodDisruptionBudget of maxUnavailable 1, which the disruption controller
 // computes, start on the node, next to a DaemonSet's pod. The drain evicts
-// the three (and what else runs there but DaemonSet pods) one at a time
+// them (and what else runs there but DaemonSet pods) one at a time
 // through the eviction API, each once the
 // ReplicaSet's replacement is Ready on another node: fewer than two Ready
-// replicas are never seen. The DaemonSet's pod stays; a second run has
-// nothing to evict. Then a budget of no disruption holds a pod on another
+// replicas are never seen. One of the three is already terminating when
+// the drain starts: it is waited for, not evicted again. The DaemonSet's
+// pod stays; a second run has nothing to evict. Then a budget of no disruption holds a pod on another
 // node: that drain fails at its timeout naming the budget, and leaves the
 // node cordoned and the pod running.
 func TestDrainRunningNodes(t *testing.T) {
@@ -56,14 +58,54 @@ func TestDrainRunningNodes(t *testing.T) {
 	cordon(ctx, t, wl, "run-1", false)
 	cordon(ctx, t, wl, "run-2", false)
 
+	// One replica is already leaving when the drain starts, as after an
+	// attempt whose eviction went through while the API server's answer
+	// was lost: a finalizer of the test's holds it terminating. The drain
+	// waits for it and does not evict it a second time.
+	held := before[0]
+	holdPod(ctx, t, wl, &held, true)
+	if err := wl.Client.Delete(ctx, &held); err != nil {
+		t.Fatal(err)
+	}
+	for pdb.Status.DisruptionsAllowed != 1 || pdb.Status.CurrentHealthy != 3 {
+		sleepOrFail(ctx, t, "the held replica's replacement serving")
+		testenv.MustGet(t, wl.Client, "default", "web", &pdb)
+	}
+
 	least := wl.WatchLeastHealthy(ctx, "default", labels)
 	ev := stepEvent(step.Drain, step.Target{Kind: step.Node, Name: "run-0"},
 		map[string]string{"timeout": "2m", "respect": "PodDisruptionBudgets", "ignore": "DaemonSets"})
-	for run, want := range []string{"drained Node run-0: evicted ", "Node run-0 cordoned, no pods to evict"} {
+	type answer struct {
+		msg string
+		err error
+	}
+	first := make(chan answer, 1)
+	go func() {
 		rep, err := exec.Execute(ctx, ev)
-		if err != nil || len(rep.Message) < len(want) || rep.Message[:len(want)] != want {
-			t.Fatalf("run %d: report %q, error %v; want %q…", run+1, rep.Message, err, want)
+		first <- answer{rep.Message, err}
+	}()
+	for _, p := range before[1:] {
+		for !wl.Evicted(t, &p) {
+			sleepOrFail(ctx, t, "the drain evicting "+p.Name)
 		}
+	}
+	select {
+	case a := <-first:
+		t.Fatalf("the drain ended while a pod it found terminating was still there: %q, %v", a.msg, a.err)
+	case <-time.After(2 * time.Second):
+	}
+	holdPod(ctx, t, wl, &held, false)
+	a := <-first
+	wantHeld := "; 1 pod evicted before had left (default/" + held.Name + ")"
+	evictedWeb := strings.Contains(a.msg, before[1].Name) && strings.Contains(a.msg, before[2].Name)
+	if a.err != nil || !strings.HasPrefix(a.msg, "drained Node run-0: evicted ") || !evictedWeb || !strings.HasSuffix(a.msg, wantHeld) {
+		t.Fatalf("run 1: report %q, error %v; want the other two web pods evicted and …%q", a.msg, a.err, wantHeld)
+	}
+	if rep, err := exec.Execute(ctx, ev); err != nil || rep.Message != "Node run-0 cordoned, no pods to evict" {
+		t.Fatalf("run 2: report %q, error %v; want nothing to evict", rep.Message, err)
+	}
+	if wl.Evicted(t, &held) {
+		t.Errorf("pod %s was evicted although it was already terminating", held.Name)
 	}
 	if n := least(); n < 2 {
 		t.Errorf("%d web replicas healthy at the worst of the drain; the budget allows one disruption of three", n)
@@ -78,7 +120,7 @@ func TestDrainRunningNodes(t *testing.T) {
 			t.Errorf("web pod %s runs on the drained node", p.Name)
 		}
 	}
-	for _, p := range before {
+	for _, p := range before[1:] {
 		if !wl.Evicted(t, &p) {
 			t.Errorf("pod %s left run-0 without an eviction through the eviction API", p.Name)
 		}
@@ -139,6 +181,22 @@ func runningApps(labels map[string]string) []client.Object {
 			MaxUnavailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels}}},
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "agent"}, Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: agent}, Template: pod(agent)}},
+	}
+}
+
+// holdPod puts the test's finalizer on a pod, or takes it off.
+func holdPod(ctx context.Context, t *testing.T, k *testenv.Kube, p *corev1.Pod, on bool) {
+	t.Helper()
+	const finalizer = "test.ferry.dev/hold"
+	var cur corev1.Pod
+	testenv.MustGet(t, k.Client, p.Namespace, p.Name, &cur)
+	patch := client.MergeFrom(cur.DeepCopy())
+	cur.Finalizers = slices.DeleteFunc(cur.Finalizers, func(f string) bool { return f == finalizer })
+	if on {
+		cur.Finalizers = append(cur.Finalizers, finalizer)
+	}
+	if err := k.Client.Patch(ctx, &cur, patch); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/kubectl/pkg/drain"
 
@@ -252,19 +253,74 @@ func drainNode(ctx context.Context, s *job, cs kubernetes.Interface) (events.Rep
 		// them): retrying finds them again. A person decides.
 		return events.Report{}, failure.Terminal(fmt.Errorf("drain Node %s: %s", name, blockingPods(errs)))
 	}
-	pods := list.Pods()
-	if len(pods) == 0 {
+	pods, leaving := splitLeaving(list.Pods())
+	if len(pods)+len(leaving) == 0 {
 		return events.Report{Message: fmt.Sprintf("Node %s cordoned, no pods to evict", name)}, nil
 	}
-	s.log.InfoContext(ctx, "draining node", "node", name, "pods", len(pods), "timeout", timeout)
+	s.log.InfoContext(ctx, "draining node", "node", name, "pods", len(pods), "leaving", len(leaving), "timeout", timeout)
 	started := time.Now()
-	if err := h.DeleteOrEvictPods(pods); err != nil {
+	var derr error
+	if len(pods) > 0 {
+		derr = h.DeleteOrEvictPods(pods)
+	}
+	if derr == nil && len(leaving) > 0 {
+		derr = waitGone(ctx, cs, leaving, timeout-time.Since(started))
+	}
+	if derr != nil {
 		if ctx.Err() != nil {
 			return events.Report{}, fmt.Errorf("drain Node %s: interrupted: %w", name, ctx.Err())
 		}
-		return events.Report{}, drainFailure(ctx, cs, h, name, drainStopped(timeout, time.Since(started)), err)
+		return events.Report{}, drainFailure(ctx, cs, h, name, drainStopped(timeout, time.Since(started)), derr)
 	}
-	return events.Report{Message: fmt.Sprintf("drained Node %s: evicted %s (%s)", name, countPods(len(pods)), podNames(pods))}, nil
+	msg := fmt.Sprintf("drained Node %s: evicted %s (%s)", name, countPods(len(pods)), podNames(pods))
+	if len(leaving) > 0 {
+		msg += fmt.Sprintf("; %s evicted before had left (%s)", countPods(len(leaving)), podNames(leaving))
+	}
+	return events.Report{Message: msg}, nil
+}
+
+// splitLeaving parts the pods to evict from those already leaving: a pod
+// with a deletion timestamp was evicted (or deleted) before, typically by
+// an earlier attempt whose answer the API server lost while it restarted
+// (make chaos LAYOUT=cluster run 9, seed 1795714997845634026). Evicting it
+// again would be a second eviction of one pod; it is waited for instead.
+func splitLeaving(all []corev1.Pod) (evict, leaving []corev1.Pod) {
+	for _, p := range all {
+		if p.DeletionTimestamp != nil {
+			leaving = append(leaving, p)
+		} else {
+			evict = append(evict, p)
+		}
+	}
+	return evict, leaving
+}
+
+// waitGone waits up to timeout until every pod is gone from the API
+// server, or replaced by a pod of the same name and another UID (a
+// StatefulSet's). Errors while it looks (an API server restarting) are
+// looked past until the timeout.
+func waitGone(ctx context.Context, cs kubernetes.Interface, pods []corev1.Pod, timeout time.Duration) error {
+	var waiting string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, max(timeout, time.Second), true, func(ctx context.Context) (bool, error) {
+		for _, p := range pods {
+			got, err := cs.CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+			case err != nil:
+				waiting = fmt.Sprintf("%s/%s: %v", p.Namespace, p.Name, err)
+				return false, nil
+			case got.UID != p.UID:
+			default:
+				waiting = p.Namespace + "/" + p.Name + " still terminating"
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for pods evicted before to leave: %s: %w", waiting, err)
+	}
+	return nil
 }
 
 // refusal is how the drain helper (k8s.io/kubectl/pkg/drain, filters.go)
