@@ -164,7 +164,14 @@ type chaosRun struct {
 // when a run did not finish, ended differently, did something twice, let
 // a secret out, broke the cutover's promises or left the world otherwise
 // than before its rollback.
-func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layout, only string, runs int, seed uint64, perRun time.Duration) error {
+//
+// The runs are numbered from first: run n takes the scenario and fault
+// chaosPlan gives run n in a batch from 1, so that a short batch (CI's)
+// can take a later run, a rollback run say.
+func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layout, only string, first, runs int, seed uint64, perRun time.Duration) error {
+	if first < 1 {
+		return fmt.Errorf("--chaos-from %d: runs are numbered from 1", first)
+	}
 	rng := rand.New(rand.NewPCG(seed, seed))
 	faults := chaosFaults{adopt: adoptFaults(kind, lay), drain: drainFaults, undo: undoFaults}
 	if only != "" {
@@ -173,7 +180,8 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layo
 			return fmt.Errorf("--fault %q: no fault on %s has it in its name", only, kind)
 		}
 	}
-	scs, fs := chaosPlan(runs, faults)
+	scs, fs := chaosPlan(first+runs-1, faults)
+	scs, fs = scs[first-1:], fs[first-1:]
 	forgeText := "a real Gitea"
 	if kind == forgeGitHub {
 		forgeText = "the GitHub stand-in (not GitHub)"
@@ -199,10 +207,13 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layo
 		baselines[sc] = base
 		results = append(results, base)
 	}
-	for i := 1; i <= runs && ctx.Err() == nil; i++ {
-		f, base := fs[i-1], baselines[scs[i-1]]
+	for i := range runs {
+		if ctx.Err() != nil {
+			break
+		}
+		f, base := fs[i], baselines[scs[i]]
 		at := time.Duration(rng.Int64N(int64(base.took) * 8 / 10))
-		run := chaosOnce(ctx, out, bin, logDir, kind, lay, i, scs[i-1], &f, at, perRun)
+		run := chaosOnce(ctx, out, bin, logDir, kind, lay, first+i, scs[i], &f, at, perRun)
 		if run.state != nil {
 			run.diffs = base.state.diff(run.state)
 		}

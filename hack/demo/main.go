@@ -33,6 +33,7 @@ func main() {
 	logDir := flag.String("logs", "bin/demo-logs", "directory that receives the logs of ferry's processes")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long (per run with --chaos)")
 	runs := flag.Int("chaos", 0, "instead of the demo, run the migration once undisturbed and this many times with a fault each (make chaos)")
+	first := flag.Int("chaos-from", 1, "with --chaos, the number of the first run: run n takes the scenario and fault it has in a batch from 1 (runs 5 and 11 roll back, 3 and 6 replace), so a short batch can take a later run")
 	seed := flag.Uint64("seed", uint64(time.Now().UnixNano()), "seed of the faults' moments with --chaos (printed, to run the same again)")
 	name := flag.String("scenario", "adopt", "the migration to show: adopt (seed 000), replace (seed 003 with a seed 002 gateway), kamaji (seed 004), "+
 		"rollback (seed 000 rolled back after each phase in turn, then adopted again), rollback-kamaji (seed 004 adopted, then rolled back) "+
@@ -78,7 +79,7 @@ func main() {
 		os.Exit(1)
 	}
 	if *runs > 0 {
-		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, chaosLay, *only, *runs, *seed, *timeout); err != nil {
+		if err := chaos(interrupted, out, bin, *logDir, *forgeKind, chaosLay, *only, *first, *runs, *seed, *timeout); err != nil {
 			out.say("chaos failed: %v", err)
 			os.Exit(1)
 		}
