@@ -1,11 +1,14 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/ferry-dev/ferry/internal/clusterevents"
 )
 
 // TestEventsTable: the demo prints the Cluster's Events as kubectl
@@ -29,5 +32,25 @@ func TestEventsTable(t *testing.T) {
 	}
 	if got := eventsTable(nil, now); got != "Events:  <none>\n" {
 		t.Errorf("eventsTable(nil) = %q", got)
+	}
+}
+
+// TestMissingSucceeded: a forward demo fails unless ferry's own
+// PhaseSucceeded Event names each phase; another component's Event, or
+// another phase's, does not count.
+func TestMissingSucceeded(t *testing.T) {
+	ferry := corev1.EventSource{Component: clusterevents.Component}
+	events := []corev1.Event{
+		{Reason: clusterevents.ReasonPhaseSucceeded, Source: ferry, Message: "Phase cluster succeeded (approved by bob in #1)"},
+		{Reason: clusterevents.ReasonPhaseRunning, Source: ferry, Message: "Phase control-plane is running"},
+		{Reason: clusterevents.ReasonPhaseSucceeded, Source: corev1.EventSource{Component: "someone-else"}, Message: "Phase workers succeeded"},
+		{Reason: clusterevents.ReasonPhaseSucceeded, Source: ferry, Message: "Phase cluster-extra succeeded"},
+	}
+	got := missingSucceeded(events, []string{"cluster", "control-plane", "workers"})
+	if want := []string{"control-plane", "workers"}; !slices.Equal(got, want) {
+		t.Errorf("missing %v, want %v", got, want)
+	}
+	if got := missingSucceeded(nil, nil); len(got) != 0 {
+		t.Errorf("no phases asked: missing %v", got)
 	}
 }

@@ -147,7 +147,7 @@ func every(phases []string, want status.PhaseState) map[string]status.PhaseState
 
 // endStatus prints `reconciler status`, the status branch's commits and
 // the Cluster's Events, and fails when a phase of want is not in the
-// state want gives it.
+// state want gives it, or one want has Succeeded has no Event saying so.
 func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState) error {
 	out, remote := w.out, w.forge.remote()
 	args := append([]string{"status"}, remote.flags()...)
@@ -162,7 +162,15 @@ func (w *world) endStatus(ctx context.Context, want map[string]status.PhaseState
 	if err := statusLog(ctx, out, remote); err != nil {
 		return err
 	}
-	w.clusterEvents(ctx)
+	var succeeded []string
+	for _, name := range w.sc.phases {
+		if want[name] == status.PhaseSucceeded {
+			succeeded = append(succeeded, name)
+		}
+	}
+	if err := w.clusterEvents(ctx, succeeded); err != nil {
+		return err
+	}
 	st, err := w.reader.Read(ctx, w.sc.cluster)
 	if err != nil {
 		return err
