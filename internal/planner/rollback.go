@@ -115,6 +115,11 @@ func rollback(c *planCtx, res *Result, build map[string]func(*planCtx, *phaseBui
 		switch {
 		case next != "":
 			ph.Reason = "rolled back after phase " + next
+			if len(blocked[ph.Name]) > 0 {
+				// Said now, in the preview, not once the phases after
+				// it are undone.
+				ph.Reason += "; blocked as things are: " + strings.Join(blocked[ph.Name], "; ")
+			}
 		case len(blocked[ph.Name]) > 0:
 			ph.State, ph.Reason = Blocked, strings.Join(blocked[ph.Name], "; ")
 			next = ph.Name
