@@ -194,7 +194,9 @@ func chaos(ctx context.Context, out *display, bin, logDir, kind string, lay layo
 	baselines := map[*scenario]*chaosRun{}
 	var results []*chaosRun
 	for _, sc := range scenarios {
-		if !slices.Contains(scs, sc) && sc.name != "adopt" {
+		// Each scenario the runs take has its baseline; a batch of no
+		// runs has the adopt scenario's.
+		if !slices.Contains(scs, sc) && (len(scs) > 0 || sc.name != "adopt") {
 			continue
 		}
 		base := chaosOnce(ctx, out, bin, logDir, kind, lay, 0, sc, nil, 0, perRun)
