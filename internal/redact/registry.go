@@ -1,0 +1,113 @@
+package redact
+
+import (
+	"cmp"
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// MinLen is the shortest value Register keeps: a shorter one would mask
+// ordinary words and numbers wherever they appear.
+const MinLen = 6
+
+// minExtra is the shortest value Error masks of those it is given for one
+// error: they are known to be in play, so a shorter one is masked too,
+// though not below 4 bytes, which no real token is
+// (internal/gitsource's rule before this package).
+const minExtra = 4
+
+// maxValues bounds the registry. Credentials are read again for each
+// step, so a rotated password adds a value; past the bound the oldest
+// go first, which are the ones least likely to be still in use.
+const maxValues = 1024
+
+// registry is the set of secret values and the Replacer built from them.
+type registry struct {
+	mu     sync.Mutex
+	seen   map[string]bool
+	values []string // oldest first
+	// replacer is read without the lock by every Scrub; nil while nothing
+	// is registered.
+	replacer atomic.Pointer[strings.Replacer]
+}
+
+var global registry
+
+// Register adds secret values to the process's registry, and the forms
+// they take when quoted into text: escaped for a URL's query or path, for
+// a JSON string (as gophercloud sends a password) and for Go's %q. Values
+// shorter than MinLen, after trimming white space, are ignored. It is
+// cheap to call again with values already registered: only a new value
+// rebuilds the Replacer.
+func Register(values ...string) {
+	var add []string
+	for _, v := range values {
+		v = strings.TrimSpace(v)
+		if len(v) < MinLen {
+			continue
+		}
+		add = append(add, forms(v)...)
+	}
+	if len(add) == 0 {
+		return
+	}
+	global.add(add)
+}
+
+// forms returns v and each different form it takes when quoted.
+func forms(v string) []string {
+	out := []string{v}
+	js, _ := json.Marshal(v)
+	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), string(js[1 : len(js)-1]), strconv.Quote(v)[1 : len(strconv.Quote(v))-1]} {
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (r *registry) add(values []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.seen == nil {
+		r.seen = map[string]bool{}
+	}
+	changed := false
+	for _, v := range values {
+		if !r.seen[v] {
+			r.seen[v] = true
+			r.values = append(r.values, v)
+			changed = true
+		}
+	}
+	if !changed {
+		return
+	}
+	for len(r.values) > maxValues {
+		delete(r.seen, r.values[0])
+		r.values = r.values[1:]
+	}
+	// strings.Replacer tries the old strings in argument order at each
+	// position: longest first, so that a secret that contains another
+	// is masked whole.
+	sorted := slices.Clone(r.values)
+	slices.SortFunc(sorted, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	pairs := make([]string, 0, 2*len(sorted))
+	for _, v := range sorted {
+		pairs = append(pairs, v, Mask)
+	}
+	r.replacer.Store(strings.NewReplacer(pairs...))
+}
+
+// reset empties the registry, for this package's tests.
+func (r *registry) reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen, r.values = nil, nil
+	r.replacer.Store(nil)
+}
