@@ -19,6 +19,11 @@ import (
 // file a hundred times that is a mistake, not a plan.
 const MaxSize = 1 << 20
 
+// tooLarge says that a file of size bytes is over MaxSize.
+func tooLarge(size int64) string {
+	return fmt.Sprintf("file is %d bytes; a plan may be at most %d", size, MaxSize)
+}
+
 // File is a decoded, defaulted and validated plan.
 type File struct {
 	// Path of the file as it was given.
@@ -43,7 +48,7 @@ func Decode(path string, data []byte) (*File, error) {
 	d := &decoder{file: path, lines: map[string]int{}}
 	plan := &v1alpha1.MigrationPlan{}
 	if len(data) > MaxSize {
-		d.errorf(0, "", "file is %d bytes; a plan may be at most %d", len(data), MaxSize)
+		d.errorf(0, "", "%s", tooLarge(int64(len(data))))
 		return nil, d.errs
 	}
 	root, ok := d.parse(data)

@@ -19,14 +19,75 @@ func IsPlanFile(name string) bool {
 // LoadFS decodes every plan file under dir in fsys (recursively, in lexical
 // order). Files that decode are returned even when others fail; the error
 // holds every problem of every file, and the plans that clash with another
-// (same name, same cluster) are not returned.
+// (same name, same cluster) are not returned. A file larger than MaxSize
+// is a problem of its own, found by fs.Stat: it is never read.
 func LoadFS(fsys fs.FS, dir string) ([]*File, error) {
+	return LoadFSWithin(fsys, dir, Limits{})
+}
+
+// Limits bound the work of loading a plans directory that anyone may have
+// written, such as the head of a pull request (a fork's, too): each file
+// is bounded by MaxSize, these bound the directory. The zero value bounds
+// nothing.
+type Limits struct {
+	// Files is the most plan files read; 0 for no limit.
+	Files int
+	// Bytes is the most bytes read, summed over the plan files no larger
+	// than MaxSize (the others are not read); 0 for no limit.
+	Bytes int64
+}
+
+// LimitError is LoadFSWithin's error for a plans directory that exceeds
+// its Limits. Nothing of it was read but its listing and the files'
+// sizes.
+type LimitError struct {
+	Dir string
+	// Files and Bytes are what the directory holds, as Limits counts
+	// them; Bytes is 0 when the files were too many to add up.
+	Files int
+	Bytes int64
+	// Limits are the limits exceeded.
+	Limits Limits
+}
+
+func (e *LimitError) Error() string {
+	if e.Limits.Files > 0 && e.Files > e.Limits.Files {
+		return fmt.Sprintf("%s holds %d plan files; at most %d are read", e.Dir, e.Files, e.Limits.Files)
+	}
+	return fmt.Sprintf("%s holds %d bytes of plan files; at most %d are read", e.Dir, e.Bytes, e.Limits.Bytes)
+}
+
+// LoadFSWithin is LoadFS within lim: when dir holds more plan files, or
+// more bytes of them, than lim allows, it reads none and returns a
+// *LimitError. The sizes are fs.Stat's, known before a file is read.
+func LoadFSWithin(fsys fs.FS, dir string, lim Limits) ([]*File, error) {
 	var names []string
 	err := fs.WalkDir(fsys, dir, collect(&names))
 	if err != nil {
 		return nil, fmt.Errorf("read plans in %s: %w", dir, err)
 	}
-	return decodeAll(names, func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) })
+	if lim.Files > 0 && len(names) > lim.Files {
+		return nil, &LimitError{Dir: dir, Files: len(names), Limits: lim}
+	}
+	stat := func(name string) (int64, error) {
+		info, err := fs.Stat(fsys, name)
+		if err != nil {
+			return 0, err
+		}
+		return info.Size(), nil
+	}
+	if lim.Bytes > 0 {
+		var total int64
+		for _, name := range names {
+			if size, err := stat(name); err == nil && size <= MaxSize {
+				total += size // a larger file, or one that cannot be read, is not read
+			}
+		}
+		if total > lim.Bytes {
+			return nil, &LimitError{Dir: dir, Files: len(names), Bytes: total, Limits: lim}
+		}
+	}
+	return decodeAll(names, stat, func(name string) ([]byte, error) { return fs.ReadFile(fsys, name) })
 }
 
 // LoadPaths decodes the plan files named by paths; a directory stands for
@@ -47,7 +108,14 @@ func LoadPaths(paths []string) ([]*File, error) {
 			return nil, err
 		}
 	}
-	return decodeAll(names, os.ReadFile)
+	stat := func(name string) (int64, error) {
+		info, err := os.Stat(name)
+		if err != nil {
+			return 0, err
+		}
+		return info.Size(), nil
+	}
+	return decodeAll(names, stat, os.ReadFile)
 }
 
 // collect is a WalkDirFunc that gathers plan file names.
@@ -63,11 +131,23 @@ func collect(names *[]string) fs.WalkDirFunc {
 	}
 }
 
-// decodeAll reads and decodes each named file, then rejects clashes.
-func decodeAll(names []string, read func(string) ([]byte, error)) ([]*File, error) {
+// decodeAll reads and decodes each named file, then rejects clashes. A
+// file whose size (stat) is over MaxSize is not read: a blob of a hundred
+// megabytes pushed to a pull request would otherwise be held in memory
+// whole before Decode refused it.
+func decodeAll(names []string, stat func(string) (int64, error), read func(string) ([]byte, error)) ([]*File, error) {
 	var files []*File
 	var errs Errors
 	for _, name := range names {
+		size, err := stat(name)
+		if err != nil {
+			errs = append(errs, &Error{File: name, Msg: err.Error()})
+			continue
+		}
+		if size > MaxSize {
+			errs = append(errs, &Error{File: name, Msg: tooLarge(size) + "; it was not read"})
+			continue
+		}
 		data, err := read(name)
 		if err != nil {
 			errs = append(errs, &Error{File: name, Msg: err.Error()})

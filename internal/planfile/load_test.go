@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -278,5 +279,103 @@ func TestLoadPaths(t *testing.T) {
 
 	if _, err := LoadPaths([]string{filepath.Join(dir, "missing")}); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("LoadPaths of a missing path: %v; want fs.ErrNotExist", err)
+	}
+}
+
+// readLog is an fs.FS that records which files were read (opened or read
+// whole); Stat does not count.
+type readLog struct {
+	fstest.MapFS
+	read []string
+}
+
+func (r *readLog) Open(name string) (fs.File, error) {
+	r.read = append(r.read, name)
+	return r.MapFS.Open(name)
+}
+
+func (r *readLog) ReadFile(name string) ([]byte, error) {
+	r.read = append(r.read, name)
+	return r.MapFS.ReadFile(name)
+}
+
+func (r *readLog) Stat(name string) (fs.FileInfo, error) { return r.MapFS.Stat(name) }
+
+func (r *readLog) ReadDir(name string) ([]fs.DirEntry, error) { return r.MapFS.ReadDir(name) }
+
+// A plan file larger than MaxSize is refused by its size, named with it
+// and the limit, and never read; the others load.
+func TestLoadFSRefusesLargeFileUnread(t *testing.T) {
+	big := minimalPlan("big", "default", "big") + "# " + strings.Repeat("x", MaxSize) + "\n"
+	fsys := &readLog{MapFS: fstest.MapFS{
+		"plans/big.yaml":  {Data: []byte(big)},
+		"plans/good.yaml": {Data: []byte(minimalPlan("good", "default", "good"))},
+	}}
+	files, err := LoadFS(fsys, "plans")
+	want := fmt.Sprintf("plans/big.yaml: file is %d bytes; a plan may be at most %d; it was not read", len(big), MaxSize)
+	if err == nil || err.Error() != want {
+		t.Errorf("LoadFS error:\n%v\nwant:\n%s", err, want)
+	}
+	if len(files) != 1 || files[0].Path != "plans/good.yaml" {
+		t.Errorf("LoadFS returned %d plans; want plans/good.yaml", len(files))
+	}
+	if slices.Contains(fsys.read, "plans/big.yaml") {
+		t.Errorf("LoadFS read plans/big.yaml (reads: %v); its size alone refuses it", fsys.read)
+	}
+}
+
+// LoadFSWithin reads nothing of a directory over its limits, and says
+// which limit; an oversized file, which is not read, does not count.
+func TestLoadFSWithin(t *testing.T) {
+	plan := minimalPlan("a", "default", "a")
+	fsys := &readLog{MapFS: fstest.MapFS{
+		"plans/a.yaml":   {Data: []byte(plan)},
+		"plans/b.yaml":   {Data: []byte(minimalPlan("b", "default", "b"))},
+		"plans/c.yaml":   {Data: []byte(minimalPlan("c", "default", "c"))},
+		"plans/big.yaml": {Data: make([]byte, MaxSize+1)},
+	}}
+	var le *LimitError
+	_, err := LoadFSWithin(fsys, "plans", Limits{Files: 3})
+	if !errors.As(err, &le) || err.Error() != "plans holds 4 plan files; at most 3 are read" {
+		t.Errorf("LoadFSWithin over the file limit: %v", err)
+	}
+	_, err = LoadFSWithin(fsys, "plans", Limits{Files: 4, Bytes: int64(2 * len(plan))})
+	if !errors.As(err, &le) || le.Bytes < int64(3*len(plan)) || le.Bytes > MaxSize ||
+		err.Error() != fmt.Sprintf("plans holds %d bytes of plan files; at most %d are read", le.Bytes, 2*len(plan)) {
+		t.Errorf("LoadFSWithin over the byte limit: %v", err)
+	}
+	if len(fsys.read) != 0 {
+		t.Errorf("LoadFSWithin over its limits read %v", fsys.read)
+	}
+	files, err := LoadFSWithin(fsys, "plans", Limits{Files: 4, Bytes: 4 * int64(len(plan))})
+	var es Errors
+	if len(files) != 3 || !errors.As(err, &es) || len(es) != 1 || es[0].File != "plans/big.yaml" {
+		t.Errorf("LoadFSWithin within its limits = %d plans, %v; want 3 and big.yaml's size", len(files), err)
+	}
+}
+
+// `reconciler validate` checks a file's size before reading it too: a
+// sparse file of 150 MiB is refused without reading it.
+func TestLoadPathsRefusesLargeFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "huge.yaml")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 150 << 20
+	if err := errors.Join(f.Truncate(size), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	_, err = LoadPaths([]string{p})
+	runtime.ReadMemStats(&ms)
+	want := fmt.Sprintf("%s: file is %d bytes; a plan may be at most %d; it was not read", p, size, MaxSize)
+	if err == nil || err.Error() != want {
+		t.Errorf("LoadPaths error:\n%v\nwant:\n%s", err, want)
+	}
+	if alloc := ms.TotalAlloc - before; alloc > MaxSize {
+		t.Errorf("LoadPaths allocated %d bytes for a file it refuses by its size", alloc)
 	}
 }
