@@ -104,6 +104,11 @@ type PullRequest struct {
 	Title          string
 	// URL is the pull request's page (html_url), for links in statuses.
 	URL string
+	// Author is the login of who opened the pull request.
+	Author string
+	// Fork is true when the pull request's head branch is not in the
+	// repository itself: a fork's, or one whose repository is gone.
+	Fork bool
 	// Files are the paths the pull request changes, in GitHub's order; a
 	// renamed file is listed under its new and its previous path. Filled by
 	// OpenPullRequests only.

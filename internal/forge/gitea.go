@@ -201,12 +201,17 @@ func fromGitea(p *gitea.PullRequest) PullRequest {
 	if p.MergedBy != nil {
 		pr.MergedBy = p.MergedBy.UserName
 	}
+	if p.Poster != nil {
+		pr.Author = p.Poster.UserName
+	}
+	var headRepo, baseRepo int64 // a deleted fork leaves no head repository (ID 0)
 	if p.Head != nil {
-		pr.HeadSHA = p.Head.Sha
+		pr.HeadSHA, headRepo = p.Head.Sha, p.Head.RepoID
 	}
 	if p.Base != nil {
-		pr.BaseRef = p.Base.Ref
+		pr.BaseRef, baseRepo = p.Base.Ref, p.Base.RepoID
 	}
+	pr.Fork = headRepo != baseRepo
 	if p.MergedCommitID != nil {
 		pr.MergeCommitSHA = *p.MergedCommitID
 	}

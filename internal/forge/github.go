@@ -222,5 +222,8 @@ func fromGitHub(p *github.PullRequest) PullRequest {
 		MergeCommitSHA: p.GetMergeCommitSHA(),
 		Title:          p.GetTitle(),
 		URL:            p.GetHTMLURL(),
+		Author:         p.GetUser().GetLogin(),
+		// A deleted fork leaves no head repository (ID 0).
+		Fork: p.GetHead().GetRepo().GetID() != p.GetBase().GetRepo().GetID(),
 	}
 }
