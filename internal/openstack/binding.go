@@ -28,7 +28,8 @@ type ServerPort struct {
 
 // ServerBinding reads server id and its ports. A server that does not
 // exist is a terminal error: the node it runs cannot be adopted.
-func (c *Client) ServerBinding(ctx context.Context, id string) (*ServerBinding, error) {
+func (c *Client) ServerBinding(ctx context.Context, id string) (_ *ServerBinding, err error) {
+	defer scrubErr(&err)
 	var srv struct {
 		ID     string         `json:"id"`
 		Name   string         `json:"name"`
@@ -36,7 +37,7 @@ func (c *Client) ServerBinding(ctx context.Context, id string) (*ServerBinding, 
 		Image  map[string]any `json:"image"`
 		Flavor map[string]any `json:"flavor"`
 	}
-	err := servers.Get(ctx, c.compute, id).ExtractInto(&srv)
+	err = servers.Get(ctx, c.compute, id).ExtractInto(&srv)
 	switch {
 	case gophercloud.ResponseCodeIs(err, 404):
 		return nil, failure.Terminal(fmt.Errorf("server %s not found in cloud %q", id, c.cloud))

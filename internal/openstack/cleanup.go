@@ -53,7 +53,8 @@ type ServerSpec struct {
 
 // CreateServer creates a server tagged for its plan and returns its ID. It
 // does not wait for the server to become ACTIVE.
-func (c *Client) CreateServer(ctx context.Context, spec ServerSpec) (string, error) {
+func (c *Client) CreateServer(ctx context.Context, spec ServerSpec) (_ string, err error) {
+	defer scrubErr(&err)
 	opts := servers.CreateOpts{
 		Name:      spec.Name,
 		FlavorRef: spec.FlavorID,
@@ -73,7 +74,8 @@ func (c *Client) CreateServer(ctx context.Context, spec ServerSpec) (string, err
 }
 
 // CreateSecurityGroup creates a security group tagged for its plan.
-func (c *Client) CreateSecurityGroup(ctx context.Context, name, plan string) (string, error) {
+func (c *Client) CreateSecurityGroup(ctx context.Context, name, plan string) (_ string, err error) {
+	defer scrubErr(&err)
 	g, err := groups.Create(ctx, c.network, groups.CreateOpts{Name: name, Description: "created by ferry for plan " + plan}).Extract()
 	if err != nil {
 		return "", fmt.Errorf("create security group %q in cloud %q: %w", name, c.cloud, err)
@@ -85,7 +87,8 @@ func (c *Client) CreateSecurityGroup(ctx context.Context, name, plan string) (st
 }
 
 // Tagged lists the resources tagged for plan: servers and security groups.
-func (c *Client) Tagged(ctx context.Context, plan string) ([]Resource, error) {
+func (c *Client) Tagged(ctx context.Context, plan string) (_ []Resource, err error) {
+	defer scrubErr(&err)
 	tag := PlanTag(plan)
 	var out []Resource
 	pages, err := servers.List(c.compute, servers.ListOpts{Tags: tag}).AllPages(ctx)
@@ -119,7 +122,8 @@ func (c *Client) Tagged(ctx context.Context, plan string) ([]Resource, error) {
 // else is touched, whatever its name. It returns what it deleted; a
 // resource already gone counts as deleted. Errors are joined, so one
 // failure does not stop the rest.
-func (c *Client) Cleanup(ctx context.Context, plan string, recorded []Resource) ([]Resource, error) {
+func (c *Client) Cleanup(ctx context.Context, plan string, recorded []Resource) (_ []Resource, err error) {
+	defer scrubErr(&err)
 	tagged, err := c.Tagged(ctx, plan)
 	if err != nil {
 		return nil, err

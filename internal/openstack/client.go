@@ -7,7 +7,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gophercloud/gophercloud/v2"
@@ -16,6 +19,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/ferry-dev/ferry/internal/failure"
+	"github.com/ferry-dev/ferry/internal/redact"
 )
 
 // Keys of a CAPO identity Secret (seed 001).
@@ -42,7 +46,42 @@ func CredentialsFromSecret(data map[string][]byte, cloud string) (Credentials, e
 	if len(c.CloudsYAML) == 0 {
 		return c, failure.Terminal(fmt.Errorf("the Secret has no %s key", CloudsKey))
 	}
+	registerSecrets(c.CloudsYAML)
 	return c, nil
+}
+
+// registerSecrets registers with internal/redact the secrets of every
+// cloud in a clouds.yaml, not only the one in use: the document is
+// secret as a whole, and an error may quote any of it. A document that
+// does not parse registers nothing here; Connect says it is not valid.
+func registerSecrets(cloudsYAML []byte) {
+	var all clouds.Clouds
+	if yaml.Unmarshal(cloudsYAML, &all) != nil {
+		return
+	}
+	for _, cloud := range all.Clouds {
+		if a := cloud.AuthInfo; a != nil {
+			registerAuth(a.AuthURL, a.Password, a.ApplicationCredentialSecret, a.Token)
+		}
+	}
+}
+
+// registerAuth registers the secrets of one cloud's authentication: its
+// password, application credential secret and token, and what its
+// auth_url carries in its user information and query string.
+func registerAuth(authURL string, secrets ...string) {
+	if u, err := url.Parse(authURL); err == nil {
+		// A lone user name in a URL is most likely a token.
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		} else {
+			secrets = append(secrets, u.User.Username())
+		}
+		for _, vs := range u.Query() {
+			secrets = append(secrets, vs...)
+		}
+	}
+	redact.Register(secrets...)
 }
 
 // Client talks to one project of one cloud.
@@ -66,25 +105,28 @@ var ErrAuth = errors.New("credentials refused")
 // Connect authenticates with creds and returns a client for its project.
 // The clouds.yaml's own cacert path is ignored: the CA comes from the
 // Secret's cacert key, since a path would name a file on another machine.
-func Connect(ctx context.Context, creds Credentials) (*Client, error) {
+func Connect(ctx context.Context, creds Credentials) (_ *Client, err error) {
+	defer scrubErr(&err)
 	opts, eo, tlsConfig, err := parseClouds(creds)
 	if err != nil {
 		return nil, failure.Terminal(fmt.Errorf("read clouds.yaml cloud %q: %w", creds.Cloud, err))
 	}
+	registerAuth(opts.IdentityEndpoint, opts.Password, opts.ApplicationCredentialSecret, opts.TokenID)
+	endpoint := redact.URL(opts.IdentityEndpoint)
 	provider, err := gcopenstack.NewClient(opts.IdentityEndpoint)
 	if err != nil {
-		return nil, failure.Terminal(fmt.Errorf("cloud %q: auth_url %q: %w", creds.Cloud, opts.IdentityEndpoint, err))
+		return nil, failure.Terminal(fmt.Errorf("cloud %q: auth_url %q: %w", creds.Cloud, endpoint, err))
 	}
 	provider.HTTPClient = http.Client{
 		Timeout:   60 * time.Second,
-		Transport: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment},
+		Transport: trimErrorBodies{next: &http.Transport{TLSClientConfig: tlsConfig, Proxy: http.ProxyFromEnvironment}},
 	}
 	opts.AllowReauth = true
 	if err := gcopenstack.Authenticate(ctx, provider, opts); err != nil {
 		if gophercloud.ResponseCodeIs(err, http.StatusUnauthorized) || gophercloud.ResponseCodeIs(err, http.StatusForbidden) {
-			return nil, failure.Terminal(fmt.Errorf("authenticate to cloud %q at %s as %q: %w", creds.Cloud, opts.IdentityEndpoint, opts.Username, ErrAuth))
+			return nil, failure.Terminal(fmt.Errorf("authenticate to cloud %q at %s as %q: %w", creds.Cloud, endpoint, opts.Username, ErrAuth))
 		}
-		return nil, fmt.Errorf("authenticate to cloud %q at %s: %w", creds.Cloud, opts.IdentityEndpoint, err)
+		return nil, fmt.Errorf("authenticate to cloud %q at %s: %w", creds.Cloud, endpoint, err)
 	}
 	c := &Client{cloud: creds.Cloud}
 	// An endpoint missing from the catalog is as likely a service that does
@@ -140,4 +182,44 @@ func parseClouds(creds Credentials) (gophercloud.AuthOptions, gophercloud.Endpoi
 		tlsConfig.RootCAs = pool
 	}
 	return opts, eo, tlsConfig, nil
+}
+
+// scrubErr keeps the package's promise that no error it returns holds a
+// credential: every exported method defers it on its error, which then
+// shows no URL's user information or query string (the identity endpoint
+// is the clouds.yaml's auth_url, which may carry either) and no value
+// registered as secret (redact.Error). The body a service answered an
+// error with is already cut short and scrubbed by the client's transport
+// (trimErrorBodies).
+func scrubErr(err *error) { *err = redact.Error(*err) }
+
+// maxErrorBody is how much of a service's answer to a failed request an
+// error quotes. gophercloud copies the whole body into the error's text
+// (ErrUnexpectedResponseCode), and a 400 can echo the request, password
+// included; the start of the body says what went wrong.
+const maxErrorBody = 256
+
+// readErrorBody bounds what is read of such a body: more is never shown.
+const readErrorBody = 16 << 10
+
+// trimErrorBodies is the client's transport: it replaces the body of an
+// answer with a status of 400 or more by a short, scrubbed excerpt of it
+// (redact.Excerpt), before gophercloud reads it into an error. Answers
+// that succeed are passed on as they are.
+type trimErrorBodies struct{ next http.RoundTripper }
+
+func (t trimErrorBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp.StatusCode < 400 || resp.Body == nil {
+		return resp, err
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, readErrorBody))
+	_ = resp.Body.Close()
+	excerpt := redact.Excerpt(body, maxErrorBody)
+	resp.Body = io.NopCloser(strings.NewReader(excerpt))
+	resp.ContentLength = int64(len(excerpt))
+	if resp.Header != nil {
+		resp.Header.Del("Content-Length")
+	}
+	return resp, nil
 }

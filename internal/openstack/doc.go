@@ -13,7 +13,15 @@
 // plan's identity Secret (CloudCredentials), the tag ferry puts on what it
 // creates (PlanTag), what CAPO records of a server it is to adopt
 // (ServerBinding) and the quota a plan's new machines need
-// (QuotaShortfall). Credentials never appear in a log or an error.
+// (QuotaShortfall). Credentials never appear in a log or an error: a
+// clouds.yaml's passwords, application credential secrets, tokens and
+// what its auth_url carries are registered with internal/redact when it
+// is read (CredentialsFromSecret, Connect); every error the package
+// returns is scrubbed (no URL's user information or query string, no
+// registered value); and a service's answer to a failed request, which
+// gophercloud quotes whole in its error and which can echo the request,
+// is cut to a short, scrubbed excerpt by the client's transport before
+// gophercloud reads it.
 //
 // It must not import the observer, an executor, the bus, the planner, the
 // reconciler or the status (internal/layering's rule "the shared clients

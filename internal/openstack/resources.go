@@ -60,7 +60,8 @@ func (e *AmbiguousError) Error() string {
 // Resolve returns the ID of the resource of kind named name. No match and
 // several matches are terminal errors (NotFoundError, AmbiguousError): the
 // plan has to change.
-func (c *Client) Resolve(ctx context.Context, kind Kind, name string) (string, error) {
+func (c *Client) Resolve(ctx context.Context, kind Kind, name string) (_ string, err error) {
+	defer scrubErr(&err)
 	ids, err := c.idsByName(ctx, kind, name)
 	if err != nil {
 		return "", fmt.Errorf("look up %s %q in cloud %q: %w", kind, name, c.cloud, err)
@@ -163,7 +164,8 @@ func listIDs[T any](ctx context.Context, pager pagination.Pager, extract func(pa
 
 // ProviderID returns the provider ID of the server named like a node,
 // openstack:///<server-id>, for a Machine that adopts the node.
-func (c *Client) ProviderID(ctx context.Context, nodeName string) (string, error) {
+func (c *Client) ProviderID(ctx context.Context, nodeName string) (_ string, err error) {
+	defer scrubErr(&err)
 	id, err := c.Resolve(ctx, KindServer, nodeName)
 	if err != nil {
 		return "", err
@@ -178,13 +180,14 @@ var serverPage = 500
 // Servers returns the IDs of the project's servers by name, for the
 // planner's snapshot. A name that two servers share is left out: it cannot
 // identify a node's server.
-func (c *Client) Servers(ctx context.Context) (map[string]string, error) {
+func (c *Client) Servers(ctx context.Context) (_ map[string]string, err error) {
+	defer scrubErr(&err)
 	// The plain listing (not /servers/detail) has what is needed, names
 	// and IDs, at a fraction of the bytes to read and decode; pages of
 	// serverPage are decoded one at a time.
 	byName := map[string]string{}
 	dup := map[string]bool{}
-	err := servers.ListSimple(c.compute, servers.ListOpts{Limit: serverPage}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
+	err = servers.ListSimple(c.compute, servers.ListOpts{Limit: serverPage}).EachPage(ctx, func(_ context.Context, page pagination.Page) (bool, error) {
 		var list []struct {
 			ID   string `json:"id"`
 			Name string `json:"name"`
@@ -218,6 +221,7 @@ var ErrKeypairMismatch = errors.New("keypair exists with a different public key"
 // ferry made it, so that clean-up may remove it. A keypair that exists with
 // another key is a terminal error; with publicKey empty any key is fine.
 func (c *Client) EnsureKeypair(ctx context.Context, name, publicKey string) (created bool, err error) {
+	defer scrubErr(&err)
 	kp, err := keypairs.Get(ctx, c.compute, name, nil).Extract()
 	switch {
 	case err == nil:
@@ -244,6 +248,7 @@ func (c *Client) EnsureKeypair(ctx context.Context, name, publicKey string) (cre
 // DeleteKeypair deletes keypair name; deleted is false when it was gone
 // already.
 func (c *Client) DeleteKeypair(ctx context.Context, name string) (deleted bool, err error) {
+	defer scrubErr(&err)
 	err = retryServerErrors(ctx, func() error { return keypairs.Delete(ctx, c.compute, name, nil).ExtractErr() })
 	switch {
 	case gophercloud.ResponseCodeIs(err, http.StatusNotFound):
@@ -264,7 +269,8 @@ func firstTwo(key string) []string {
 }
 
 // Keypairs returns the names of the project user's keypairs.
-func (c *Client) Keypairs(ctx context.Context) ([]string, error) {
+func (c *Client) Keypairs(ctx context.Context) (_ []string, err error) {
+	defer scrubErr(&err)
 	pages, err := keypairs.List(c.compute, nil).AllPages(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list keypairs in cloud %q: %w", c.cloud, err)
@@ -289,7 +295,8 @@ type Need struct {
 // Shortfall compares need with what the project's compute quota has left
 // and says what is missing, or "" when the quota covers it. A quota of -1
 // is unlimited.
-func (c *Client) Shortfall(ctx context.Context, need Need) (string, error) {
+func (c *Client) Shortfall(ctx context.Context, need Need) (_ string, err error) {
+	defer scrubErr(&err)
 	l, err := limits.Get(ctx, c.compute, nil).Extract()
 	if err != nil {
 		return "", fmt.Errorf("get compute limits in cloud %q: %w", c.cloud, err)
@@ -309,6 +316,7 @@ func (c *Client) Shortfall(ctx context.Context, need Need) (string, error) {
 
 // FlavorSize returns a flavor's vCPUs and RAM, to add up a Need.
 func (c *Client) FlavorSize(ctx context.Context, name string) (vcpus, ramMiB int, err error) {
+	defer scrubErr(&err)
 	id, err := c.Resolve(ctx, KindFlavor, name)
 	if err != nil {
 		return 0, 0, err
