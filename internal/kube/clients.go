@@ -9,6 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/redact"
 )
 
 // Client-side rate limits of ferry's clients (per resource type: each
@@ -59,6 +61,9 @@ func (c *clientCache[C]) get(kubeconfig []byte, build func(*rest.Config) (C, err
 	if err != nil {
 		return zero, fmt.Errorf("parse kubeconfig: %w", err)
 	}
+	// An error of the workload cluster's API server, or of a proxy in
+	// front of it, may quote what it was sent.
+	redact.Register(cfg.BearerToken, cfg.Password, string(cfg.KeyData))
 	cl, err := build(Tune(cfg))
 	if err != nil {
 		return zero, err

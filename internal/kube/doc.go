@@ -10,7 +10,8 @@
 // <cluster>-kubeconfig Secret and connecting to the workload cluster with
 // it (ConnectWorkload, with clients cached by kubeconfig and the core
 // kinds mapped without discovery), where an unusable kubeconfig is terminal and names the
-// Secret, never its content; decoding the manifests a plan names
+// Secret, never its content, and a usable one's token, password and key
+// are registered with internal/redact; decoding the manifests a plan names
 // (DecodeManifest); and a LoadBalancer Service's address.
 //
 // It must not import the observer, an executor, the bus, the planner, the

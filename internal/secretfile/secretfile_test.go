@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ferry-dev/ferry/internal/redact"
 )
 
 func TestRead(t *testing.T) {
@@ -25,5 +27,20 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read(filepath.Join(dir, "missing")); err == nil {
 		t.Error("Read of a missing file: no error")
+	}
+}
+
+// TestReadRegisters: what Read returns is masked by redact.Scrub from then
+// on, wherever it appears.
+func TestReadRegisters(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(p, []byte("ghp_secretfile-test-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := redact.Scrub("Bad credentials: ghp_secretfile-test-token"); got != "Bad credentials: "+redact.Mask {
+		t.Errorf("Scrub = %q; want the token masked", got)
 	}
 }
