@@ -2,11 +2,15 @@ package gitsource_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -72,4 +76,67 @@ func TestPullHeads(t *testing.T) {
 	if err := src.FetchPull(t.Context(), 0, second); err == nil {
 		t.Error("FetchPull of #0 succeeded")
 	}
+}
+
+// TestPullLargeBlobNotRead: a pull request that adds a file far over the
+// plan size limit under plans/ is fetched, and its size is known from the
+// object's header: loading the plans refuses the file by name, size and
+// limit without reading it (what it allocates is a fraction of the
+// file's size), and reads the other plans.
+func TestPullLargeBlobNotRead(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	src := newSource(t, g.URL)
+	poll(t, src)
+
+	// Incompressible, as an attacker would make it: the pack carries it
+	// whole and inflating it would allocate all of it.
+	const size = 3 << 20
+	rnd := rand.New(rand.NewPCG(1, 2))
+	var b strings.Builder
+	for b.Len() < size {
+		fmt.Fprintf(&b, "# %016x%016x%016x%016x\n", rnd.Uint64(), rnd.Uint64(), rnd.Uint64(), rnd.Uint64())
+	}
+	huge := b.String()
+	c := cloneRepo(t, g.URL)
+	c.checkout("huge", true)
+	head := c.change("plans/huge.yaml", huge, "Add a huge file")
+	c.pushPull(9)
+	poll(t, src)
+	if err := src.FetchPull(t.Context(), 9, head); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := src.FS(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var files []*planfile.File
+	alloc := allocated(func() {
+		info, err := fs.Stat(fsys, "plans/huge.yaml")
+		if err != nil || info.Size() != int64(len(huge)) {
+			t.Errorf("stat plans/huge.yaml = %v, %v; want %d bytes", info, err, len(huge))
+		}
+		files, err = planfile.LoadFS(fsys, "plans")
+		want := fmt.Sprintf("plans/huge.yaml: file is %d bytes; a plan may be at most %d; it was not read", len(huge), planfile.MaxSize)
+		if err == nil || err.Error() != want {
+			t.Errorf("load plans: %v; want %s", err, want)
+		}
+	})
+	if len(files) != 4 {
+		t.Errorf("loaded %d plans; want the 4 examples", len(files))
+	}
+	if alloc > size/4 {
+		t.Errorf("stat and load allocated %d bytes for a %d-byte file they do not read", alloc, len(huge))
+	}
+}
+
+// allocated returns how many bytes f allocates (with whatever else runs
+// meanwhile: only an upper bound).
+func allocated(f func()) uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	f()
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc - before
 }

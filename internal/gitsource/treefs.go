@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // FS returns the repository's tree at rev as a read-only file system, read
@@ -22,8 +23,11 @@ import (
 // ancestors.
 //
 // Files are read whole when opened: the repository holds plans and
-// manifests, not large binaries. Every entry has the commit's time as its
-// modification time. Symbolic links and submodules are listed but cannot
+// manifests, not large binaries. A file's size (Stat, ReadDir's Info) is
+// read from its object's header, without its content, so that a caller
+// can refuse a file too large to read (planfile.LoadFS does) before it is
+// held in memory. Every entry has the commit's time as its modification
+// time. Symbolic links and submodules are listed but cannot
 // be opened: following a link could leave the tree that was reviewed.
 func (s *Source) FS(rev Revision) (fs.FS, error) {
 	h, err := rev.hash()
@@ -143,13 +147,36 @@ func (t *treeFS) info(n node) (*fileInfo, error) {
 		fi.mode = fs.ModeIrregular
 	}
 	if n.isFile() || n.mode == filemode.Symlink {
-		obj, err := t.src.repo.Storer.EncodedObject(plumbing.BlobObject, n.hash)
+		size, err := blobSize(t.src, n.hash)
 		if err != nil {
 			return nil, err
 		}
-		fi.size = obj.Size()
+		fi.size = size
 	}
 	return fi, nil
+}
+
+// objectSizer is the part of go-git's filesystem storage that reads an
+// object's size from its header alone (for a delta in a pack, from the
+// delta's header), where EncodedObject of a loose object inflates the
+// whole content into memory.
+type objectSizer interface {
+	EncodedObjectSize(h plumbing.Hash) (int64, error)
+}
+
+var _ objectSizer = (*filesystem.Storage)(nil)
+
+// blobSize returns the size of a blob without reading its content.
+// Callers hold s.mu.
+func blobSize(s *Source, h plumbing.Hash) (int64, error) {
+	if st, ok := s.repo.Storer.(objectSizer); ok {
+		return st.EncodedObjectSize(h)
+	}
+	obj, err := s.repo.Storer.EncodedObject(plumbing.BlobObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return obj.Size(), nil
 }
 
 // entries lists a directory in name order, as io/fs requires (Git orders

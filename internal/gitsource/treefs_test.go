@@ -9,6 +9,11 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planfile"
@@ -178,5 +183,89 @@ func TestFSSymlink(t *testing.T) {
 	examples, _ := filepath.Glob(filepath.Join("..", "..", "plans", "*.yaml"))
 	if err == nil || !strings.Contains(err.Error(), "plans/link.yaml") || len(files) != len(examples) {
 		t.Fatalf("load plans: %d files, %v; want the %d example plans and an error naming plans/link.yaml", len(files), err, len(examples))
+	}
+}
+
+// TestFSStatReadsNoContent: a file's size comes from its object's header.
+// go-git inflates a loose object whole when asked for the object; here
+// the file is a loose object of 3 MiB in the cache, and Stat, ReadDir's
+// Info and planfile.LoadFS, which refuses it by that size, allocate a
+// fraction of it.
+func TestFSStatReadsNoContent(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	dir := t.TempDir()
+	src, err := gitsource.New(gitsource.Config{URL: g.URL, CacheDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, src)
+
+	const size = 3 << 20
+	repo, err := gitsource.OpenBare(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := func(typ plumbing.ObjectType, data []byte) plumbing.Hash {
+		t.Helper()
+		obj := repo.Storer.NewEncodedObject()
+		obj.SetType(typ)
+		w, err := obj.Writer()
+		if err == nil {
+			_, err = w.Write(data)
+		}
+		if err == nil {
+			err = w.Close()
+		}
+		h, serr := repo.Storer.SetEncodedObject(obj)
+		if err := errors.Join(err, serr); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	tree := func(name string, mode filemode.FileMode, h plumbing.Hash) plumbing.Hash {
+		t.Helper()
+		obj := repo.Storer.NewEncodedObject()
+		if err := (&object.Tree{Entries: []object.TreeEntry{{Name: name, Mode: mode, Hash: h}}}).Encode(obj); err != nil {
+			t.Fatal(err)
+		}
+		h, err := repo.Storer.SetEncodedObject(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	blob := store(plumbing.BlobObject, []byte("# "+strings.Repeat("x", size-3)+"\n"))
+	root := tree("plans", filemode.Dir, tree("huge.yaml", filemode.Regular, blob))
+	sig := object.Signature{Name: "Dev", Email: "dev@ferry.invalid", When: time.Date(2026, 1, 2, 0, 0, 0, 0, time.UTC)}
+	commit := repo.Storer.NewEncodedObject()
+	if err := (&object.Commit{Author: sig, Committer: sig, Message: "Add a huge file\n", TreeHash: root}).Encode(commit); err != nil {
+		t.Fatal(err)
+	}
+	rev, err := repo.Storer.SetEncodedObject(commit)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fsys, err := src.FS(gitsource.Revision(rev.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := allocated(func() {
+		if info, err := fs.Stat(fsys, "plans/huge.yaml"); err != nil || info.Size() != size {
+			t.Errorf("stat plans/huge.yaml = %v, %v; want %d bytes", info, err, size)
+		}
+		entries, err := fs.ReadDir(fsys, "plans")
+		if err != nil || len(entries) != 1 {
+			t.Fatalf("read dir plans: %v, %v", entries, err)
+		}
+		if info, err := entries[0].Info(); err != nil || info.Size() != size {
+			t.Errorf("info of plans/huge.yaml = %v, %v; want %d bytes", info, err, size)
+		}
+		if _, err := planfile.LoadFS(fsys, "plans"); err == nil || !strings.Contains(err.Error(), "plans/huge.yaml: file is 3145728 bytes") {
+			t.Errorf("load plans: %v; want plans/huge.yaml refused by its size", err)
+		}
+	})
+	if alloc > size/4 {
+		t.Errorf("stat, read dir and load allocated %d bytes for a %d-byte file they do not read", alloc, size)
 	}
 }
