@@ -103,19 +103,29 @@ func TestShorten(t *testing.T) {
 	}
 }
 
+// TestApprovingPullRequest: only a pull request merged into the tracked
+// branch approves; one merged into another branch does not, even when it
+// is the one whose merge made the commit.
 func TestApprovingPullRequest(t *testing.T) {
 	prs := []PullRequest{
-		{Number: 1, State: "open"},
-		{Number: 2, Merged: true, MergedBy: "bob", MergeCommitSHA: "other"},
-		{Number: 3, Merged: true, MergedBy: "carol", MergeCommitSHA: "sha"},
+		{Number: 1, State: "open", BaseRef: "main"},
+		{Number: 2, Merged: true, MergedBy: "bob", MergeCommitSHA: "other", BaseRef: "main"},
+		{Number: 3, Merged: true, MergedBy: "carol", MergeCommitSHA: "sha", BaseRef: "main"},
+		{Number: 4, Merged: true, MergedBy: "mallory", MergeCommitSHA: "scratch", BaseRef: "scratch"},
 	}
-	if pr, ok := ApprovingPullRequest(prs, "sha"); !ok || pr.Number != 3 {
+	if pr, ok := ApprovingPullRequest(prs, "sha", "main"); !ok || pr.Number != 3 {
 		t.Errorf("merge commit match: %+v %v", pr, ok)
 	}
-	if pr, ok := ApprovingPullRequest(prs, "inside"); !ok || pr.Number != 2 {
+	if pr, ok := ApprovingPullRequest(prs, "inside", "main"); !ok || pr.Number != 2 {
 		t.Errorf("first merged: %+v %v", pr, ok)
 	}
-	if _, ok := ApprovingPullRequest(prs[:1], "sha"); ok {
-		t.Errorf("an open pull request approved nothing")
+	if _, ok := ApprovingPullRequest(prs[:1], "sha", "main"); ok {
+		t.Errorf("an open pull request approved something")
+	}
+	if pr, ok := ApprovingPullRequest(prs[3:], "scratch", "main"); ok {
+		t.Errorf("a pull request merged into branch scratch approved a commit of main: %+v", pr)
+	}
+	if _, ok := ApprovingPullRequest(prs[1:3], "sha", "release"); ok {
+		t.Errorf("pull requests merged into main approved a commit of release")
 	}
 }

@@ -116,18 +116,23 @@ type PullRequest struct {
 }
 
 // ApprovingPullRequest picks, among the pull requests associated with the
-// commit sha, the merged one whose merge produced sha; failing that, the first
-// merged one (sha came in with it but was not its last commit). ok is false
-// when none of them is merged: then nobody approved sha through a pull
-// request.
-func ApprovingPullRequest(prs []PullRequest, sha string) (pr PullRequest, ok bool) {
+// commit sha, the one merged into branch (the branch ferry tracks) whose
+// merge produced sha; failing that, the first one merged into branch (sha
+// came in with it but was not its last commit). ok is false when none of
+// them was merged into branch: then nobody approved sha through a pull
+// request. A pull request merged into another branch approves nothing,
+// even when its merge commit is later pushed to branch: the review was of
+// a change to that other branch, and the push that brought it here was
+// not reviewed.
+func ApprovingPullRequest(prs []PullRequest, sha, branch string) (pr PullRequest, ok bool) {
+	into := func(p PullRequest) bool { return p.Merged && p.BaseRef == branch }
 	for _, p := range prs {
-		if p.Merged && p.MergeCommitSHA == sha {
+		if into(p) && p.MergeCommitSHA == sha {
 			return p, true
 		}
 	}
 	for _, p := range prs {
-		if p.Merged {
+		if into(p) {
 			return p, true
 		}
 	}

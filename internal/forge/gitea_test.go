@@ -97,7 +97,7 @@ func TestGitea(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pr, ok := forge.ApprovingPullRequest(prs, sha)
+				pr, ok := forge.ApprovingPullRequest(prs, sha, "main")
 				if !ok || pr.Number != n || pr.MergedBy != testenv.GiteaMaintainer || pr.MergeCommitSHA != sha || pr.State != "closed" || pr.BaseRef != "main" {
 					t.Errorf("pull requests of the %s commit %s: %+v", style, sha, prs)
 				}

@@ -226,7 +226,7 @@ func TestPullRequestsForCommit(t *testing.T) {
 	if !slices.EqualFunc(prs, want, prEqual) {
 		t.Fatalf("pull requests\n got %+v\nwant %+v", prs, want)
 	}
-	if pr, ok := ApprovingPullRequest(prs, "merge12"); !ok || pr.MergedBy != "carol" {
+	if pr, ok := ApprovingPullRequest(prs, "merge12", "main"); !ok || pr.MergedBy != "carol" {
 		t.Errorf("approver = %+v, %v", pr, ok)
 	}
 	// merged_by is not in the list payload: it took the pull request itself.

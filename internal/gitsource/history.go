@@ -3,10 +3,13 @@ package gitsource
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -240,4 +243,95 @@ func (s *Source) fileAt(h plumbing.Hash, path string, known plumbing.Hash) (*obj
 		return nil, plumbing.ZeroHash, nil, fmt.Errorf("read %s in %s: %w", path, Revision(h.String()).Short(), err)
 	}
 	return c, n.hash, content, nil
+}
+
+// Content is where the state of a set of files at a revision came from,
+// as Changed finds it: Commit brought the files into the state they have
+// at Rev. Passed back to Changed for the same paths at a later revision,
+// it ends the walk at Rev when the files did not change since.
+type Content struct {
+	Rev    Revision
+	Commit Commit
+	// Digest names the state: the blob of each path (none for a missing
+	// file), in the order of the paths, hashed.
+	Digest string
+}
+
+// Changed finds the commit that brought the files at paths into the state
+// they have at rev: walking rev's first-parent history while every path
+// has the blob it has at rev (a missing file is a state too), it returns
+// the oldest commit of that run, the last to change any of them. A file
+// that did not exist when the history began counts as changed by the
+// first commit. known, an earlier answer for the same paths, ends the walk
+// at known.Rev when the files did not change between it and rev, so that
+// each new revision costs the commits since the last one. No blob is read:
+// states are compared by hash.
+func (s *Source) Changed(ctx context.Context, rev Revision, paths []string, known Content) (Content, error) {
+	h, err := rev.hash()
+	if err != nil {
+		return Content{}, err
+	}
+	for _, p := range paths {
+		if !fs.ValidPath(p) || p == "." {
+			return Content{}, fmt.Errorf("changed %s at %s: %w", p, rev.Short(), fs.ErrInvalid)
+		}
+	}
+	var (
+		want  []plumbing.Hash
+		found *object.Commit
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return Content{}, fmt.Errorf("changed %s at %s: %w", strings.Join(paths, ", "), rev.Short(), err)
+		}
+		c, blobs, err := s.blobsAt(h, paths)
+		if err != nil {
+			return Content{}, fmt.Errorf("changed %s at %s: %w", strings.Join(paths, ", "), rev.Short(), err)
+		}
+		if want == nil {
+			want = blobs
+		} else if !slices.Equal(blobs, want) {
+			break
+		}
+		found = c
+		if known.Rev != "" && string(known.Rev) == c.Hash.String() && known.Digest == digest(want) {
+			return Content{Rev: rev, Commit: known.Commit, Digest: known.Digest}, nil
+		}
+		if len(c.ParentHashes) == 0 {
+			break
+		}
+		h = c.ParentHashes[0]
+	}
+	return Content{Rev: rev, Commit: toCommit(found), Digest: digest(want)}, nil
+}
+
+// blobsAt reads commit h and the blob of each path in it (the zero hash
+// for a path that is not a file there).
+func (s *Source) blobsAt(h plumbing.Hash, paths []string) (*object.Commit, []plumbing.Hash, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, err := s.commit(h)
+	if err != nil {
+		return nil, nil, err
+	}
+	blobs := make([]plumbing.Hash, len(paths))
+	for i, p := range paths {
+		n, found, err := findNode(s, c.TreeHash, p)
+		if err != nil {
+			return nil, nil, fmt.Errorf("find %s in %s: %w", p, Revision(h.String()).Short(), err)
+		}
+		if found && n.isFile() {
+			blobs[i] = n.hash
+		}
+	}
+	return c, blobs, nil
+}
+
+// digest names a state of files: the hash of their blobs' hashes.
+func digest(blobs []plumbing.Hash) string {
+	sum := sha256.New()
+	for _, b := range blobs {
+		sum.Write(b[:])
+	}
+	return hex.EncodeToString(sum.Sum(nil))
 }

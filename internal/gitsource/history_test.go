@@ -208,3 +208,71 @@ func TestPullRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestChanged: the commit that last changed any of a plan's files, along
+// the first-parent history; an unrelated commit changes nothing, a change
+// to a manifest the plan names does, a deleted file too, and an earlier
+// answer passed back gives the same answer.
+func TestChanged(t *testing.T) {
+	g := testenv.StartGit(t, seedPlans(t))
+	seed := serverHead(t, g.Dir)
+	c := cloneRepo(t, g.URL)
+	approve := c.change(planPath, testenv.ExamplePlan(t, "cluster"), "Approve cluster")
+	manifest := c.change("manifests/ccm.yaml", "kind: ConfigMap\n", "Add the CCM manifest")
+	unrelated := c.change("plans/README.md", "Plans.\n", "Add a README")
+	edited := c.change("manifests/ccm.yaml", "kind: Secret\n", "Edit the CCM manifest")
+	head := c.change("docs/notes.md", "Notes.\n", "Add notes")
+	c.push()
+	src := newSource(t, g.URL)
+	if rev, _ := poll(t, src); rev != head {
+		t.Fatalf("poll = %s; want %s", rev, head)
+	}
+	paths := []string{planPath, "manifests/ccm.yaml"}
+	for _, tc := range []struct {
+		name      string
+		at        gitsource.Revision
+		paths     []string
+		want      gitsource.Revision
+		wantSame  gitsource.Revision // a revision whose files are in the same state
+		wantOther gitsource.Revision // one whose are not
+	}{
+		{name: "the plan alone", at: head, paths: paths[:1], want: approve, wantSame: unrelated, wantOther: seed},
+		{name: "a manifest edited since", at: head, paths: paths, want: edited, wantSame: head, wantOther: unrelated},
+		{name: "an unrelated commit after", at: unrelated, paths: paths, want: manifest},
+		{name: "a file missing since the start", at: seed, paths: paths, want: seed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := src.Changed(t.Context(), tc.at, tc.paths, gitsource.Content{})
+			if err != nil || got.Commit.Hash != tc.want {
+				t.Fatalf("changed = %s (%q), %v; want %s", got.Commit.Hash, got.Commit.Message, err, tc.want)
+			}
+			// Passed back, the answer ends a later walk, and only when
+			// nothing changed in between.
+			again, err := src.Changed(t.Context(), tc.at, tc.paths, got)
+			if err != nil || again.Commit.Hash != got.Commit.Hash || again.Digest != got.Digest || again.Rev != got.Rev {
+				t.Errorf("changed again with the answer = %+v, %v; want %+v", again, err, got)
+			}
+			if tc.wantSame != "" {
+				if same, err := src.Changed(t.Context(), tc.wantSame, tc.paths, gitsource.Content{}); err != nil || same.Digest != got.Digest {
+					t.Errorf("digest at %s = %s, %v; want %s, the same files", tc.wantSame.Short(), same.Digest, err, got.Digest)
+				}
+			}
+			if tc.wantOther != "" {
+				if other, err := src.Changed(t.Context(), tc.wantOther, tc.paths, gitsource.Content{}); err != nil || other.Digest == got.Digest {
+					t.Errorf("digest at %s = %s, %v; want another than %s", tc.wantOther.Short(), other.Digest, err, got.Digest)
+				}
+			}
+		})
+	}
+	// A stale answer (the manifest changed after it) does not end the walk.
+	before, err := src.Changed(t.Context(), unrelated, paths, gitsource.Content{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := src.Changed(t.Context(), head, paths, before); err != nil || got.Commit.Hash != edited {
+		t.Errorf("changed at head after a stale answer = %s, %v; want %s", got.Commit.Hash, err, edited)
+	}
+	if _, err := src.Changed(t.Context(), head, []string{"../x"}, gitsource.Content{}); !errors.Is(err, fs.ErrInvalid) {
+		t.Errorf("changed of an invalid path: %v; want fs.ErrInvalid", err)
+	}
+}

@@ -47,6 +47,11 @@ type GitApprovals struct {
 	// firstSeen is when each approving commit without a known merged pull
 	// request was first looked up, for MergeGrace.
 	firstSeen map[string]time.Time
+	// merges are the pull requests that merged commits into the branch,
+	// by commit (mergedBy).
+	merges map[string]forge.PullRequest
+	// contents are the last answers of Source.Changed, by plan file.
+	contents map[string]gitsource.Content
 }
 
 // DefaultMergeGrace is GitApprovals.MergeGrace's default. A forge moves
@@ -162,11 +167,10 @@ func (g *GitApprovals) lookUp(ctx context.Context, revision, file, phase string)
 	if g.Forge == nil {
 		return a, false, nil
 	}
-	prs, err := g.Forge.PullRequestsForCommit(ctx, string(c.Hash))
+	pr, ok, err := g.mergedBy(ctx, string(c.Hash))
 	if err != nil {
-		return a, false, fmt.Errorf("pull request of approving commit %s: %w", c.Hash.Short(), err)
+		return a, false, err
 	}
-	pr, ok := forge.ApprovingPullRequest(prs, string(c.Hash))
 	if ok {
 		a.PR = pr.Number
 		if pr.MergedBy != "" {
@@ -174,6 +178,33 @@ func (g *GitApprovals) lookUp(ctx context.Context, revision, file, phase string)
 		}
 	}
 	return a, ok, nil
+}
+
+// mergedBy asks the forge which pull request merged commit into the
+// tracked branch (forge.ApprovingPullRequest), remembering each answer
+// that names one: a merge, once recorded, does not change, so that only
+// new commits cost a request.
+func (g *GitApprovals) mergedBy(ctx context.Context, commit string) (forge.PullRequest, bool, error) {
+	g.mu.Lock()
+	pr, ok := g.merges[commit]
+	g.mu.Unlock()
+	if ok {
+		return pr, true, nil
+	}
+	prs, err := g.Forge.PullRequestsForCommit(ctx, commit)
+	if err != nil {
+		return forge.PullRequest{}, false, fmt.Errorf("pull request of commit %s: %w", short(commit), err)
+	}
+	pr, ok = forge.ApprovingPullRequest(prs, commit, g.Source.Branch())
+	if ok {
+		g.mu.Lock()
+		if g.merges == nil {
+			g.merges = map[string]forge.PullRequest{}
+		}
+		g.merges[commit] = pr
+		g.mu.Unlock()
+	}
+	return pr, ok, nil
 }
 
 // Verify reports whether ferry may act on the approval of phase in file
@@ -191,23 +222,73 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 	if merged {
 		return Verdict{OK: true}, nil
 	}
-	v := Verdict{Commit: a.Commit, Reason: fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request; approve it in one",
-		approvalName(phase), short(a.Commit), a.By)}
-	g.mu.Lock()
-	done := g.refused[a.Commit]
-	g.mu.Unlock()
-	if !done {
-		desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
-		if err := g.Forge.SetStatus(ctx, a.Commit, ApprovalContext, forge.StateFailure, desc, ""); err != nil {
-			return v, fmt.Errorf("set %s on %s: %w", ApprovalContext, short(a.Commit), err)
-		}
-		g.mu.Lock()
-		if g.refused == nil {
-			g.refused = map[string]bool{}
-		}
-		g.refused[a.Commit] = true
-		g.mu.Unlock()
+	reason := fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request into %s; approve it in one",
+		approvalName(phase), short(a.Commit), a.By, g.Source.Branch())
+	desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
+	return g.refuse(ctx, a.Commit, reason, desc)
+}
+
+// VerifyContent reports whether ferry may act on the plan in file at
+// revision as it is there: the plan file and every file it names (paths)
+// must have been brought into their state by a pull request merged into
+// the tracked branch. A push that changed any of them outside a pull
+// request is refused, and its commit gets the ApprovalContext commit
+// status, until a merged pull request carries the change; a push that
+// touches none of them changes nothing. Always OK without a forge or with
+// AllowPush.
+func (g *GitApprovals) VerifyContent(ctx context.Context, revision, file string, paths []string) (Verdict, error) {
+	if g.Forge == nil || g.AllowPush {
+		return Verdict{OK: true}, nil
 	}
+	g.mu.Lock()
+	known := g.contents[file]
+	g.mu.Unlock()
+	c, err := g.Source.Changed(ctx, gitsource.Revision(revision), paths, known)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("find the commit that last changed %s: %w", strings.Join(paths, ", "), err)
+	}
+	g.mu.Lock()
+	if g.contents == nil {
+		g.contents = map[string]gitsource.Content{}
+	}
+	g.contents[file] = c
+	g.mu.Unlock()
+	commit := string(c.Commit.Hash)
+	_, merged, err := g.mergedBy(ctx, commit)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if merged {
+		return Verdict{OK: true, Commit: commit}, nil
+	}
+	if g.withinGrace(commit) {
+		return Verdict{}, errMergeNotRecorded{commit: commit}
+	}
+	reason := fmt.Sprintf("commit %s (author %q) changed %s without a pull request: ferry acts on a plan only as merged through a pull request into %s; nothing of this plan runs until a merged pull request carries the change",
+		short(commit), c.Commit.Author.Name, strings.Join(paths, ", "), g.Source.Branch())
+	desc := fmt.Sprintf("not acted on: %s changed without a pull request; merge the change through one", file)
+	return g.refuse(ctx, commit, reason, desc)
+}
+
+// refuse is the verdict refusing what commit did for reason, and sets the
+// ApprovalContext commit status (desc) on commit, once.
+func (g *GitApprovals) refuse(ctx context.Context, commit, reason, desc string) (Verdict, error) {
+	v := Verdict{Commit: commit, Reason: reason}
+	g.mu.Lock()
+	done := g.refused[commit]
+	g.mu.Unlock()
+	if done {
+		return v, nil
+	}
+	if err := g.Forge.SetStatus(ctx, commit, ApprovalContext, forge.StateFailure, desc, ""); err != nil {
+		return v, fmt.Errorf("set %s on %s: %w", ApprovalContext, short(commit), err)
+	}
+	g.mu.Lock()
+	if g.refused == nil {
+		g.refused = map[string]bool{}
+	}
+	g.refused[commit] = true
+	g.mu.Unlock()
 	return v, nil
 }
 

@@ -305,6 +305,10 @@ func (v *slowVerifier) Verify(context.Context, string, string, string) (Verdict,
 	return Verdict{OK: true}, nil
 }
 
+func (v *slowVerifier) VerifyContent(ctx context.Context, rev, file string, _ []string) (Verdict, error) {
+	return v.Verify(ctx, rev, file, "")
+}
+
 // TestLoopAsksAgainForUnverifiedApprovals: an approval that cannot be
 // verified yet runs nothing and leaves the plan unsettled, so that an
 // idle cycle asks again and acts once the answer comes, without a new

@@ -14,11 +14,16 @@ import (
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
-// ApprovalVerifier tells the loop whether it may act on an approval.
+// ApprovalVerifier tells the loop whether it may act on an approval, and
+// on a plan's content.
 type ApprovalVerifier interface {
 	// Verify judges the approval of phase (a phase, or
 	// status.RollbackApproval) in file at revision.
 	Verify(ctx context.Context, revision, file, phase string) (Verdict, error)
+	// VerifyContent judges the state of the plan in file at revision and
+	// of the files it names (paths, file first): whether a reviewed
+	// change brought them there.
+	VerifyContent(ctx context.Context, revision, file string, paths []string) (Verdict, error)
 }
 
 // Verdict is whether an approval may be acted on; when not, the commit
@@ -35,16 +40,23 @@ type refusal struct {
 	plan     *v1alpha1.MigrationPlan
 	from, to string // the phases not acted on: after from, up to to
 	rollback bool
-	reason   string
+	// content: the plan's content was not reviewed; nothing of it runs.
+	content bool
+	reason  string
 	// again: the approval could not be verified yet (the forge did not
 	// answer, or has not recorded the merge); the next cycle asks again.
 	again bool
 }
 
-// verify checks the approval a plan asks the loop to act on for the first
-// time (a spec.approve past the furthest phase acted on, or a
-// spec.rollback), and returns nil when it may, or the refusal: the plan
-// with the approval taken back to what was acted on, and why.
+// verify checks what a plan asks the loop to act on, at every revision:
+// its content (the plan file and the files it names) and its approval
+// (spec.approve, unless lowered below what was acted on, or
+// spec.rollback). It returns nil when the loop may act, or the refusal:
+// for content, the plan stopped; for an approval, the plan with the
+// approval taken back to what was acted on; and why. What was acted on
+// (record.Approved) is not trusted to skip the check: after a restart it
+// is read back from the status branch, which anyone who can push there
+// can edit.
 func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan, st *planState, record observed.Record) *refusal {
 	if l.Verifier == nil {
 		return nil
@@ -52,28 +64,19 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 	phase := p.Spec.Approve
 	if p.Spec.Rollback != nil {
 		phase = status.RollbackApproval(p.Spec.Rollback.To)
-	} else if p.PhaseIndex(phase) <= p.PhaseIndex(record.Approved) {
-		return nil // lowered or already acted on: nothing new to trust
+	} else if phase == "" || p.PhaseIndex(phase) < p.PhaseIndex(record.Approved) {
+		return nil // nothing approved, or lowered: nothing new to trust
 	}
-	key := cycle.Revision + "\x00" + file + "\x00" + phase
-	v, known := st.verdict(key)
-	again := false
-	if !known {
-		var err error
-		v, err = l.Verifier.Verify(ctx, cycle.Revision, file, phase)
-		switch {
-		case err != nil:
-			// Not cached, and the plan is not settled: the next cycle
-			// asks again.
-			again = true
-			v = Verdict{Reason: fmt.Sprintf("%s is not acted on until its approval is verified: %v", approvalName(phase), err)}
-		case !v.OK:
-			logging.From(ctx).Warn("approval not acted on: it was not merged through a pull request", "approval", phase, "commit", short(v.Commit))
-			fallthrough
-		default:
-			st.verified(cycle.Revision, key, v)
-		}
+	paths := planPaths(file, p)
+	v, again := l.verdict(ctx, cycle, st, file+"\x00content", func() (Verdict, error) {
+		return l.Verifier.VerifyContent(ctx, cycle.Revision, file, paths)
+	}, "the plan")
+	if !v.OK {
+		return &refusal{plan: p, content: true, reason: v.Reason, again: again}
 	}
+	v, again = l.verdict(ctx, cycle, st, file+"\x00"+phase, func() (Verdict, error) {
+		return l.Verifier.Verify(ctx, cycle.Revision, file, phase)
+	}, approvalName(phase))
 	if v.OK {
 		return nil
 	}
@@ -85,11 +88,56 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 	return &refusal{plan: &q, from: q.Spec.Approve, to: p.Spec.Approve, rollback: p.Spec.Rollback != nil, reason: v.Reason, again: again}
 }
 
+// verdict returns the verdict on what (an approval or a plan's content)
+// at cycle's revision, from the plan's memory or from check; again is true
+// when check could not tell yet (the forge did not answer, or has not
+// recorded the merge): the verdict refuses, uncached, and the next cycle
+// asks again.
+func (l *Loop) verdict(ctx context.Context, cycle Cycle, st *planState, key string, check func() (Verdict, error), what string) (Verdict, bool) {
+	key = cycle.Revision + "\x00" + key
+	if v, known := st.verdict(key); known {
+		return v, false
+	}
+	v, err := check()
+	if err != nil {
+		return Verdict{Reason: fmt.Sprintf("%s is not acted on until it is verified: %v", what, err)}, true
+	}
+	if !v.OK {
+		logging.From(ctx).Warn("not acted on: it was not merged through a pull request", "what", what, "commit", short(v.Commit), "reason", v.Reason)
+	}
+	st.verified(cycle.Revision, key, v)
+	return v, false
+}
+
+// planPaths are the files whose content a plan acts on: its file, then
+// the manifests it names.
+func planPaths(file string, p *v1alpha1.MigrationPlan) []string {
+	paths := []string{file}
+	if m := p.Spec.Manifests; m != nil {
+		if m.CloudControllerManager != nil && m.CloudControllerManager.Path != "" {
+			paths = append(paths, m.CloudControllerManager.Path)
+		}
+		paths = append(paths, m.VPNOverlay...)
+	}
+	return paths
+}
+
 // explain writes a refusal into the result planned from its plan: the
-// file's spec.approve, the phases it approved Pending for the refusal's
-// reason, and a refused rollback as what stops the plan.
+// file's spec.approve; for content, the plan stopped and its next phase
+// Blocked for the reason; for an approval, the phases it approved Pending
+// for the reason, and a refused rollback as what stops the plan.
 func (r *refusal) explain(p *v1alpha1.MigrationPlan, res *planner.Result) {
 	res.Approve = p.Spec.Approve
+	if r.content {
+		res.Stopped, res.Runnable = r.reason, ""
+		for i := range res.Phases {
+			if ph := &res.Phases[i]; ph.State == planner.Approved {
+				ph.State, ph.Reason = planner.Blocked, r.reason
+				break
+			}
+		}
+		return
+	}
 	if r.rollback {
 		res.Stopped = r.reason
 		return
