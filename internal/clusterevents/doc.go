@@ -6,7 +6,8 @@
 // Transitions is pure (two states in, Events out); Recorder is the side
 // effect, through client-go's event recorder.
 //
-// It owns what an Event says (its reason, type and message), how a
+// It owns what an Event says (its reason, type and message, which holds
+// no secret: every message is scrubbed by internal/redact), how a
 // transition is told from a repeat (Marks), and the Event names that let
 // a restarted reconciler count a repeat on the Event its predecessor
 // wrote instead of writing it twice. Events are a view of the

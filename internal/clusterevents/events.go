@@ -2,12 +2,12 @@ package clusterevents
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
@@ -174,17 +174,16 @@ func phaseIndex(st *status.PlanStatus, name string) int {
 // `kubectl describe` table is no place for a whole stack of errors.
 const maxMessage = 1024
 
-// credentialsInURL matches the user information of a URL
-// ("https://user:token@host").
-var credentialsInURL = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@`)
-
 // clean makes a message fit for an Event: a status holds no secret's
 // value by construction (it is built from plans and results), but an
-// executor's error may quote a URL, and an Event is readable by anyone who
-// may list events in the namespace, so any credentials in a URL go; long
-// messages are cut.
+// executor's error may quote a URL or what a server echoed, and an Event
+// is readable by anyone who may list events in the namespace, so the
+// message is scrubbed (redact.Scrub: registered secrets, URLs' user
+// information and query strings); long messages are cut, after the
+// scrub, so that a cut cannot leave part of a secret it would have
+// recognised.
 func clean(msg string) string {
-	msg = credentialsInURL.ReplaceAllString(msg, "$1***@")
+	msg = redact.Scrub(msg)
 	if len(msg) <= maxMessage {
 		return msg
 	}

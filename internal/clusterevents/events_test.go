@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/status"
 )
 
@@ -124,19 +125,22 @@ func TestTransitions(t *testing.T) {
 }
 
 // TestMessagesHoldNoCredentials: an executor's error that quotes a URL
-// with credentials loses them, and a long one is cut.
+// with credentials and a query string loses them, a registered secret
+// quoted elsewhere is masked, and a long one is cut.
 func TestMessagesHoldNoCredentials(t *testing.T) {
+	redact.Register("events-registered-Pa55")
 	st := plan("cluster", failed, pending, pending)
 	st.Phases[0].Steps = []status.StepStatus{{Key: "cluster/probe/openstack/keystone", Executor: "openstack", Action: "probe", Target: "OpenStack keystone",
-		State: status.StepFailed, LastError: "get https://admin:s3cret-token@keystone.example:5000/v3: timeout; " + strings.Repeat("x", 2000)}}
+		State: status.StepFailed, LastError: "get https://admin:s3cret-token@keystone.example:5000/v3?token=query-s3cret: timeout; " +
+			`400: {"echo": "events-registered-Pa55"} ` + strings.Repeat("x", 2000)}}
 	for _, ev := range Transitions(Marks{}, st) {
-		if strings.Contains(ev.Message, "s3cret-token") || strings.Contains(ev.Message, "admin:") {
+		if strings.Contains(ev.Message, "s3cret") || strings.Contains(ev.Message, "admin:") || strings.Contains(ev.Message, "registered-Pa55") {
 			t.Errorf("%s message holds the URL's credentials: %.120s", ev.Reason, ev.Message)
 		}
 		if len(ev.Message) > maxMessage {
 			t.Errorf("%s message is %d bytes; want at most %d", ev.Reason, len(ev.Message), maxMessage)
 		}
-		if ev.Reason == ReasonStepFailed && !strings.Contains(ev.Message, "https://***@keystone.example:5000/v3: timeout") {
+		if ev.Reason == ReasonStepFailed && !strings.Contains(ev.Message, "https://***@keystone.example:5000/v3?***: timeout") {
 			t.Errorf("StepFailed message: %.200s", ev.Message)
 		}
 	}

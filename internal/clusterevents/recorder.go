@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/logging"
+	"github.com/ferry-dev/ferry/internal/redact"
 )
 
 // queueLength bounds the batches waiting for their Cluster to be looked
@@ -114,8 +115,11 @@ func (r *Recorder) write(ctx context.Context, b batch) {
 		return
 	}
 	for _, ev := range b.events {
-		log.Debug("cluster event", "type", ev.Type, "reason", ev.Reason, "message", ev.Message)
-		r.recorder.Event(ref, ev.Type, ev.Reason, ev.Message)
+		// Transitions' messages are scrubbed already; an Event handed in
+		// otherwise is scrubbed here, where it leaves the process.
+		msg := redact.Scrub(ev.Message)
+		log.Debug("cluster event", "type", ev.Type, "reason", ev.Reason, "message", msg)
+		r.recorder.Event(ref, ev.Type, ev.Reason, msg)
 	}
 }
 

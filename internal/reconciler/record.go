@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/status/render"
 	"github.com/ferry-dev/ferry/internal/step"
@@ -146,16 +147,16 @@ func (r *StatusRecorder) Invalid(ctx context.Context, cycle Cycle, file, plan st
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.init()
-	for _, p := range problems {
-		logging.From(ctx).Warn("invalid plan", "revision", short(cycle.Revision), "file", file, "plan", plan, "problem", p.Error())
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		// A plan file's problem may quote what is in it: a URL with a
+		// password, clouds.yaml pasted into a field.
+		lines[i] = redact.Scrub(p.Error())
+		logging.From(ctx).Warn("invalid plan", "revision", short(cycle.Revision), "file", file, "plan", plan, "problem", lines[i])
 	}
 	st := r.statuses[plan]
 	if plan == "" || st == nil {
 		return
-	}
-	lines := make([]string, len(problems))
-	for i, p := range problems {
-		lines[i] = p.Error()
 	}
 	status.MarkInvalid(st, cycle.Revision, lines, cycle.At)
 	r.dirty[plan] = true
@@ -172,7 +173,7 @@ func (r *StatusRecorder) Unobserved(_ context.Context, cycle Cycle, _, plan stri
 		st = &status.PlanStatus{Plan: plan}
 		r.statuses[plan] = st
 	}
-	if status.MarkUnobserved(st, cycle.Revision, err.Error(), cycle.At) {
+	if status.MarkUnobserved(st, cycle.Revision, redact.Scrub(err.Error()), cycle.At) {
 		r.dirty[plan] = true
 	}
 }
@@ -188,8 +189,12 @@ func (r *StatusRecorder) Removed(_ context.Context, cycle Cycle, plan string) {
 	}
 }
 
-// Result merges a step result into its plan's status.
+// Result merges a step result into its plan's status. The result's error
+// and message are scrubbed first (redact.Scrub): an executor's error may
+// quote what a server echoed of its request, and from here it reaches the
+// status file, the comment, the Events and the status endpoint.
 func (r *StatusRecorder) Result(ctx context.Context, ev *events.ResultEvent) {
+	ev = scrubResult(ev)
 	if r.Metrics != nil {
 		r.Metrics.ObserveResult(ev)
 	}
@@ -227,6 +232,9 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 	if len(changed) == 0 {
 		return nil
 	}
+	for _, st := range changed {
+		scrubStatus(st)
+	}
 	began := time.Now()
 	commit, err := r.Store.Write(ctx, changed)
 	if err != nil {
@@ -246,6 +254,42 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 		}
 	}
 	return nil
+}
+
+// scrubResult returns ev, or a copy of it with its error and message
+// scrubbed when they hold something to scrub; ev itself is not changed
+// (the caller may keep it).
+func scrubResult(ev *events.ResultEvent) *events.ResultEvent {
+	errText, msg := redact.Scrub(ev.Error), redact.Scrub(ev.Report.Message)
+	if errText == ev.Error && msg == ev.Report.Message {
+		return ev
+	}
+	clean := *ev
+	clean.Error, clean.Report.Message = errText, msg
+	return &clean
+}
+
+// scrubStatus scrubs, in place, every field of a status that holds text
+// from outside the plan: results' errors and messages, phases' reasons,
+// why the plan stopped, was invalid or unobserved. It is the last pass
+// before a status leaves the process (the status file, the comment), on
+// the copies Flush writes: what Result, Invalid and Unobserved scrubbed on
+// the way in does not change again, and a reason the planner wrote from
+// what it observed is scrubbed here.
+func scrubStatus(st *status.PlanStatus) {
+	st.Stopped = redact.Scrub(st.Stopped)
+	st.Unobserved = redact.Scrub(st.Unobserved)
+	for i := range st.Invalid {
+		st.Invalid[i] = redact.Scrub(st.Invalid[i])
+	}
+	for i := range st.Phases {
+		ph := &st.Phases[i]
+		ph.Reason = redact.Scrub(ph.Reason)
+		for j := range ph.Steps {
+			ph.Steps[j].LastError = redact.Scrub(ph.Steps[j].LastError)
+			ph.Steps[j].Message = redact.Scrub(ph.Steps[j].Message)
+		}
+	}
 }
 
 // mirror shows a plan's status on the pull request that approved its

@@ -2,11 +2,15 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/fakegithub"
@@ -74,5 +78,81 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	}
 	if n := len(gh.Statuses()); n != before {
 		t.Errorf("a second flush with nothing changed set %d more commit statuses", n-before)
+	}
+}
+
+// TestRecordedStatusHoldsNoSecrets: a step's error that quotes what an
+// OpenStack service echoed of its request (a registered password, a
+// password JSON field, an auth_url with credentials and a token in its
+// query string), and an observation error that quotes the same, reach
+// the status file on a real Git server's status branch, the progress
+// comment on the pull request and the recorder's status with none of
+// the secrets in them, and still say what failed.
+func TestRecordedStatusHoldsNoSecrets(t *testing.T) {
+	const registered = "record-test-Pa55w0rd"
+	redact.Register(registered)
+	planted := []string{registered, "url-pa55", "query-t0ken", "unregistered-pw", "capo:"}
+	leak := "authenticate to cloud \"openstack\" at https://capo:url-pa55@keystone.example/v3?token=query-t0ken: got 400 instead: " +
+		`{"request": {"password": "unregistered-pw", "echo": "` + registered + `"}}`
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
+	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
+	const merge = "0123456789abcdef0123456789abcdef01234567"
+	const key = "prepare/resolve/openstack/names"
+	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "prepare",
+		ApprovedBy: []status.Approval{{Phase: "prepare", By: "bob", PR: 1, Commit: merge}},
+		Phases: []status.PhaseStatus{{Name: "prepare", State: status.PhaseRunning, Left: 1,
+			Steps: []status.StepStatus{{Key: key, Executor: "openstack", Action: "resolve", Target: "names", State: status.StepRunning}}}}}
+	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
+		t.Fatal(err)
+	}
+	gh := fakegithub.New("ferry-dev", "plans", "token")
+	t.Cleanup(gh.Close)
+	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: "Approve prepare", Head: merge, Base: "main"})
+	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &StatusRecorder{Store: store, Forge: client}
+	if err := r.Restore(ctx, &Loop{}); err != nil {
+		t.Fatal(err)
+	}
+	r.Result(ctx, &events.ResultEvent{Type: events.TypeResult, Plan: "capi-quickstart", Revision: merge, Phase: "prepare", StepKey: key,
+		Action: "resolve", Target: "names", Executor: "openstack", Attempt: 1, At: time.Now(),
+		Outcome: events.Failed, Terminal: true, Error: leak, Report: events.Report{Message: "tried " + leak}})
+	r.Unobserved(ctx, Cycle{Revision: merge, At: time.Now()}, "plans/capi-quickstart.yaml", "capi-quickstart", errors.New("observe the cloud: "+leak))
+	if err := r.Flush(ctx, Cycle{Revision: merge, At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+
+	path, err := statusfile.Path("capi-quickstart")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := g.Run(t, "show", statusfile.DefaultBranch+":"+path)
+	var comment string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c := gh.Comments(1); len(c) > 0 && strings.Contains(c[0].Body, "got 400") {
+			comment = c[0].Body
+			break
+		}
+	}
+	live := r.Status("capi-quickstart")
+	for what, text := range map[string]string{
+		"the status file": file, "the progress comment": comment,
+		"the recorded error": live.Phases[0].Steps[0].LastError, "the recorded message": live.Phases[0].Steps[0].Message,
+		"the unobserved reason": live.Unobserved,
+	} {
+		for _, s := range planted {
+			if strings.Contains(text, s) {
+				t.Errorf("%s holds %q:\n%s", what, s, text)
+			}
+		}
+		// The comment escapes Markdown: "\*\*\*".
+		if unescaped := strings.ReplaceAll(text, `\*`, "*"); !strings.Contains(unescaped, "https://***@keystone.example/v3?***: got 400 instead") {
+			t.Errorf("%s does not say what failed:\n%s", what, text)
+		}
 	}
 }
