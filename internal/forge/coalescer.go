@@ -102,6 +102,11 @@ func (c *Coalescer) Permission(ctx context.Context, login string) (string, error
 	return c.inner.Permission(ctx, login)
 }
 
+// Login calls the wrapped Forge, which remembers the answer.
+func (c *Coalescer) Login(ctx context.Context) (string, error) {
+	return c.inner.Login(ctx)
+}
+
 // PullRequestComments calls the wrapped Forge.
 func (c *Coalescer) PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error) {
 	return c.inner.PullRequestComments(ctx, pr)

@@ -14,13 +14,16 @@ func newFakeGitHub(t *testing.T) *fakegithub.Server {
 	return f
 }
 
-// client is a GitHub client of the stand-in.
+// client is a GitHub client of the stand-in that knows its login already,
+// as a reconciler does after its first look-up, so that the tests count the
+// calls of the operation they test only; TestLogin tests the look-up.
 func client(t *testing.T, f *fakegithub.Server) *GitHub {
 	t.Helper()
 	g, err := New(f.Owner, f.Repo, f.Token, f.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.memo.self = fakegithub.Bot
 	return g
 }
 

@@ -20,8 +20,9 @@ type Forge interface {
 	// changes, so that the reconciler can preview the ones that touch plans.
 	OpenPullRequests(ctx context.Context) ([]PullRequest, error)
 	// UpsertComment keeps one comment per (pull request, key): it edits the
-	// comment that carries Marker(key) in place, or creates it. body gets
-	// the marker when it lacks it and is cut to stay under
+	// comment of Login's account that carries Marker(key) in place, or
+	// creates it; another account's comment with the marker is left alone.
+	// body gets the marker when it lacks it and is cut to stay under
 	// MaxCommentLength. Keys are short identifiers such as "plan/prod-eu1"
 	// (letters, digits and . _ / : -).
 	UpsertComment(ctx context.Context, pr int, key, body string) error
@@ -38,6 +39,12 @@ type Forge interface {
 	// PullRequestComments returns the comments on pull request pr, oldest
 	// first (at most 500), for the commands people write there.
 	PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error)
+	// Login returns the login of the account the token authenticates as:
+	// the author of ferry's comments, and of no other (compare with
+	// SameLogin). Anyone who may comment can write ferry's markers;
+	// only a comment by this account is ferry's. Asked of the forge on
+	// first use and remembered.
+	Login(ctx context.Context) (string, error)
 }
 
 var (

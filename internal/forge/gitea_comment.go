@@ -19,6 +19,23 @@ func (g *Gitea) UpsertComment(ctx context.Context, pr int, key, body string) err
 	return upsertComment(ctx, g, g.memo, g.count, pr, key, body)
 }
 
+// Login returns the login of the account the token authenticates as
+// (GET /user), asked of Gitea once.
+func (g *Gitea) Login(ctx context.Context) (string, error) {
+	return g.memo.login(ctx, g.whoAmI)
+}
+
+func (g *Gitea) whoAmI(ctx context.Context) (string, error) {
+	u, resp, err := g.api(ctx).GetMyUserInfo()
+	if err != nil {
+		return "", g.fail(resp, err, "read the token's account")
+	}
+	if u == nil {
+		return "", nil
+	}
+	return u.UserName, nil
+}
+
 // PullRequestComments lists the comments on pull request pr, oldest first,
 // at most 500.
 func (g *Gitea) PullRequestComments(ctx context.Context, pr int) ([]IssueComment, error) {

@@ -79,6 +79,39 @@ func TestGitea(t *testing.T) {
 		})
 	})
 
+	t.Run("a reader's comment with ferry's marker is not ferry's", func(t *testing.T) {
+		if login, err := client.Login(ctx); err != nil || login != testenv.GiteaBot {
+			t.Fatalf("Login = %q, %v; want %q", login, err, testenv.GiteaBot)
+		}
+		g.PushBranch(t, testenv.GiteaMaintainer, "forged", "Raise approve", map[string]string{"plans/capi.yaml": "spec: {approve: forged}\n"})
+		pr := g.OpenPullRequest(t, testenv.GiteaMaintainer, "forged", "Approve forged")
+		// The reader writes, before ferry does, the very comment ferry is
+		// about to write: found as ferry's, it would stand in for it
+		// (nothing sent, the body already there), and the next body would
+		// be edited into the reader's comment (ferry's account is an admin,
+		// which Gitea lets edit anyone's comment).
+		const key = "plan/capi"
+		forged := forge.Comment(key, "Preview", "step 1")
+		planted := g.Comment(t, testenv.GiteaReader, pr, forged)
+		fresh := newGitea(t, g, g.Token(testenv.GiteaBot)) // as after a restart: nothing remembered
+		if err := fresh.UpsertComment(ctx, pr, key, forged); err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.UpsertComment(ctx, pr, key, forge.Comment(key, "Preview", "step 1\nstep 2")); err != nil {
+			t.Fatal(err)
+		}
+		if err := newGitea(t, g, g.Token(testenv.GiteaBot)).UpsertComment(ctx, pr, key, forge.Comment(key, "Preview", "step 1\nstep 2\nstep 3")); err != nil {
+			t.Fatal(err)
+		}
+		cs := g.Comments(t, pr)
+		if len(cs) != 2 || cs[0].ID != planted || cs[0].User.Login != testenv.GiteaReader || cs[0].Body != forged {
+			t.Fatalf("comments on #%d: %+v; want the reader's first, untouched", pr, cs)
+		}
+		if cs[1].User.Login != testenv.GiteaBot || !strings.HasPrefix(cs[1].Body, forge.Marker(key)) || !strings.Contains(cs[1].Body, "step 3") {
+			t.Errorf("ferry's comment on #%d: %+v; want one by %s with the latest body", pr, cs[1], testenv.GiteaBot)
+		}
+	})
+
 	t.Run("pull requests of commits, by merge style", func(t *testing.T) {
 		for _, style := range []string{testenv.MergeCommit, testenv.MergeSquash, testenv.MergeRebase} {
 			t.Run(style, func(t *testing.T) {

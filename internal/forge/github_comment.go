@@ -6,7 +6,9 @@ package forge
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/google/go-github/v60/github"
 
@@ -17,6 +19,48 @@ import (
 // to body; see upsertComment for what it reads and sends.
 func (g *GitHub) UpsertComment(ctx context.Context, pr int, key, body string) error {
 	return upsertComment(ctx, g, g.memo, g.count, pr, key, body)
+}
+
+// Login returns the login of the account the token authenticates as,
+// asked of GitHub once: GET /user for a person's token; for a GitHub App's
+// installation token, which GET /user refuses (403, "Resource not
+// accessible by integration"), GraphQL's viewer, the app's bot account
+// ("name[bot]").
+func (g *GitHub) Login(ctx context.Context) (string, error) {
+	return g.memo.login(ctx, g.whoAmI)
+}
+
+func (g *GitHub) whoAmI(ctx context.Context) (string, error) {
+	u, _, err := g.client.Users.Get(ctx, "")
+	if err == nil {
+		return u.GetLogin(), nil
+	}
+	if _, limited := retryAt(err, time.Now(), 0); limited || statusCode(err) != http.StatusForbidden {
+		return "", g.fail(err, "read the token's account")
+	}
+	req, err := g.client.NewRequest(http.MethodPost, "../graphql", map[string]string{"query": "query { viewer { login } }"})
+	if err != nil {
+		return "", failure.Terminal(fmt.Errorf("read the token's account: %w", err))
+	}
+	var out struct {
+		Data struct {
+			Viewer struct {
+				Login string `json:"login"`
+			} `json:"viewer"`
+		} `json:"data"`
+		Errors []struct {
+			Message string `json:"message"`
+		} `json:"errors"`
+	}
+	if _, err := g.client.Do(ctx, req, &out); err != nil {
+		return "", g.fail(err, "read the token's account (GraphQL viewer)")
+	}
+	if len(out.Errors) > 0 {
+		// GraphQL answers 200 with its errors in the body: a token GitHub
+		// refuses to name stays refused.
+		return "", failure.Terminal(fmt.Errorf("read the token's account (GraphQL viewer) in %s/%s: %s", g.owner, g.repo, out.Errors[0].Message))
+	}
+	return out.Data.Viewer.Login, nil
 }
 
 // PullRequestComments lists the comments on pull request pr, oldest first,

@@ -6,6 +6,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -30,10 +31,12 @@ type prFiles struct {
 }
 
 // memo is what a client learnt from the forge that cannot have changed, or
-// that only this process changes: ferry's own comments, a pull request's
-// files at a head commit, merged pull requests. Safe for concurrent use.
+// that only this process changes: the token's login, ferry's own comments,
+// a pull request's files at a head commit, merged pull requests. Safe for
+// concurrent use.
 type memo struct {
 	mu       sync.Mutex
+	self     string                       // the token's login, once asked
 	comments map[commentKey]postedComment // ferry's comments found or written by this process
 	files    map[int]prFiles              // by pull request number
 	merged   map[int]PullRequest          // merged pull requests: they no longer change
@@ -43,6 +46,29 @@ type memo struct {
 func newMemo() *memo {
 	return &memo{comments: map[commentKey]postedComment{}, files: map[int]prFiles{}, merged: map[int]PullRequest{},
 		byCommit: map[string]PullRequest{}}
+}
+
+// login returns the login of the token's account, asking the forge through
+// ask the first time (and again after a failure): a token's account does
+// not change while the process runs.
+func (m *memo) login(ctx context.Context, ask func(context.Context) (string, error)) (string, error) {
+	m.mu.Lock()
+	self := m.self
+	m.mu.Unlock()
+	if self != "" {
+		return self, nil
+	}
+	self, err := ask(ctx)
+	if err != nil {
+		return "", err
+	}
+	if self == "" {
+		return "", failure.Terminal(errors.New("read the token's account: the forge answered no login"))
+	}
+	m.mu.Lock()
+	m.self = self
+	m.mu.Unlock()
+	return self, nil
 }
 
 func (m *memo) comment(ck commentKey) (postedComment, bool) {
@@ -146,16 +172,21 @@ type commentAPI interface {
 	listComments(ctx context.Context, pr, page int) ([]IssueComment, int, error)
 	editComment(ctx context.Context, pr int, id int64, body string) error
 	createComment(ctx context.Context, pr int, body string) (int64, error)
+	// whoAmI asks the forge for the login of the token's account, the
+	// author of the comments createComment writes.
+	whoAmI(ctx context.Context) (string, error)
 }
 
 // upsertComment keeps ferry's one comment for key on pull request pr equal
-// to body, through api. It looks for the comment (the first one whose body
-// starts with Marker(key), among the pull request's first 500 comments)
-// only when this process has not written or found it before; then it edits
-// the comment if its body differs, creates it if there is none, and sends
-// nothing when the body is already there. Comments by anyone else never
-// start with the marker and are never edited. A comment deleted by hand is
-// created again.
+// to body, through api. It looks for the comment (the first one written by
+// the token's account whose body starts with Marker(key), among the pull
+// request's first 500 comments) only when this process has not written or
+// found it before; then it edits the comment if its body differs, creates
+// it if there is none, and sends nothing when the body is already there.
+// Anyone who can comment can start a comment with the marker, before ferry
+// does: such a comment is not ferry's, and is neither edited nor read (its
+// body could make ferry think its own is already there). A comment deleted
+// by hand is created again.
 func upsertComment(ctx context.Context, api commentAPI, m *memo, count *apiCounters, pr int, key, body string) error {
 	if err := checkKey(key); err != nil {
 		return failure.Terminal(fmt.Errorf("upsert comment on #%d: %w", pr, err))
@@ -164,8 +195,11 @@ func upsertComment(ctx context.Context, api commentAPI, m *memo, count *apiCount
 	ck := commentKey{pr: pr, key: key}
 	c, known := m.comment(ck)
 	if !known {
-		var err error
-		if c, known, err = findComment(ctx, api, pr, key); err != nil {
+		self, err := m.login(ctx, api.whoAmI)
+		if err != nil {
+			return err
+		}
+		if c, known, err = findComment(ctx, api, pr, self, key); err != nil {
 			return err
 		}
 	}
@@ -198,12 +232,12 @@ func upsertComment(ctx context.Context, api commentAPI, m *memo, count *apiCount
 }
 
 // findComment pages through the pull request's comments (oldest first) for
-// the first that starts with the marker of key.
-func findComment(ctx context.Context, api commentAPI, pr int, key string) (postedComment, bool, error) {
+// the first that self wrote and that starts with the marker of key.
+func findComment(ctx context.Context, api commentAPI, pr int, self, key string) (postedComment, bool, error) {
 	marker := Marker(key)
 	found, ok := postedComment{}, false
 	err := eachComment(ctx, api, pr, func(c IssueComment) bool {
-		if strings.HasPrefix(c.Body, marker) {
+		if SameLogin(c.Author, self) && strings.HasPrefix(c.Body, marker) {
 			found, ok = postedComment{id: c.ID, body: c.Body}, true
 			return false
 		}

@@ -4,8 +4,9 @@
 // rate-limit headers, error bodies, the comment and status length limits)
 // and recording every request. Tests use it because no GitHub server can
 // run in a test; `make demo` uses it to show the comments ferry writes. It
-// serves under /api/v3/, as GitHub Enterprise Server does, which is where
-// go-github sends requests when given the server's URL.
+// serves under /api/v3/ (and the one GraphQL query ferry sends, the
+// token's login, under /api/graphql), as GitHub Enterprise Server does,
+// which is where go-github sends requests when given the server's URL.
 //
 // It also delivers webhooks the way GitHub does (Deliver), signed with
 // X-Hub-Signature-256.

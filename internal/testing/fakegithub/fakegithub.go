@@ -38,6 +38,7 @@ type Server struct {
 	faults      []fault
 	gate        chan struct{} // when set, every request waits for it to close
 	outage      outage
+	personal    bool // the token is a person's, not an installation's: GET /user answers
 }
 
 // Comment is an issue comment on a pull request.
@@ -106,6 +107,8 @@ func New(owner, repo, token string) *Server {
 	mux.HandleFunc("GET "+base+"/pulls/{number}", f.getPull)
 	mux.HandleFunc("GET "+base+"/pulls/{number}/files", f.listFiles)
 	mux.HandleFunc("GET "+base+"/collaborators/{login}/permission", f.permission)
+	mux.HandleFunc("GET /api/v3/user", f.authenticatedUser)
+	mux.HandleFunc("POST /api/graphql", f.graphql)
 	f.srv = httptest.NewServer(f.middleware(mux))
 	f.URL = f.srv.URL
 	return f

@@ -60,7 +60,7 @@ func (f *Server) middleware(next http.Handler) http.Handler {
 		w.Header().Set("X-RateLimit-Remaining", "4999")
 		w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(time.Now().Add(time.Hour).Unix(), 10))
 		w.Header().Set("X-RateLimit-Resource", "core")
-		if !strings.HasPrefix(r.URL.Path, "/api/v3/repos/"+f.Owner+"/"+f.Repo+"/") {
+		if !strings.HasPrefix(r.URL.Path, "/api/v3/repos/"+f.Owner+"/"+f.Repo+"/") && r.URL.Path != "/api/v3/user" && r.URL.Path != "/api/graphql" {
 			notFound(w)
 			return
 		}
