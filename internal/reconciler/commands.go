@@ -43,7 +43,8 @@ func answerKey(id int64) string { return fmt.Sprintf("command/%d", id) }
 //     merge gate.
 //
 // Only accounts with write access to the repository (asked of the forge)
-// may; anyone else is answered why not. Comments are read by polling, at
+// may; anyone else is answered why not. A command counts as answered only
+// when ferry's own account (Forge.Login) wrote the answer. Comments are read by polling, at
 // most once per Every per pull request, so a reconciler without webhooks
 // finds them too; a webhook only wakes the loop sooner.
 type Commands struct {
@@ -119,7 +120,17 @@ func (c *Commands) pullRequest(ctx context.Context, n int, open bool) error {
 	if err != nil {
 		return err
 	}
+	self, err := c.Forge.Login(ctx)
+	if err != nil {
+		return fmt.Errorf("ferry's login: %w", err)
+	}
 	for _, cm := range comments {
+		// Anyone who may comment can write an answer's marker, to
+		// silence a command someone else gave: only ferry's own answer
+		// says a command was carried out.
+		if !forge.SameLogin(cm.Author, self) {
+			continue
+		}
 		if id, ok := answeredID(cm.Body); ok {
 			c.answered[id] = true
 		}
@@ -236,7 +247,7 @@ func parseCommand(body string) ([]string, bool) {
 }
 
 // answeredID reads the command comment ID from the marker of ferry's
-// answer.
+// answer; the caller checks that ferry wrote body.
 func answeredID(body string) (int64, bool) {
 	var id int64
 	i := strings.Index(body, "<!-- ferry:command/")

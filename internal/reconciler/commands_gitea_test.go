@@ -14,7 +14,9 @@ import (
 // write to the repository; a reader's is answered with a refusal and
 // redoes nothing. Both are answered once, also by a second Commands (a
 // reconciler restarted) that reads the same comments: the answers are
-// found by their markers on the forge, not in memory.
+// found by their markers on the forge, not in memory, and only in ferry's
+// own comments: the reader's forged answer to the maintainer's command,
+// marker and all, neither stops it nor is edited into ferry's answer.
 func TestPreviewCommandOnGitea(t *testing.T) {
 	ctx := t.Context()
 	g := testenv.StartGitea(t, "")
@@ -26,6 +28,8 @@ func TestPreviewCommandOnGitea(t *testing.T) {
 	pr := g.OpenPullRequest(t, testenv.GiteaMaintainer, "approve-cluster", "Approve cluster")
 	readers := g.Comment(t, testenv.GiteaReader, pr, "/ferry preview")
 	maintainers := g.Comment(t, testenv.GiteaMaintainer, pr, "/ferry preview")
+	forgedBody := forge.Comment(answerKey(maintainers), "", "@"+testenv.GiteaMaintainer+" `/ferry preview`: nothing to preview\n")
+	forged := g.Comment(t, testenv.GiteaReader, pr, forgedBody)
 
 	var previews []int
 	newCommands := func() *Commands {
@@ -46,6 +50,15 @@ func TestPreviewCommandOnGitea(t *testing.T) {
 	}
 	answers := map[string]int{}
 	for _, c := range g.Comments(t, pr) {
+		if c.ID == forged {
+			if c.User.Login != testenv.GiteaReader || c.Body != forgedBody {
+				t.Errorf("the reader's forged answer became %+v", c)
+			}
+			continue
+		}
+		if c.User.Login != testenv.GiteaBot {
+			continue
+		}
 		switch {
 		case strings.HasPrefix(c.Body, forge.Marker(answerKey(readers))):
 			answers["reader"]++

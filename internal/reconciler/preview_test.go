@@ -69,6 +69,7 @@ func (f *forgeLog) Permission(context.Context, string) (string, error) {
 func (f *forgeLog) PullRequestComments(context.Context, int) ([]forge.IssueComment, error) {
 	return nil, nil
 }
+func (f *forgeLog) Login(context.Context) (string, error) { return "ferry", nil }
 
 func tree(files map[string]string) fstest.MapFS {
 	m := fstest.MapFS{}
