@@ -6,13 +6,13 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/secretfile"
 )
 
@@ -89,27 +89,21 @@ func parseEndpoint(raw string) (endpoint, error) {
 
 // RedactURL returns a repository URL fit for a log line or an error: the
 // user information of an http(s) or file URL is replaced by "***" (a token
-// is often passed as the user name), the password of an ssh URL is dropped
-// and its user kept (the SSH login, such as "git", is no secret). A string
-// that does not parse is not echoed at all.
+// is often passed as the user name) and its query string too
+// (internal/redact's URL), the password of an ssh URL is dropped and its
+// user kept (the SSH login, such as "git", is no secret). A string that
+// does not parse is not echoed at all.
 func RedactURL(raw string) string {
 	ep, err := transport.NewEndpoint(raw)
 	if err != nil {
 		return "<unparsable URL>"
 	}
-	hadUser := ep.User != "" || ep.Password != ""
-	red := *ep
-	red.Password = ""
-	if red.Protocol != "ssh" {
-		red.User = ""
+	if ep.Protocol == "ssh" {
+		red := *ep
+		red.Password = ""
+		return red.String()
 	}
-	s := red.String()
-	if hadUser && red.Protocol != "ssh" {
-		if i := strings.Index(s, "://"); i >= 0 {
-			s = s[:i+3] + "***@" + s[i+3:]
-		}
-	}
-	return s
+	return redact.URL(ep.String())
 }
 
 // check refuses an Auth that does not fit the URL's protocol, before the
@@ -158,8 +152,10 @@ func (a Auth) check(e endpoint) error {
 
 // method builds the go-git auth method from the files, read now so that a
 // rotated secret is picked up. It also returns the secret values, which
-// scrub keeps out of error messages.
-func (a Auth) method(e endpoint) (transport.AuthMethod, []string, error) {
+// scrub keeps out of error messages, and registers them with
+// internal/redact, which keeps them out of every log line and status.
+func (a Auth) method(e endpoint) (_ transport.AuthMethod, secrets []string, _ error) {
+	defer func() { redact.Register(secrets...) }()
 	switch {
 	case e.protocol == "ssh":
 		return a.sshMethod(e)
@@ -254,41 +250,10 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// scrub returns err unchanged unless its message contains one of the
-// secrets; then it returns an error whose message has them replaced, which
-// still answers errors.Is and errors.As for the original but does not
-// unwrap to it, so that no caller can print the original by accident.
-// go-git never sees a URL with credentials, so this is a second line of
-// defence, against a server or library that echoes what it was sent.
-func scrub(err error, secrets []string) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	leaked := false
-	for _, s := range secrets {
-		// Very short values would blank ordinary words; no real token is
-		// that short.
-		if len(s) >= 4 && strings.Contains(msg, s) {
-			msg = strings.ReplaceAll(msg, s, "***")
-			leaked = true
-		}
-	}
-	if !leaked {
-		return err
-	}
-	return &scrubbedError{msg: msg, err: err}
-}
-
-type scrubbedError struct {
-	msg string
-	err error
-}
-
-func (e *scrubbedError) Error() string { return e.msg }
-
-// Is lets errors.Is see the original error.
-func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
-
-// As lets errors.As see the original error.
-func (e *scrubbedError) As(target any) bool { return errors.As(e.err, target) }
+// scrub returns err with the secrets of one remote masked, besides every
+// value registered with internal/redact and any URL's credentials
+// (redact.Error: errors.Is and errors.As still see the original, which
+// it does not unwrap to). go-git never sees a URL with credentials, so
+// this is a second line of defence, against a server or library that
+// echoes what it was sent.
+func scrub(err error, secrets []string) error { return redact.Error(err, secrets...) }

@@ -13,6 +13,7 @@ func TestRedactURL(t *testing.T) {
 		{"https://user:tok3n@github.com/org/plans.git", "https://***@github.com/org/plans.git"},
 		{"https://ghp_tok3n@github.com/org/plans.git", "https://***@github.com/org/plans.git"},
 		{"http://user:tok3n@127.0.0.1:8080/plans.git", "http://***@127.0.0.1:8080/plans.git"},
+		{"https://gitlab.example/org/plans.git?private_token=tok3n", "https://gitlab.example/org/plans.git?***"},
 		{"ssh://git@github.com/org/plans.git", "ssh://git@github.com/org/plans.git"},
 		{"ssh://git:pa55@github.com:2222/org/plans.git", "ssh://git@github.com:2222/org/plans.git"},
 		{"git@github.com:org/plans.git", "ssh://git@github.com/org/plans.git"},
