@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	neturl "net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -21,8 +25,15 @@ type BusOptions struct {
 	URL string
 	// DataDir holds the embedded server's store (DataDir/jetstream).
 	DataDir string
-	// CredsFile is a NATS credentials file for the external cluster.
+	// CredsFile is a NATS credentials file for the external cluster (a
+	// user's JWT and key, as NATS's operator mode issues them).
 	CredsFile string
+	// User and PasswordFile are a user of the external cluster and the
+	// file holding its password, as the servers' own accounts configure
+	// them (the NATS Helm chart's config.merge.accounts). Each role has a
+	// user of its own (RolePermissions says what it may do), so that an
+	// executor's password publishes no step and a reconciler's no result.
+	User, PasswordFile string
 	// TLSCA, TLSCert and TLSKey configure TLS to the external cluster:
 	// the CA bundle to verify it, and a client certificate and key.
 	TLSCA, TLSCert, TLSKey string
@@ -46,10 +57,24 @@ type Bus struct {
 	Replication Replication
 }
 
+// ErrCredentials is returned (wrapped) by Connect when the credentials
+// options do not go together or cannot be read: a user without its
+// password file or the other way round, or both a user and a credentials
+// file.
+var ErrCredentials = errors.New("NATS credentials")
+
+// maxPasswordFile bounds what Connect reads of BusOptions.PasswordFile: a
+// password is short, and the file is an input like any other.
+const maxPasswordFile = 4 << 10
+
 // Connect reaches the bus (starting the embedded server when no URL is
 // given) and ensures the streams with opts.Replicas, logging how many
 // replicas they have and why. Everything after it is the same code path
 // for both. Replicas the servers cannot hold fail it with ErrReplicas.
+//
+// The embedded server listens on no port: this connection reaches it in
+// process, and no other process can (EmbeddedOptions). An external
+// cluster is reached with opts' credentials and TLS.
 func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 	b := &Bus{}
 	name := opts.Name
@@ -70,24 +95,28 @@ func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 		url = ns.ClientURL()
 		copts = append(copts, nats.InProcessServer(ns))
 	}
-	if opts.CredsFile != "" {
-		copts = append(copts, nats.UserCredentials(opts.CredsFile))
+	auth, err := opts.auth()
+	if err != nil {
+		b.Close()
+		return nil, err
 	}
+	copts = append(copts, auth...)
 	if opts.TLSCA != "" {
 		copts = append(copts, nats.RootCAs(opts.TLSCA))
 	}
 	if opts.TLSCert != "" || opts.TLSKey != "" {
 		copts = append(copts, nats.ClientCert(opts.TLSCert, opts.TLSKey))
 	}
+	where := RedactURL(url)
 	nc, err := nats.Connect(url, copts...)
 	if err != nil {
 		b.Close()
-		return nil, fmt.Errorf("connect to NATS at %s: %w", url, err)
+		return nil, fmt.Errorf("connect to NATS at %s: %w", where, err)
 	}
 	b.Conn = nc
 	if b.JS, err = jetstream.New(nc); err != nil {
 		b.Close()
-		return nil, fmt.Errorf("JetStream at %s: %w", url, err)
+		return nil, fmt.Errorf("JetStream at %s: %w", where, err)
 	}
 	if b.Replication, err = EnsureStreamsReplicas(ctx, b.JS, opts.Replicas); err != nil {
 		b.Close()
@@ -96,6 +125,69 @@ func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 	logging.From(ctx).Info("event streams in place", "streams", []string{StreamSteps, StreamResults},
 		"replicas", b.Replication.Replicas, "why", b.Replication.Reason)
 	return b, nil
+}
+
+// auth is how the connection authenticates: a credentials file, or a
+// user and the password read from its file.
+func (opts BusOptions) auth() ([]nats.Option, error) {
+	switch {
+	case opts.User != "" && opts.CredsFile != "":
+		return nil, fmt.Errorf("%w: a user (%s) and a credentials file (%s); give one", ErrCredentials, opts.User, opts.CredsFile)
+	case opts.User != "" && opts.PasswordFile == "":
+		return nil, fmt.Errorf("%w: user %s without a password file", ErrCredentials, opts.User)
+	case opts.User == "" && opts.PasswordFile != "":
+		return nil, fmt.Errorf("%w: a password file (%s) without a user", ErrCredentials, opts.PasswordFile)
+	case opts.CredsFile != "":
+		return []nats.Option{nats.UserCredentials(opts.CredsFile)}, nil
+	case opts.User != "":
+		password, err := readPassword(opts.PasswordFile)
+		if err != nil {
+			return nil, err
+		}
+		return []nats.Option{nats.UserInfo(opts.User, password)}, nil
+	}
+	return nil, nil
+}
+
+// readPassword reads a password file, without its trailing newline.
+func readPassword(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: read password file: %w", ErrCredentials, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPasswordFile+1))
+	if err != nil {
+		return "", fmt.Errorf("%w: read password file %s: %w", ErrCredentials, path, err)
+	}
+	if len(b) > maxPasswordFile {
+		return "", fmt.Errorf("%w: password file %s is over %d bytes", ErrCredentials, path, maxPasswordFile)
+	}
+	password := strings.TrimRight(string(b), "\r\n")
+	if password == "" {
+		return "", fmt.Errorf("%w: password file %s is empty", ErrCredentials, path)
+	}
+	return password, nil
+}
+
+// RedactURL is a NATS URL, or a comma-separated list of them, with the
+// user information's secret replaced: the password of user:password, the
+// token of a URL whose user is a token. Logs and errors show it instead.
+func RedactURL(s string) string {
+	urls := strings.Split(s, ",")
+	for i, raw := range urls {
+		u, err := neturl.Parse(strings.TrimSpace(raw))
+		if err != nil || u.User == nil {
+			continue
+		}
+		if _, ok := u.User.Password(); ok {
+			u.User = neturl.UserPassword(u.User.Username(), "redacted")
+		} else {
+			u.User = neturl.User("redacted")
+		}
+		urls[i] = u.String()
+	}
+	return strings.Join(urls, ",")
 }
 
 // Close drains the connection and stops the embedded server, if any.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestConnect: the embedded default and an external server by URL end up
@@ -22,7 +23,7 @@ func TestConnect(t *testing.T) {
 		t.Fatal("no embedded server without a URL")
 	}
 	// An "external" cluster: a server this bus reaches by URL over TCP.
-	external, err := events.Connect(ctx, events.BusOptions{URL: embedded.Server.ClientURL(), Name: "ferry-test"})
+	external, err := events.Connect(ctx, events.BusOptions{URL: testenv.StartNATS(t).URL, Name: "ferry-test"})
 	if err != nil {
 		t.Fatal(err)
 	}

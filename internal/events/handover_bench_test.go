@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/logging"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // BenchmarkDeadExecutorHandover measures, with the workers' default
@@ -20,12 +21,12 @@ import (
 func BenchmarkDeadExecutorHandover(b *testing.B) {
 	ctx, cancel := context.WithCancel(logging.With(context.Background(), quiet))
 	defer cancel()
-	bb, err := events.Connect(ctx, events.BusOptions{DataDir: b.TempDir()})
+	url := testenv.StartNATS(b).URL
+	bb, err := events.Connect(ctx, events.BusOptions{URL: url})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer bb.Close()
-	url := bb.Server.ClientURL()
 	// The replica that lives on, on a connection of its own.
 	started := make(chan time.Time, 16)
 	live, err := nats.Connect(url)

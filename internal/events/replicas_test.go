@@ -290,7 +290,7 @@ func TestStreamsSingleServer(t *testing.T) {
 			t.Errorf("%s has %d replicas; want 1", name, got)
 		}
 	}
-	_, err := events.Connect(ctx, events.BusOptions{URL: b.Server.ClientURL(), Replicas: 3})
+	_, err := events.Connect(ctx, events.BusOptions{URL: testenv.StartNATS(t).URL, Replicas: 3})
 	if !errors.Is(err, events.ErrReplicas) || !strings.Contains(fmt.Sprint(err), "--nats-replicas 3") || !strings.Contains(fmt.Sprint(err), "not in a cluster") {
 		t.Errorf("Connect with 3 replicas to one server: %v; want ErrReplicas naming --nats-replicas 3", err)
 	}

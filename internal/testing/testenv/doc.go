@@ -4,7 +4,8 @@
 //   - StartKube: a Kubernetes API server and etcd (controller-runtime envtest
 //     over the binaries that `make tools` builds) with the CRDs of CAPI core,
 //     kubeadm bootstrap and control plane, CAPO and KamajiControlPlane;
-//   - StartNATS: an embedded NATS server with JetStream on a random port and
+//   - StartNATS: an embedded NATS server with JetStream on a random port,
+//     taking only clients with its random token (its URL carries it), and
 //     a temporary file store;
 //   - StartGit: a Git server over http:// (git http-backend) serving a bare
 //     repository seeded from a directory of files.
@@ -16,7 +17,7 @@
 // webhooks (StartGitea), the CAPI and CAPO managers as processes
 // (StartManagers), a scheduler, a controller manager and hollow kubelets
 // for a workload API server (Kube.RunPods), a three-node NATS cluster
-// (StartNATSCluster), Git over SSH (StartSSHGit), a plans repository whose
+// whose users have the permissions of ferry's roles (StartNATSCluster), Git over SSH (StartSSHGit), a plans repository whose
 // pull requests the GitHub stand-in serves (NewPlansRepo), the stand-ins for
 // controllers that cannot run here (StartDockerStandIn,
 // StartKamajiStandIn, StartControllerStandIns, StartKubelet), and the

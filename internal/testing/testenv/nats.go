@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"net"
+	"net/url"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -13,26 +14,31 @@ import (
 // NATS is a running embedded NATS server with JetStream and a client
 // connected to it over TCP.
 type NATS struct {
-	Server    *server.Server
+	Server *server.Server
+	// URL is the server's client URL with its token as the user,
+	// nats://TOKEN@127.0.0.1:PORT: what ferry's --nats-url and nats.Connect
+	// take. A client without the token is refused.
 	URL       string
 	Conn      *nats.Conn
 	JetStream jetstream.JetStream
 
 	// storeDir is JetStream's file store, kept so that Restart can start
-	// the new server on the same streams.
-	storeDir string
+	// the new server on the same streams; token is the clients' token.
+	storeDir, token string
 }
 
-// StartNATS starts the same embedded server that ferry runs by default, on a
-// random port with its file store in a temporary directory.
+// StartNATS starts the same embedded server that ferry runs by default,
+// listening on a random port of 127.0.0.1 for the tests' clients and
+// processes, with a random token that each must present (in URL), and its
+// file store in a temporary directory.
 func StartNATS(t T) *NATS {
 	t.Helper()
-	n := &NATS{storeDir: t.TempDir()}
-	ns, err := events.StartEmbedded(events.EmbeddedOptions{StoreDir: n.storeDir})
+	n := &NATS{storeDir: t.TempDir(), token: randomHex(16)}
+	ns, err := events.StartEmbedded(events.EmbeddedOptions{StoreDir: n.storeDir, Listen: true, Token: n.token})
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	n.Server, n.URL = ns, ns.ClientURL()
+	n.Server, n.URL = ns, withUser(ns.ClientURL(), url.User(n.token))
 	// n.Server, not ns: after a Restart the server to stop is the new one.
 	t.Cleanup(func() {
 		n.Server.Shutdown()
@@ -40,7 +46,7 @@ func StartNATS(t T) *NATS {
 	})
 	n.Conn, err = nats.Connect(n.URL, nats.Name("ferry-testenv"))
 	if err != nil {
-		t.Fatalf("testenv: connect to NATS at %s: %v", n.URL, err)
+		t.Fatalf("testenv: connect to NATS at %s: %v", ns.ClientURL(), err)
 	}
 	t.Cleanup(n.Conn.Close) // runs before the server's shutdown
 	n.JetStream, err = jetstream.New(n.Conn)
@@ -61,17 +67,30 @@ func (n *NATS) Restart(t T) {
 	t.Helper()
 	addr, ok := n.Server.Addr().(*net.TCPAddr)
 	if !ok {
-		t.Fatalf("testenv: NATS at %s listens on %v, not TCP", n.URL, n.Server.Addr())
+		t.Fatalf("testenv: NATS at %s listens on %v, not TCP", n.Server.ClientURL(), n.Server.Addr())
 	}
 	n.Server.Shutdown()
 	n.Server.WaitForShutdown()
 	ns, err := events.StartEmbedded(events.EmbeddedOptions{
 		StoreDir: n.storeDir,
+		Listen:   true,
 		Host:     addr.IP.String(),
 		Port:     addr.Port,
+		Token:    n.token,
 	})
 	if err != nil {
-		t.Fatalf("testenv: restart NATS at %s: %v", n.URL, err)
+		t.Fatalf("testenv: restart NATS on %s: %v", addr, err)
 	}
 	n.Server = ns
+}
+
+// withUser is a client URL with user information: a token, or a user and
+// password.
+func withUser(clientURL string, user *url.Userinfo) string {
+	u, err := url.Parse(clientURL)
+	if err != nil {
+		return clientURL // the server's own URL: it parses
+	}
+	u.User = user
+	return u.String()
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,9 +29,16 @@ const natsClusterReady = 60 * time.Second
 // node has its own client port, route port and file store, so a node can
 // be stopped and restarted on the same streams, and each route goes
 // through a fault proxy (Proxy), so a node can be cut off from the others.
+//
+// Its clients authenticate as a user: one per role of ferry
+// (events.Roles), allowed what events.RolePermissions allows and nothing
+// else, as docs/install.md sets up a production cluster, and the test's
+// own, allowed everything. A client without a user is refused.
 type NATSCluster struct {
 	// URL lists the client URLs of every node, comma-separated, as
-	// ferry's --nats-url and nats.Connect take them.
+	// ferry's --nats-url and nats.Connect take them, with the test's own
+	// user in each (nats://testenv:PASSWORD@host:port): every permission.
+	// ferry's processes take RoleFlags or RoleOptions instead.
 	URL string
 	// Conn is a client connected to the cluster (any node; it fails over)
 	// and JetStream its JetStream context.
@@ -41,7 +49,18 @@ type NATSCluster struct {
 	// links are the routes: one proxy per ordered pair of nodes, the first
 	// dialing the second through it.
 	links []natsLink
+	// admin is the test's own user; passwordFiles hold each role's
+	// password, named after the role's user (natsRoleUser).
+	admin         *url.Userinfo
+	passwordFiles map[events.Role]string
 }
+
+// natsAdmin is the user of the test's own clients.
+const natsAdmin = "testenv"
+
+// natsRoleUser is the user of a role: ferry-reconciler, ferry-executor, as
+// docs/install.md names them.
+func natsRoleUser(role events.Role) string { return "ferry-" + string(role) }
 
 // natsNode is one node: its options, which a restart reuses, and the
 // server running now (nil while stopped).
@@ -75,7 +94,23 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 	if n < 1 {
 		t.Fatalf("testenv: a NATS cluster of %d nodes", n)
 	}
-	c := &NATSCluster{nodes: make([]*natsNode, n)}
+	c := &NATSCluster{nodes: make([]*natsNode, n), admin: url.UserPassword(natsAdmin, randomHex(16)), passwordFiles: map[events.Role]string{}}
+	adminPassword, _ := c.admin.Password()
+	users := []*server.User{{Username: natsAdmin, Password: adminPassword}}
+	secrets := t.TempDir()
+	for _, role := range events.Roles {
+		password := randomHex(16)
+		file := filepath.Join(secrets, natsRoleUser(role))
+		if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		c.passwordFiles[role] = file
+		perms := events.RolePermissions(role)
+		users = append(users, &server.User{Username: natsRoleUser(role), Password: password, Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: perms.Publish},
+			Subscribe: &server.SubjectPermission{Allow: perms.Subscribe},
+		}})
+	}
 	routeAddrs := make([]string, n)
 	for i := range c.nodes {
 		routeAddrs[i] = FreeAddr(t)
@@ -101,6 +136,7 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 			// each claim three quarters of its memory for placement.
 			JetStreamMaxMemory: 256 << 20,
 			JetStreamMaxStore:  4 << 30,
+			Users:              users,
 			Cluster: server.ClusterOpts{
 				Name: "ferry-test",
 				Host: "127.0.0.1",
@@ -120,7 +156,7 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 			}
 		}
 		c.nodes[i] = &natsNode{name: opts.ServerName, opts: opts, clientAt: clientAddr}
-		urls[i] = "nats://" + clientAddr
+		urls[i] = c.ClientURL(i)
 	}
 	c.URL = strings.Join(urls, ",")
 	// Registered before the nodes start, so it runs after the clients'
@@ -151,7 +187,7 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 	var err error
 	c.Conn, err = nats.Connect(c.URL, nats.Name("ferry-testenv"), nats.MaxReconnects(-1))
 	if err != nil {
-		t.Fatalf("testenv: connect to the NATS cluster at %s: %v", c.URL, err)
+		t.Fatalf("testenv: connect to the NATS cluster at %s: %v", events.RedactURL(c.URL), err)
 	}
 	t.Cleanup(c.Conn.Close)
 	c.JetStream, err = jetstream.New(c.Conn)
@@ -256,8 +292,34 @@ func (c *NATSCluster) Len() int { return len(c.nodes) }
 // information names peers and leaders.
 func (c *NATSCluster) Name(i int) string { return c.nodes[i].name }
 
-// ClientURL is the client URL of node i alone.
-func (c *NATSCluster) ClientURL(i int) string { return "nats://" + c.nodes[i].clientAt }
+// ClientURL is the client URL of node i alone, with the test's own user
+// in it, as in URL.
+func (c *NATSCluster) ClientURL(i int) string {
+	return (&url.URL{Scheme: "nats", User: c.admin, Host: c.nodes[i].clientAt}).String()
+}
+
+// RoleOptions are the bus options of a ferry process of role: the client
+// URLs of the nodes given (every node without any), without user
+// information, and the role's user and password file.
+func (c *NATSCluster) RoleOptions(role events.Role, nodes ...int) events.BusOptions {
+	if len(nodes) == 0 {
+		for i := range c.nodes {
+			nodes = append(nodes, i)
+		}
+	}
+	urls := make([]string, len(nodes))
+	for j, i := range nodes {
+		urls[j] = "nats://" + c.nodes[i].clientAt
+	}
+	return events.BusOptions{URL: strings.Join(urls, ","), User: natsRoleUser(role), PasswordFile: c.passwordFiles[role]}
+}
+
+// RoleFlags are RoleOptions(role) as ferry's flags: --nats-url,
+// --nats-user and --nats-password-file.
+func (c *NATSCluster) RoleFlags(role events.Role) []string {
+	o := c.RoleOptions(role)
+	return []string{"--nats-url", o.URL, "--nats-user", o.User, "--nats-password-file", o.PasswordFile}
+}
 
 // Server is node i's running server, nil while it is stopped.
 func (c *NATSCluster) Server(i int) *server.Server { return c.nodes[i].running() }

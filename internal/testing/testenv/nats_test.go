@@ -1,10 +1,12 @@
 package testenv_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
@@ -18,6 +20,13 @@ func TestNATS(t *testing.T) {
 	n := testenv.StartNATS(t)
 	ctx := t.Context()
 	js := n.JetStream
+	// Only a client with the token in n.URL gets in.
+	if nc, err := nats.Connect(n.Server.ClientURL()); !errors.Is(err, nats.ErrAuthorization) {
+		if err == nil {
+			nc.Close()
+		}
+		t.Errorf("connect without the token: %v; want %v", err, nats.ErrAuthorization)
+	}
 
 	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name:       "SMOKE",
