@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -16,6 +17,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
+	"github.com/ferry-dev/ferry/internal/planner"
 )
 
 // PreviewKey is the comment key of the preview on a pull request.
@@ -35,7 +37,17 @@ type PullSource interface {
 // a plan file: for each changed file, its validation errors with file and
 // line, or the steps `reconciler plan` prints for it against the live
 // clusters, or what removing it does. The comment is edited in place on
-// every push to the pull request. Each such pull request's head also gets
+// every push to the pull request.
+//
+// Anyone who can open a pull request, from a fork too, chooses what its
+// head holds, so the preview reads it within bounds: a plan file over
+// planfile.MaxSize is refused by its size and never read, and the plans
+// directory within Limits. And only a pull request from a branch of the
+// repository itself, opened by an account that may write to it, is
+// previewed against the live clusters and cloud; any other's shows the
+// plan alone (its validation, settings and phases): the live state's
+// names, IDs and errors are not for outsiders to read, nor its
+// observation theirs to cause. Each such pull request's head also gets
 // the merge gate, the commit status GateContext (see gate): pending while
 // previewing, then success or failure with the reason, again whenever the
 // tracked branch or another pull request changes the verdict.
@@ -68,6 +80,11 @@ type Previews struct {
 	// StatusURL is the target URL of the gate's commit status; empty:
 	// the pull request's page.
 	StatusURL string
+	// Limits bound how many plan files of a pull request's plans
+	// directory are read, and how many bytes of them, all plans in it
+	// counted, not only those it changes. Zero fields:
+	// DefaultPreviewLimits'.
+	Limits planfile.Limits
 
 	heads     map[int]string     // pull heads when the last pass completed
 	base      string             // the branch revision of the last completed pass
@@ -77,6 +94,12 @@ type Previews struct {
 	gated     map[int]string     // pull request -> head, state and description of its gate
 	unlisted  map[int]unlisted   // heads Git lists and the API did not
 }
+
+// DefaultPreviewLimits bound what a preview reads of a pull request's
+// plans directory: a plan is a page of YAML, so these hold hundreds of
+// plans while bounding the memory a pull request can make the reconciler
+// use (a decoded file takes several times its size).
+var DefaultPreviewLimits = planfile.Limits{Files: 256, Bytes: 4 << 20}
 
 // unlisted is a pull-request head the forge's API did not list, since when.
 type unlisted struct {
@@ -200,7 +223,10 @@ type loadedPull struct {
 	changed []string
 	valid   map[string]*planfile.File
 	invalid map[string]planfile.Errors
-	fsys    fs.FS
+	// over says how the plans directory exceeds Limits; then nothing of
+	// it was read, and every changed file counts as invalid for the gate.
+	over *planfile.LimitError
+	fsys fs.FS
 }
 
 // load reads the head of pr when it is new and pr changes (or changed)
@@ -223,18 +249,29 @@ func (p *Previews) load(ctx context.Context, pr forge.PullRequest) (*loadedPull,
 	if err != nil {
 		return nil, err
 	}
-	files, err := planfile.LoadFS(fsys, p.Path)
+	lim := p.Limits
+	if lim.Files == 0 {
+		lim.Files = DefaultPreviewLimits.Files
+	}
+	if lim.Bytes == 0 {
+		lim.Bytes = DefaultPreviewLimits.Bytes
+	}
+	files, err := planfile.LoadFSWithin(fsys, p.Path, lim)
 	var problems planfile.Errors
-	if err != nil && !errors.As(err, &problems) {
+	var over *planfile.LimitError
+	if err != nil && !errors.As(err, &problems) && !errors.As(err, &over) {
 		return nil, err
 	}
-	l := &loadedPull{changed: changed, valid: map[string]*planfile.File{}, invalid: byFile(problems), fsys: fsys}
+	l := &loadedPull{changed: changed, valid: map[string]*planfile.File{}, invalid: byFile(problems), over: over, fsys: fsys}
 	for _, f := range files {
 		l.valid[f.Path] = f
 	}
 	pp := &pullPlans{head: pr.HeadSHA, title: pr.Title}
 	for _, path := range changed {
 		cf := changedFile{path: path, problems: len(l.invalid[path])}
+		if over != nil {
+			cf.problems = 1 // not read: the gate must not pass it
+		}
 		if f := l.valid[path]; f != nil && cf.problems == 0 {
 			cf.plan = f.Plan
 		}
@@ -252,13 +289,37 @@ func (p *Previews) preview(ctx context.Context, pr forge.PullRequest, l *loadedP
 		if err := p.setGate(ctx, pr, forge.StatePending, fmt.Sprintf("previewing %d plan file(s)", len(l.changed))); err != nil {
 			return err
 		}
-		if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, p.render(ctx, pr, l, v, record)); err != nil {
+		outsider, err := p.outsider(ctx, pr)
+		if err != nil {
 			return err
 		}
-		logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(l.changed), "gate", v.state)
+		if err := p.Forge.UpsertComment(ctx, pr.Number, PreviewKey, p.render(ctx, pr, l, v, outsider, record)); err != nil {
+			return err
+		}
+		logging.From(ctx).Info("pull request previewed", "pr", pr.Number, "head", short(pr.HeadSHA), "plan_files", len(l.changed), "gate", v.state, "live", outsider == "")
 		p.shown[pr.Number] = shows
 	}
 	return p.setGate(ctx, pr, v.state, v.description())
+}
+
+// outsider says why pr's preview must not show the live state: its head
+// is a fork's, or its author may not write to the repository (the same
+// rule as for `/ferry` commands); "" when it may.
+func (p *Previews) outsider(ctx context.Context, pr forge.PullRequest) (string, error) {
+	switch {
+	case pr.Fork:
+		return "it comes from a fork", nil
+	case pr.Author == "":
+		return "its author is not known", nil
+	}
+	perm, err := p.Forge.Permission(ctx, pr.Author)
+	if err != nil {
+		return "", fmt.Errorf("permission of %s: %w", pr.Author, err)
+	}
+	if !forge.CanWrite(perm) {
+		return fmt.Sprintf("its author @%s has %s access to the repository, not write", pr.Author, perm), nil
+	}
+	return "", nil
 }
 
 // setGate sets the gate's commit status on pr's head unless it says that
@@ -320,8 +381,9 @@ func (p *Previews) planFiles(files []string) []string {
 }
 
 // render writes the preview of a pull request's plan files at its head,
-// after the gate's verdict.
-func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPull, v verdict, record func(string) observed.Record) string {
+// after the gate's verdict. outsider is why it shows the plans alone, ""
+// when it shows their steps against the live state.
+func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPull, v verdict, outsider string, record func(string) observed.Record) string {
 	ctx = observed.WithRepo(ctx, l.fsys)
 	var b strings.Builder
 	if v.state == forge.StateFailure {
@@ -330,6 +392,14 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPu
 			fmt.Fprintf(&b, "- %s\n", r)
 		}
 		b.WriteString("\n")
+	}
+	if l.over != nil {
+		fmt.Fprintf(&b, "#### Not previewed\n\n%s: a preview reads at most %d plan files, and %d bytes of them, all plans in `%s/` counted, so that any pull request costs a bounded amount of work. Nothing in `%s/` was read, so `%s` cannot pass; make the directory smaller, or preview with `reconciler plan`.\n\n",
+			l.over.Error(), l.over.Limits.Files, l.over.Limits.Bytes, p.Path, p.Path, GateContext)
+		return forge.Comment(PreviewKey, fmt.Sprintf("ferry preview of #%d at %s", pr.Number, short(pr.HeadSHA)), b.String())
+	}
+	if outsider != "" && len(l.changed) > 0 {
+		fmt.Fprintf(&b, "This preview shows each plan alone, not the steps it takes: %s, and only a pull request from a branch of this repository by an author with write access is previewed against the live clusters and cloud.\n\n", outsider)
 	}
 	if len(l.changed) == 0 {
 		b.WriteString("This pull request no longer changes plan files.\n")
@@ -344,6 +414,10 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPu
 			b.WriteString("```\n\n")
 		case f == nil:
 			fmt.Fprintf(&b, "#### `%s`: removed\n\nMerging this stops the migration of the plan this file held before its next step; nothing is rolled back or deleted (a rollback is asked with `spec.rollback`, before the file goes).\n\n", file)
+		case outsider != "":
+			fmt.Fprintf(&b, "#### `%s`: plan `%s`, valid\n\n```text\n", file, f.Plan.Metadata.Name)
+			b.WriteString(planAlone(f.Plan))
+			b.WriteString("```\n\n")
 		default:
 			fmt.Fprintf(&b, "#### `%s`: plan `%s`\n\n```text\n", file, f.Plan.Metadata.Name)
 			b.WriteString(p.plan(ctx, f, record))
@@ -352,6 +426,46 @@ func (p *Previews) render(ctx context.Context, pr forge.PullRequest, l *loadedPu
 	}
 	title := fmt.Sprintf("ferry preview of #%d at %s", pr.Number, short(pr.HeadSHA))
 	return forge.Comment(PreviewKey, title, b.String())
+}
+
+// planAlone is what the plan asks for, read from it alone: its settings
+// with the defaults applied and its phases, approved or not, as
+// `reconciler plan` heads its output. Nothing is observed.
+func planAlone(p *v1alpha1.MigrationPlan) string {
+	var b strings.Builder
+	s := p.Spec
+	fmt.Fprintf(&b, "Plan %s: cluster %s/%s, strategy %s, control plane %s\n", p.Metadata.Name, s.Cluster.Namespace, s.Cluster.Name, s.Strategy, s.Target.ControlPlane.Provider)
+	approve := s.Approve
+	if approve == "" {
+		approve = "(nothing)"
+	}
+	fmt.Fprintf(&b, "Approved up to: %s\n", approve)
+	rollback, rollingBack := p.RollbackTo()
+	if rollingBack {
+		fmt.Fprintf(&b, "Rolling back to: %s (every phase after it is undone, the last first)\n", s.Rollback.To)
+	}
+	b.WriteString("\nSettings (defaults applied):\n")
+	for _, line := range planner.Settings(p) {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	b.WriteString("\nPhases:\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	approved := p.PhaseIndex(s.Approve)
+	for i, ph := range p.Phases() {
+		what := "not approved"
+		switch {
+		case rollingBack && i > rollback:
+			what = "to be undone"
+		case i <= approved:
+			what = "approved"
+		}
+		if ph == p.PointOfNoReturn() {
+			what += "; the point of no return"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", ph, what)
+	}
+	tw.Flush()
+	return b.String()
 }
 
 // plan is the text `reconciler plan` prints for one valid plan file, or

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
 )
 
 // pulls is a PullSource in memory: a tree per head.
@@ -63,7 +64,12 @@ func (f *forgeLog) SetStatus(_ context.Context, sha, statusContext, state, descr
 	f.statuses[sha+" "+statusContext] = state + ": " + description
 	return nil
 }
-func (f *forgeLog) Permission(context.Context, string) (string, error) {
+
+// Permission: the account "maintainer" may write; any other may not.
+func (f *forgeLog) Permission(_ context.Context, login string) (string, error) {
+	if login == "maintainer" {
+		return forge.PermissionWrite, nil
+	}
 	return forge.PermissionNone, nil
 }
 func (f *forgeLog) PullRequestComments(context.Context, int) ([]forge.IssueComment, error) {
@@ -80,12 +86,14 @@ func tree(files map[string]string) fstest.MapFS {
 }
 
 // TestPreviews: the preview text (golden), which pull requests get one,
-// and that an unchanged set of heads costs no forge call.
+// and that an unchanged set of heads costs no forge call. A fork's pull
+// request of the same plan is previewed from the plan alone (golden),
+// without observing anything.
 func TestPreviews(t *testing.T) {
 	ctx := context.Background()
 	good := testenv.ExamplePlan(t, "cluster")
 	src := &pulls{
-		heads: map[int]string{1: "head1", 2: "head2", 3: "head3", 4: "head4"},
+		heads: map[int]string{1: "head1", 2: "head2", 3: "head3", 4: "head4", 5: "head5"},
 		trees: map[string]fstest.MapFS{
 			"head1": tree(map[string]string{
 				"plans/capi-quickstart.yaml": good,
@@ -94,27 +102,40 @@ func TestPreviews(t *testing.T) {
 			"head2": tree(map[string]string{"README.md": "docs"}),
 			"head3": tree(map[string]string{"plans/capi-quickstart.yaml": good}),
 			"head4": tree(map[string]string{}),
+			"head5": tree(map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "")}),
 		},
 	}
 	fg := &forgeLog{comments: map[int]string{}, prs: []forge.PullRequest{
-		{Number: 1, HeadSHA: "head1", BaseRef: "main", Files: []string{"plans/broken.yaml", "plans/capi-quickstart.yaml", "plans/retired.yaml"}},
-		{Number: 2, HeadSHA: "head2", BaseRef: "main", Files: []string{"README.md"}},
-		{Number: 3, HeadSHA: "head3", BaseRef: "release", Files: []string{"plans/capi-quickstart.yaml"}},
-		{Number: 4, HeadSHA: "head4", BaseRef: "main", Files: []string{"plans/notes.txt"}},
+		{Number: 1, HeadSHA: "head1", BaseRef: "main", Author: "maintainer", Files: []string{"plans/broken.yaml", "plans/capi-quickstart.yaml", "plans/retired.yaml"}},
+		{Number: 2, HeadSHA: "head2", BaseRef: "main", Author: "maintainer", Files: []string{"README.md"}},
+		{Number: 3, HeadSHA: "head3", BaseRef: "release", Author: "maintainer", Files: []string{"plans/capi-quickstart.yaml"}},
+		{Number: 4, HeadSHA: "head4", BaseRef: "main", Author: "maintainer", Files: []string{"plans/notes.txt"}},
+		{Number: 5, HeadSHA: "head5", BaseRef: "main", Author: "maintainer", Fork: true, Files: []string{"plans/capi-quickstart.yaml"}},
 	}}
-	p := &Previews{Forge: fg, Pulls: src, Observer: &fixedObserver{}, Branch: "main", Path: "plans"}
+	obs := &fixedObserver{}
+	p := &Previews{Forge: fg, Pulls: src, Observer: obs, Branch: "main", Path: "plans"}
 	noRecord := func(string) observed.Record { return observed.Record{} }
 
 	if err := p.Update(ctx, Base{}, noRecord); err != nil {
 		t.Fatal(err)
 	}
-	if len(fg.comments) != 1 || fg.comments[1] == "" {
-		t.Fatalf("previews on %d pull requests; want one, on #1 (#2 and #4 change no plan, #3 is into another branch)", len(fg.comments))
+	if len(fg.comments) != 2 || fg.comments[1] == "" || fg.comments[5] == "" {
+		t.Fatalf("previews on %d pull requests; want two, on #1 and #5 (#2 and #4 change no plan, #3 is into another branch)", len(fg.comments))
 	}
 	golden.Check(t, filepath.Join("testdata", "preview.md"), []byte(fg.comments[1]))
+	golden.Check(t, filepath.Join("testdata", "preview-fork.md"), []byte(fg.comments[5]))
+	if len(obs.records) != 1 {
+		t.Errorf("%d observations; want one, of #1's plan (a fork's pull request is not observed)", len(obs.records))
+	}
+	delete(fg.comments, 5) // #5 closed
+	fg.prs = fg.prs[:4]
+	src.heads = map[int]string{1: "head1", 2: "head2", 3: "head3", 4: "head4"}
+	if err := p.Update(ctx, Base{}, noRecord); err != nil {
+		t.Fatal(err)
+	}
 
 	// Same heads: no forge call at all. A push to #1: only #1 again.
-	if err := p.Update(ctx, Base{}, noRecord); err != nil || fg.lists != 1 {
+	if err := p.Update(ctx, Base{}, noRecord); err != nil || fg.lists != 2 {
 		t.Fatalf("an idle update listed pull requests (%d lists, %v)", fg.lists, err)
 	}
 	src.heads = map[int]string{1: "head1b", 2: "head2", 3: "head3", 4: "head4"}
@@ -188,5 +209,68 @@ func TestPreviewsListedLate(t *testing.T) {
 	lists := fg.lists
 	if err := p.Update(ctx, Base{}, noRecord); err != nil || fg.lists != lists {
 		t.Errorf("a head the API never lists is listed for at every update after APILag (%d lists, %v)", fg.lists-lists, err)
+	}
+}
+
+// TestPreviewsOutsiders: a pull request whose author may not write to the
+// repository, or whose author is not known, is previewed from its plans
+// alone, like a fork's, and says why; a maintainer's is observed.
+func TestPreviewsOutsiders(t *testing.T) {
+	ctx := context.Background()
+	good := testenv.ExamplePlan(t, "cluster")
+	src := &pulls{heads: map[int]string{1: "head", 2: "head", 3: "head"},
+		trees: map[string]fstest.MapFS{"head": tree(map[string]string{"plans/capi-quickstart.yaml": good})}}
+	files := []string{"plans/capi-quickstart.yaml"}
+	fg := &forgeLog{comments: map[int]string{}, prs: []forge.PullRequest{
+		{Number: 1, HeadSHA: "head", BaseRef: "main", Author: "maintainer", Files: files},
+		{Number: 2, HeadSHA: "head", BaseRef: "main", Author: "mallory", Files: files},
+		{Number: 3, HeadSHA: "head", BaseRef: "main", Files: files},
+	}}
+	obs := &fixedObserver{snap: observed.Snapshot{WorkloadError: "workload cluster capi-quickstart: dial tcp 10.0.0.7:6443: connection refused"}}
+	p := &Previews{Forge: fg, Pulls: src, Observer: obs, Branch: "main", Path: "plans"}
+	if err := p.Update(ctx, Base{}, func(string) observed.Record { return observed.Record{} }); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fg.comments[1], "10.0.0.7") || !strings.Contains(fg.comments[1], "Steps of phase cluster") {
+		t.Errorf("the maintainer's preview shows no live state:\n%s", fg.comments[1])
+	}
+	for n, why := range map[int]string{2: "its author @mallory has none access to the repository, not write", 3: "its author is not known"} {
+		c := fg.comments[n]
+		if strings.Contains(c, "10.0.0.7") || strings.Contains(c, "Steps of phase") || !strings.Contains(c, why) ||
+			!strings.Contains(c, "  cluster        approved\n  control-plane  not approved\n") {
+			t.Errorf("#%d's preview shows the live state or not the plan alone, or does not say %q:\n%s", n, why, c)
+		}
+	}
+	if len(obs.records) != 1 {
+		t.Errorf("%d observations; want one, of the maintainer's pull request", len(obs.records))
+	}
+}
+
+// TestPreviewsBounded: a pull request whose plans directory holds more
+// plan files than Limits allow is not read; its preview says so, and the
+// gate fails.
+func TestPreviewsBounded(t *testing.T) {
+	ctx := context.Background()
+	src := &pulls{heads: map[int]string{1: "head"}, trees: map[string]fstest.MapFS{"head": tree(map[string]string{
+		"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster"),
+		"plans/b.yaml":               "b",
+		"plans/c.yaml":               "c",
+	})}}
+	fg := &forgeLog{comments: map[int]string{}, prs: []forge.PullRequest{
+		{Number: 1, HeadSHA: "head", BaseRef: "main", Author: "maintainer", Files: []string{"plans/capi-quickstart.yaml"}},
+	}}
+	obs := &fixedObserver{}
+	p := &Previews{Forge: fg, Pulls: src, Observer: obs, Branch: "main", Path: "plans", Limits: planfile.Limits{Files: 2}}
+	if err := p.Update(ctx, Base{}, func(string) observed.Record { return observed.Record{} }); err != nil {
+		t.Fatal(err)
+	}
+	if c := fg.comments[1]; !strings.Contains(c, "#### Not previewed") || !strings.Contains(c, "plans holds 3 plan files; at most 2 are read") {
+		t.Errorf("preview of a pull request over the limits:\n%s", c)
+	}
+	if got := fg.statuses["head "+GateContext]; !strings.HasPrefix(got, forge.StateFailure) {
+		t.Errorf("gate of a pull request over the limits: %q; want failure", got)
+	}
+	if len(obs.records) != 0 {
+		t.Errorf("a pull request over the limits was observed %d time(s)", len(obs.records))
 	}
 }
