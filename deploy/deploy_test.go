@@ -109,6 +109,8 @@ func TestManifests(t *testing.T) {
 		{verb: "list", resource: "secrets", namespace: "ferry-system"},
 		{verb: "create", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system"},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system", name: "ferry-reconciler"},
+		{verb: "get", resource: "configmaps", namespace: "ferry-system", name: "ferry-history"},
+		{verb: "update", resource: "configmaps", namespace: "ferry-system", name: "ferry-history"},
 	}
 	denied := []access{
 		{verb: "get", resource: "secrets", namespace: "default"},
@@ -136,6 +138,9 @@ func TestManifests(t *testing.T) {
 		{verb: "delete", resource: "namespaces"},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "ferry-system", name: "another-lease"},
 		{verb: "update", group: "coordination.k8s.io", resource: "leases", namespace: "kube-system"},
+		{verb: "update", resource: "configmaps", namespace: "ferry-system", name: "another-configmap"},
+		{verb: "delete", resource: "configmaps", namespace: "ferry-system", name: "ferry-history"},
+		{verb: "update", resource: "configmaps", namespace: "default"},
 	}
 	cfg := rest.CopyConfig(k.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ferry-system", "system:authenticated"}}

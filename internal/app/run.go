@@ -183,6 +183,30 @@ func (s *server) newLoop() {
 		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec, Verifier: approvals,
 		Path: s.src.PlansDir(), AfterCycle: s.metrics.ObserveCycle, Latency: s.metrics.ObserveRoundTrip, Timeout: s.cfg.Timeout,
 	}
+	s.loop.History = s.history()
+}
+
+// HistoryConfigMap is the ConfigMap, in the leader election's namespace,
+// where the loop keeps the last revision it acted on
+// (reconciler.ConfigMapHistory).
+const HistoryConfigMap = "ferry-history"
+
+// history is where the loop keeps the last revision it acted on; nil,
+// with a warning, without a clientset for the management cluster.
+func (s *server) history() reconciler.HistoryStore {
+	cfg, err := s.mgmt.config()
+	if err == nil {
+		var cs *kubernetes.Clientset
+		if cs, err = kubernetes.NewForConfig(cfg); err == nil {
+			ns := s.cfg.Leader.Namespace
+			if ns == "" {
+				ns = "ferry-system"
+			}
+			return reconciler.ConfigMapHistory{Client: cs, Namespace: ns, Name: HistoryConfigMap}
+		}
+	}
+	s.log.Warn("the last revision acted on is not kept: a rewritten history of the plans repository is not noticed", "error", err)
+	return nil
 }
 
 // serveMetrics watches the loop for stalls and serves /metrics, /healthz

@@ -335,3 +335,34 @@ func digest(blobs []plumbing.Hash) string {
 	}
 	return hex.EncodeToString(sum.Sum(nil))
 }
+
+// Descends reports whether ancestor is rev or one of its ancestors (along
+// every parent, not only the first); false when ancestor is not a commit
+// the cache holds, as after a force-push that left it behind.
+func (s *Source) Descends(rev, ancestor Revision) (bool, error) {
+	if rev == ancestor {
+		return true, nil
+	}
+	h, err := rev.hash()
+	if err != nil {
+		return false, err
+	}
+	a, err := ancestor.hash()
+	if err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	anc, err := s.commit(a)
+	if errors.Is(err, ErrUnknownRevision) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c, err := s.commit(h)
+	if err != nil {
+		return false, err
+	}
+	return anc.IsAncestor(c)
+}

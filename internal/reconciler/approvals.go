@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -225,7 +226,60 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 	reason := fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request into %s; approve it in one",
 		approvalName(phase), short(a.Commit), a.By, g.Source.Branch())
 	desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
-	return g.refuse(ctx, a.Commit, reason, desc)
+	v, err := g.refuse(ctx, a.Commit, reason, desc)
+	if err != nil {
+		return v, err
+	}
+	v.Fallback, err = g.fallback(ctx, file, a.Commit)
+	return v, err
+}
+
+// maxFallbacks bounds fallback's walk back through refused approvals.
+const maxFallbacks = 16
+
+// fallback is the approval of file that ferry may act on in place of the
+// one commit made, which it refused: spec.approve as it was before commit
+// when a merged pull request made it, else the one before that, up to
+// maxFallbacks back; "" when none (or a rollback was asked before).
+func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (string, error) {
+	for range maxFallbacks {
+		c, err := g.Source.Commit(gitsource.Revision(commit))
+		if err != nil {
+			return "", err
+		}
+		if len(c.Parents) == 0 {
+			return "", nil
+		}
+		parent := c.Parents[0]
+		phase, err := g.approveAt(parent, file)
+		if err != nil || phase == "" {
+			return "", err
+		}
+		a, merged, err := g.lookUp(ctx, string(parent), file, phase)
+		if err != nil || merged {
+			return phase, err
+		}
+		commit = a.Commit
+	}
+	return "", nil
+}
+
+// approveAt is the spec.approve of the plan in file at rev: "" when the
+// file is missing or invalid there, or asks for a rollback.
+func (g *GitApprovals) approveAt(rev gitsource.Revision, file string) (string, error) {
+	fsys, err := g.Source.FS(rev)
+	if err != nil {
+		return "", err
+	}
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return "", nil //nolint:nilerr // a missing file approved nothing
+	}
+	f, err := planfile.Decode(file, data)
+	if err != nil || f.Plan.Spec.Rollback != nil {
+		return "", nil //nolint:nilerr // an invalid file approved nothing
+	}
+	return f.Plan.Spec.Approve, nil
 }
 
 // VerifyContent reports whether ferry may act on the plan in file at

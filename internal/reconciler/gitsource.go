@@ -19,6 +19,7 @@ type GitSource struct {
 var (
 	_ Source     = GitSource{}
 	_ PullSource = GitSource{}
+	_ Ancestry   = GitSource{}
 )
 
 // Poll fetches the branch head if it moved and returns the newest
@@ -60,4 +61,9 @@ func (g GitSource) PullHeads() map[int]string {
 // FetchPull fetches the head of pull request n into the cache.
 func (g GitSource) FetchPull(ctx context.Context, n int, head string) error {
 	return g.Source.FetchPull(ctx, n, gitsource.Revision(head))
+}
+
+// Descends reports whether ancestor is rev or one of its ancestors.
+func (g GitSource) Descends(rev, ancestor string) (bool, error) {
+	return g.Source.Descends(gitsource.Revision(rev), gitsource.Revision(ancestor))
 }

@@ -91,6 +91,11 @@ type Loop struct {
 	// Verifier, when set, is asked before the loop acts on an approval
 	// for the first time; an approval it refuses is not acted on.
 	Verifier ApprovalVerifier
+	// History, when set, keeps the last revision the loop acted on, and
+	// the loop acts on no plan at a head that does not descend from it
+	// until a person acknowledges that head (history.go). The Source must
+	// then be an Ancestry.
+	History HistoryStore
 	// Commands, when set, carries out the commands in pull requests'
 	// comments after each pass.
 	Commands *Commands
@@ -129,6 +134,8 @@ type Loop struct {
 	plans map[string]*planState
 	// progress is where the loop is, for the watchdog.
 	progress progress
+	// history is the loop's side of History.
+	history history
 }
 
 // Wake asks for a cycle soon that polls the repository; it never blocks.

@@ -48,6 +48,9 @@ func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alp
 	}
 	planned := p
 	refused := l.verify(ctx, cycle, file, p, st, record)
+	if why := l.rewritten(); why != "" {
+		refused = &refusal{plan: p, content: true, reason: why}
+	}
 	if refused != nil {
 		planned = refused.plan
 	}
@@ -76,6 +79,9 @@ func (l *Loop) publish(ctx context.Context, cycle Cycle, p *v1alpha1.MigrationPl
 	log := logging.From(ctx)
 	var published []step.Step
 	for _, s := range g.Steps {
+		if err := l.actingOn(ctx, cycle.Revision); err != nil {
+			return published, err
+		}
 		ev := events.NewStepEvent(p.Metadata.Name, cycle.Revision, s, cycle.At)
 		done, ok := st.publishing(ev, l.Now())
 		if !ok {

@@ -38,6 +38,7 @@ func (l *Loop) pass(ctx context.Context) (Cycle, []*planfile.File, error) {
 		return Cycle{}, nil, fmt.Errorf("poll plans repository: %w", err)
 	}
 	cycle := Cycle{Revision: rev, At: l.Now().UTC()}
+	l.checkHistory(ctx, rev)
 	l.progress.enter(stageLoad)
 	files, problems, err := l.load(rev)
 	if err != nil {

@@ -32,6 +32,11 @@ type Verdict struct {
 	OK     bool
 	Commit string
 	Reason string
+	// Fallback, for a refused approval of a phase, is the approval the
+	// plan had before the refused commit, as far back as needed for one
+	// that a merged pull request made ("" for none): what ferry may act
+	// on instead.
+	Fallback string
 }
 
 // refusal is an approval of p the loop does not act on: the plan as the
@@ -43,8 +48,9 @@ type refusal struct {
 	// content: the plan's content was not reviewed; nothing of it runs.
 	content bool
 	reason  string
-	// again: the approval could not be verified yet (the forge did not
-	// answer, or has not recorded the merge); the next cycle asks again.
+	// again: the approval or the content could not be verified yet (the
+	// forge did not answer, or has not recorded the merge): nothing of the
+	// plan runs, and the next cycle asks again.
 	again bool
 }
 
@@ -71,21 +77,30 @@ func (l *Loop) verify(ctx context.Context, cycle Cycle, file string, p *v1alpha1
 	v, again := l.verdict(ctx, cycle, st, file+"\x00content", func() (Verdict, error) {
 		return l.Verifier.VerifyContent(ctx, cycle.Revision, file, paths)
 	}, "the plan")
+	if again {
+		return &refusal{plan: p, reason: v.Reason, again: true}
+	}
 	if !v.OK {
-		return &refusal{plan: p, content: true, reason: v.Reason, again: again}
+		return &refusal{plan: p, content: true, reason: v.Reason}
 	}
 	v, again = l.verdict(ctx, cycle, st, file+"\x00"+phase, func() (Verdict, error) {
 		return l.Verifier.Verify(ctx, cycle.Revision, file, phase)
 	}, approvalName(phase))
+	if again {
+		return &refusal{plan: p, reason: v.Reason, again: true}
+	}
 	if v.OK {
 		return nil
 	}
+	// Planned as approved up to the approval before the refused one that
+	// a merged pull request made, not up to what the status says was
+	// acted on: the status branch may have been edited.
 	q := *p
-	q.Spec.Rollback, q.Spec.Approve = nil, record.Approved
+	q.Spec.Rollback, q.Spec.Approve = nil, v.Fallback
 	if p.PhaseIndex(q.Spec.Approve) > p.PhaseIndex(p.Spec.Approve) {
 		q.Spec.Approve = p.Spec.Approve
 	}
-	return &refusal{plan: &q, from: q.Spec.Approve, to: p.Spec.Approve, rollback: p.Spec.Rollback != nil, reason: v.Reason, again: again}
+	return &refusal{plan: &q, from: q.Spec.Approve, to: p.Spec.Approve, rollback: p.Spec.Rollback != nil, reason: v.Reason}
 }
 
 // verdict returns the verdict on what (an approval or a plan's content)
@@ -128,6 +143,16 @@ func planPaths(file string, p *v1alpha1.MigrationPlan) []string {
 // for the reason, and a refused rollback as what stops the plan.
 func (r *refusal) explain(p *v1alpha1.MigrationPlan, res *planner.Result) {
 	res.Approve = p.Spec.Approve
+	if r.again {
+		res.Runnable = ""
+		for i := range res.Phases {
+			if ph := &res.Phases[i]; ph.State == planner.Approved && ph.Reason == "" {
+				ph.Reason = r.reason
+				break
+			}
+		}
+		return
+	}
 	if r.content {
 		res.Stopped, res.Runnable = r.reason, ""
 		for i := range res.Phases {

@@ -433,6 +433,29 @@ func (g *Gitea) PushBranch(t T, login, branch, message string, files map[string]
 	return h.String()
 }
 
+// PushCommit pushes commit sha, which the repository has on some branch,
+// to branch as login, with git on the command line: force makes it a
+// force-push, which may rewrite branch's history.
+func (g *Gitea) PushCommit(t T, login, sha, branch string, force bool) {
+	t.Helper()
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+		cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("testenv: git %s: %v\n%s", args[0], err, strings.ReplaceAll(string(out), g.tokens[login], "***"))
+		}
+	}
+	git("init", "-q", "--bare")
+	git("fetch", "-q", g.CloneURL(login), "+refs/heads/*:refs/heads/*")
+	spec := sha + ":refs/heads/" + branch
+	if force {
+		spec = "+" + spec
+	}
+	git("push", "-q", g.CloneURL(login), spec)
+}
+
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)

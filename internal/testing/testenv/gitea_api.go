@@ -79,8 +79,15 @@ type GiteaPR struct {
 // and returns its number.
 func (g *Gitea) OpenPullRequest(t T, login, head, title string) int {
 	t.Helper()
+	return g.OpenPullRequestInto(t, login, head, "main", title)
+}
+
+// OpenPullRequestInto opens a pull request from branch head into branch
+// base as login and returns its number.
+func (g *Gitea) OpenPullRequestInto(t T, login, head, base, title string) int {
+	t.Helper()
 	var pr GiteaPR
-	g.API(t, login, http.MethodPost, g.repoPath("/pulls"), map[string]any{"head": head, "base": "main", "title": title}, &pr)
+	g.API(t, login, http.MethodPost, g.repoPath("/pulls"), map[string]any{"head": head, "base": base, "title": title}, &pr)
 	return pr.Number
 }
 
