@@ -37,7 +37,15 @@ type PullSource interface {
 // a plan file: for each changed file, its validation errors with file and
 // line, or the steps `reconciler plan` prints for it against the live
 // clusters, or what removing it does. The comment is edited in place on
-// every push to the pull request.
+// every push to the pull request. Each such pull request's head also gets
+// the merge gate, the commit status GateContext (see gate): pending while
+// previewing, then success or failure with the reason, again whenever the
+// tracked branch or another pull request changes the verdict.
+//
+// It asks the forge for open pull requests only when the pull-request heads
+// that the Git source's ls-remote lists have changed, so an idle repository
+// costs no forge call. (GitHub publishes refs/pull/N/head for every pull
+// request; a forge that does not is previewed once, at start.)
 //
 // Anyone who can open a pull request, from a fork too, chooses what its
 // head holds, so the preview reads it within bounds: a plan file over
@@ -47,15 +55,7 @@ type PullSource interface {
 // previewed against the live clusters and cloud; any other's shows the
 // plan alone (its validation, settings and phases): the live state's
 // names, IDs and errors are not for outsiders to read, nor its
-// observation theirs to cause. Each such pull request's head also gets
-// the merge gate, the commit status GateContext (see gate): pending while
-// previewing, then success or failure with the reason, again whenever the
-// tracked branch or another pull request changes the verdict.
-//
-// It asks the forge for open pull requests only when the pull-request heads
-// that the Git source's ls-remote lists have changed, so an idle repository
-// costs no forge call. (GitHub publishes refs/pull/N/head for every pull
-// request; a forge that does not is previewed once, at start.)
+// observation theirs to cause.
 type Previews struct {
 	Forge forge.Forge
 	Pulls PullSource
@@ -96,9 +96,9 @@ type Previews struct {
 }
 
 // DefaultPreviewLimits bound what a preview reads of a pull request's
-// plans directory: a plan is a page of YAML, so these hold hundreds of
-// plans while bounding the memory a pull request can make the reconciler
-// use (a decoded file takes several times its size).
+// plans directory: a plan is a page of YAML (planfile.MaxSize), so these
+// hold hundreds of plans while bounding the memory any pull request can
+// make the reconciler use.
 var DefaultPreviewLimits = planfile.Limits{Files: 256, Bytes: 4 << 20}
 
 // unlisted is a pull-request head the forge's API did not list, since when.
