@@ -13,8 +13,9 @@
 //
 // It owns the forge's API: one Forge interface whatever the forge, the
 // rule that only a merged pull request approves (ApprovingPullRequest),
-// who may give `/ferry` commands (CanWrite), the forge's size limits, and
-// the rate limits.
+// who may give `/ferry` commands (CanWrite), which comments are ferry's
+// (those written by the token's account, Login: anyone who may comment
+// can write a marker), the forge's size limits, and the rate limits.
 //
 // It must not import the reconciler, the planner, the status, the bus,
 // the observer or an executor: what to comment or which status to set is
