@@ -48,8 +48,10 @@ func gitFlags(fs *pflag.FlagSet, g *app.Git, withBranch bool) {
 // natsFlags registers where the event bus is into n.
 func natsFlags(fs *pflag.FlagSet, n *events.BusOptions) {
 	fs.StringVar(&n.URL, "nats-url", "", "URL of an external NATS cluster with JetStream (nats://host:4222); run embeds a server under --data-dir without it")
-	fs.StringVar(&n.CredsFile, "nats-creds", "", "NATS credentials file for --nats-url")
-	fs.StringVar(&n.TLSCA, "nats-ca", "", "CA bundle that verifies the NATS servers")
+	fs.StringVar(&n.CredsFile, "nats-creds", "", "NATS credentials file for --nats-url (a user's JWT and key, NATS's operator mode)")
+	fs.StringVar(&n.User, "nats-user", "", "NATS user for --nats-url, with --nats-password-file: one per role, ferry-reconciler or ferry-executor (docs/install.md)")
+	fs.StringVar(&n.PasswordFile, "nats-password-file", "", "file holding the password of --nats-user")
+	fs.StringVar(&n.TLSCA, "nats-ca", "", "CA bundle that verifies the NATS servers (TLS; their URLs may say tls://)")
 	fs.StringVar(&n.TLSCert, "nats-cert", "", "client certificate for NATS (with --nats-key)")
 	fs.StringVar(&n.TLSKey, "nats-key", "", "client key for NATS (with --nats-cert)")
 	fs.Var((*replicasValue)(&n.Replicas), "nats-replicas", "copies the NATS servers keep of the steps and results streams and their consumers: auto is 3 on a cluster of at least three JetStream servers, else 1; streams with fewer are scaled up in place")

@@ -23,3 +23,19 @@ func TestNATSReplicasFlag(t *testing.T) {
 		}
 	}
 }
+
+// TestNATSUserFlags: --nats-user goes with --nats-password-file, and
+// neither with --nats-creds; a mismatch is a usage error before anything
+// connects.
+func TestNATSUserFlags(t *testing.T) {
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--nats-user", "ferry-executor"}, "user ferry-executor without a password file"},
+		{[]string{"--nats-password-file", "/p"}, "a password file (/p) without a user"},
+		{[]string{"--nats-user", "ferry-executor", "--nats-password-file", "/p", "--nats-creds", "/c"}, "a user (ferry-executor) and a credentials file (/c)"},
+	} {
+		cliCase{args: append([]string{"executor", "--nats-url", "nats://127.0.0.1:1"}, tc.flags...), wantCode: 2, wantStderr: []string{tc.want}}.check(t)
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"strings"
 	"time"
 
@@ -44,7 +45,7 @@ func newRunCommand() *cobra.Command {
 	fs.StringVar(&cfg.DataDir, "data-dir", "ferry-data", "directory for the Git caches and the embedded NATS store")
 	fs.StringVar(&cfg.WebhookAddr, "webhook-addr", "", "address for the forge's push, pull_request and issue_comment webhooks, signed as --forge signs them (e.g. :9090); empty: none")
 	fs.StringVar(&cfg.WebhookSecretFile, "webhook-secret-file", "", "file holding the webhook's HMAC secret (required with --webhook-addr)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", ":8080", "address of /metrics, /healthz and /readyz; empty: none")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", localMetricsAddr, "address of /metrics, /healthz and /readyz; empty: none; in a pod ($"+inClusterEnv+" set) the default is "+clusterMetricsAddr)
 	fs.BoolVar(&cfg.Pprof, "pprof", false, "serve Go's profiles under /debug/pprof/ on --metrics-addr")
 	fs.BoolVar(&cfg.Leader.Elect, "leader-elect", false, "run only while holding a Lease in the management cluster")
 	fs.StringVar(&cfg.Leader.Namespace, "leader-election-namespace", "ferry-system", "namespace of the leader election Lease")
@@ -64,7 +65,30 @@ func newRunCommand() *cobra.Command {
 	fs.BoolVar(&cfg.NoCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")
 	cmd.RunE = runE(func(ctx context.Context, _ []string) error {
 		cfg.Streams, cfg.Kube = streams(cmd), kube
+		if !fs.Changed("metrics-addr") {
+			cfg.MetricsAddr = defaultMetricsAddr(os.Getenv)
+		}
 		return app.Run(ctx, cfg)
 	})
 	return cmd
+}
+
+// The defaults of --metrics-addr: loopback outside a cluster, so that a
+// reconciler on a laptop or a shared machine shows its metrics, health
+// and (with --pprof) profiles to no other machine; every address in a pod,
+// where Prometheus scrapes it and the kubelet probes it (deploy/ passes
+// it explicitly all the same).
+const (
+	localMetricsAddr   = "127.0.0.1:8080"
+	clusterMetricsAddr = ":8080"
+	// inClusterEnv is set by the kubelet in every container of a pod.
+	inClusterEnv = "KUBERNETES_SERVICE_HOST"
+)
+
+// defaultMetricsAddr is --metrics-addr when it is not given.
+func defaultMetricsAddr(getenv func(string) string) string {
+	if getenv(inClusterEnv) != "" {
+		return clusterMetricsAddr
+	}
+	return localMetricsAddr
 }

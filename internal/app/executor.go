@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -64,6 +65,9 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 	if err := checkKinds(cfg.Kinds); err != nil {
 		return err
 	}
+	if err := cfg.NATS.Check(); err != nil {
+		return &UsageError{Err: err}
+	}
 	log := cfg.logger()
 	ctx = logging.With(ctx, log)
 	memlimit.Set(log)
@@ -84,7 +88,7 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 		return err
 	}
 	defer bus.Close()
-	log.Info("executors running", "kinds", strings.Join(cfg.Kinds, ","), "concurrency", cfg.Concurrency, "nats", cfg.NATS.URL)
+	log.Info("executors running", "kinds", strings.Join(cfg.Kinds, ","), "concurrency", cfg.Concurrency, "nats", events.RedactURL(cfg.NATS.URL))
 	if err := executor.Run(ctx, events.JetStreamQueue{Conn: bus.Conn, JS: bus.JS}, execs, cfg.runOptions()); err != nil {
 		return err
 	}
@@ -141,9 +145,15 @@ func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context,
 }
 
 // connect connects to the event bus, giving up after 30 seconds.
+// Credentials that do not go together, or a password file that cannot be
+// read, are usage errors: the --nats-* flags must change.
 func connect(ctx context.Context, opts events.BusOptions, name string) (*events.Bus, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	opts.Name = name
-	return events.Connect(ctx, opts)
+	bus, err := events.Connect(ctx, opts)
+	if errors.Is(err, events.ErrCredentials) {
+		return nil, &UsageError{Err: err}
+	}
+	return bus, err
 }

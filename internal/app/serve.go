@@ -85,13 +85,20 @@ type forgeClient struct {
 	coalescer *forge.Coalescer
 }
 
-// open connects to the forge when a repository is named.
+// open connects to the forge when a repository is named. Without one,
+// or with AllowPushApprovals, it warns that approvals are not verified
+// with a forge: a commit's author, which anyone who pushes can write,
+// approves a phase (docs/migrating.md, "Only a merge approves").
 func (f Forge) open(log *slog.Logger) (*forgeClient, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	if f.Repo == "" {
+		log.Warn("approvals are not verified with a forge (no --forge-repo): whoever can push to the tracked branch approves phases and rollbacks")
 		return &forgeClient{}, nil
+	}
+	if f.AllowPushApprovals {
+		log.Warn("approvals pushed without a pull request are not verified with the forge (--allow-push-approvals): whoever can push to the tracked branch approves phases and rollbacks", "forge", f.Repo)
 	}
 	owner, name, _ := f.ownerName()
 	var client forge.Forge
@@ -178,10 +185,24 @@ func (s *server) serveWebhook(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("webhook address: %w", err)
 	}
-	srv := &http.Server{Handler: gitsource.ForgeWebhookHandler(s.cfg.Forge.webhooks(), secret, s.wakeLeader), ReadHeaderTimeout: 10 * time.Second}
+	srv := webhookServer(gitsource.ForgeWebhookHandler(s.cfg.Forge.webhooks(), secret, s.wakeLeader))
 	go func() { _ = srv.Serve(ln) }()
 	go func() { <-ctx.Done(); _ = srv.Close() }()
 	return nil
+}
+
+// webhookServer serves the forge's webhooks with every timeout set: a
+// client that sends its request, or reads the answer, slowly, or keeps an
+// idle connection, is cut off instead of holding a connection for good. A
+// webhook is small and answered at once (the handler only wakes the loop).
+func webhookServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
 }
 
 // wakeLeader wakes the loop of the replica that leads, which need not be

@@ -127,16 +127,28 @@ func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 	return b, nil
 }
 
+// Check says whether the credentials options go together, without
+// reading their files: a user with its password file, or a credentials
+// file, or neither. Its error wraps ErrCredentials.
+func (opts BusOptions) Check() error {
+	switch {
+	case opts.User != "" && opts.CredsFile != "":
+		return fmt.Errorf("%w: a user (%s) and a credentials file (%s); give one", ErrCredentials, opts.User, opts.CredsFile)
+	case opts.User != "" && opts.PasswordFile == "":
+		return fmt.Errorf("%w: user %s without a password file", ErrCredentials, opts.User)
+	case opts.User == "" && opts.PasswordFile != "":
+		return fmt.Errorf("%w: a password file (%s) without a user", ErrCredentials, opts.PasswordFile)
+	}
+	return nil
+}
+
 // auth is how the connection authenticates: a credentials file, or a
 // user and the password read from its file.
 func (opts BusOptions) auth() ([]nats.Option, error) {
+	if err := opts.Check(); err != nil {
+		return nil, err
+	}
 	switch {
-	case opts.User != "" && opts.CredsFile != "":
-		return nil, fmt.Errorf("%w: a user (%s) and a credentials file (%s); give one", ErrCredentials, opts.User, opts.CredsFile)
-	case opts.User != "" && opts.PasswordFile == "":
-		return nil, fmt.Errorf("%w: user %s without a password file", ErrCredentials, opts.User)
-	case opts.User == "" && opts.PasswordFile != "":
-		return nil, fmt.Errorf("%w: a password file (%s) without a user", ErrCredentials, opts.PasswordFile)
 	case opts.CredsFile != "":
 		return []nats.Option{nats.UserCredentials(opts.CredsFile)}, nil
 	case opts.User != "":
