@@ -215,7 +215,11 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener) error {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Every timeout set, so that a slow or silent client cannot hold a
+	// connection for good; writing allows a CPU profile's default 30
+	// seconds (/debug/pprof/profile refuses one longer than it).
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 2 * time.Minute, IdleTimeout: 2 * time.Minute}
 	go func() {
 		<-ctx.Done()
 		// ctx is done: keep only its values for the shutdown's 5 seconds.
