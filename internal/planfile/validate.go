@@ -42,6 +42,7 @@ func validate(p *v1alpha1.MigrationPlan) []fieldError {
 	if key := s.Target.SSHKey.PublicKey; key != "" && !isPublicKey(key) {
 		v.add("spec.target.sshKey.publicKey", "expected an OpenSSH public key (ssh-ed25519 AAAA..., ssh-rsa AAAA..., ecdsa-sha2-...)")
 	}
+	v.identitySource(p)
 	v.workers(p)
 	v.derivedNames(p)
 	v.securityGroups(p)
@@ -166,6 +167,31 @@ func (v *validator) resource(field string, r *v1alpha1.ResourceRef) {
 	case r.Name != "" && r.ID != "":
 		v.add(field, "set name or id, not both")
 	}
+}
+
+// ownSecrets are the Secrets deploy/ mounts into ferry's own pods:
+// ferry-credentials (deploy/base/deployment.yaml and the executors of
+// deploy/overlays/cluster: the Git and forge tokens, the webhook secret)
+// and the NATS credentials of deploy/overlays/cluster (ferry-nats, and
+// one Secret per role, ferry-nats-reconciler and ferry-nats-executor).
+// TestOwnSecretsAreDeploys keeps the list in step with deploy/.
+var ownSecrets = []string{"ferry-credentials", "ferry-nats", "ferry-nats-reconciler", "ferry-nats-executor"}
+
+// identitySource refuses a spec.target.identity.from that names one of
+// ferry's own Secrets, in any namespace (an installation may put ferry in
+// another one): ferry copies the keys it names into the cluster's
+// namespace, where whoever may read that namespace's Secrets would read
+// ferry's credentials. The kube executor refuses a copied value that is
+// not a clouds.yaml or a PEM certificate as well; this says so at the
+// plan, with its file and line, before anything runs.
+func (v *validator) identitySource(p *v1alpha1.MigrationPlan) {
+	from := p.Spec.Target.Identity.From
+	if from == nil || !slices.Contains(ownSecrets, from.Name) {
+		return
+	}
+	v.add("spec.target.identity.from.name",
+		"%q is a Secret ferry reads for itself (deploy/ mounts it into ferry's pods): its keys are ferry's own credentials, and identity.from copies keys into the cluster's namespace; "+
+			"name the Secret that holds the cloud's clouds.yaml (the example plans use ferry-system/openstack-credentials)", from.Name)
 }
 
 func isPublicKey(key string) bool {
