@@ -40,8 +40,10 @@ func applyClusterOverlay(t *testing.T, k *testenv.Kube) []*unstructured.Unstruct
 // checkClusterOverlay: overlays/cluster, as the API server stored it, is
 // what it promises. Two reconcilers under leader election that run no
 // executors and three executors, both on three copies of the streams,
-// with the ferry-nats credentials mounted where --nats-creds reads them
-// and the URL from the ferry-config key nats-url; one PodDisruptionBudget
+// each as its role's NATS user (--nats-user) with the password and CA of
+// its own Secret mounted where --nats-password-file and --nats-ca read
+// them, and the URL (tls://) from the ferry-config key nats-url; one
+// PodDisruptionBudget
 // per Deployment, found by matching its selector against the pod
 // template's labels, one pod at a time, the reconcilers' also evicting
 // unready pods; preferred anti-affinity on the node for each Deployment's
@@ -73,9 +75,10 @@ func checkClusterOverlay(t *testing.T, k *testenv.Kube, overlay []*unstructured.
 		replicas int32
 		command  string
 		flags    map[string]string
+		secret   string
 	}{
-		{reconciler, 2, "run", map[string]string{"executors": "false", "leader-elect": "true", "nats-replicas": "3"}},
-		{executor, 3, "executor", map[string]string{"nats-replicas": "3"}},
+		{reconciler, 2, "run", map[string]string{"executors": "false", "leader-elect": "true", "nats-replicas": "3", "nats-user": "ferry-reconciler"}, "ferry-nats-reconciler"},
+		{executor, 3, "executor", map[string]string{"nats-replicas": "3", "nats-user": "ferry-executor"}, "ferry-nats-executor"},
 	} {
 		d, name := want.d, want.d.Name
 		if got := ptr.Deref(d.Spec.Replicas, 1); got != want.replicas {
@@ -110,17 +113,22 @@ func checkClusterOverlay(t *testing.T, k *testenv.Kube, overlay []*unstructured.
 			}
 			ref := e.ValueFrom.ConfigMapKeyRef
 			value, _, _ := unstructured.NestedString(config.Object, "data", ref.Key)
-			fromConfig = ref.Name == config.GetName() && ref.Key == "nats-url" && strings.HasPrefix(value, "nats://")
+			fromConfig = ref.Name == config.GetName() && ref.Key == "nats-url" && strings.HasPrefix(value, "tls://")
 		}
 		if !fromConfig {
-			t.Errorf("%s: %s does not read --nats-url from key nats-url of ConfigMap %s (a nats:// URL)", clusterOverlay, name, config.GetName())
+			t.Errorf("%s: %s does not read --nats-url from key nats-url of ConfigMap %s (a tls:// URL)", clusterOverlay, name, config.GetName())
 		}
 
-		// The credentials: --nats-creds names file nats.creds of a mount of
-		// Secret ferry-nats.
-		creds, _ := flagValue(c.Args, "nats-creds")
-		if !credsMounted(pod, c, creds) {
-			t.Errorf("%s: %s has --nats-creds=%q, which is no key nats.creds of Secret ferry-nats mounted in its container", clusterOverlay, name, creds)
+		// The credentials: --nats-password-file and --nats-ca name keys
+		// password and ca.crt of a mount of the role's own Secret.
+		for flag, key := range map[string]string{"nats-password-file": "password", "nats-ca": "ca.crt"} {
+			file, _ := flagValue(c.Args, flag)
+			if !secretMounted(pod, c, want.secret, key, file) {
+				t.Errorf("%s: %s has --%s=%q, which is no key %s of Secret %s mounted in its container", clusterOverlay, name, flag, file, key, want.secret)
+			}
+		}
+		if _, ok := flagValue(c.Args, "nats-creds"); ok {
+			t.Errorf("%s: %s passes --nats-creds besides its role's user", clusterOverlay, name)
 		}
 
 		// Spread over nodes, preferred: the term selects the Deployment's
@@ -217,22 +225,22 @@ func flagValue(args []string, name string) (value string, ok bool) {
 	return value, ok
 }
 
-// credsMounted reports whether file is key nats.creds of Secret ferry-nats,
+// secretMounted reports whether file is key key of Secret secret,
 // through a volume mounted in c.
-func credsMounted(pod corev1.PodSpec, c corev1.Container, file string) bool {
+func secretMounted(pod corev1.PodSpec, c corev1.Container, secret, key, file string) bool {
 	for _, m := range c.VolumeMounts {
 		if m.SubPath != "" || path.Clean(m.MountPath) != path.Dir(file) {
 			continue
 		}
 		for _, v := range pod.Volumes {
-			if v.Name != m.Name || v.Secret == nil || v.Secret.SecretName != "ferry-nats" {
+			if v.Name != m.Name || v.Secret == nil || v.Secret.SecretName != secret {
 				continue
 			}
 			if len(v.Secret.Items) == 0 {
-				return path.Base(file) == "nats.creds"
+				return path.Base(file) == key
 			}
 			for _, item := range v.Secret.Items {
-				if item.Key == "nats.creds" && item.Path == path.Base(file) {
+				if item.Key == key && item.Path == path.Base(file) {
 					return true
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -34,12 +35,15 @@ func startClusteredOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube
 	t.Helper()
 	gt, git, reader := giteaForRun(t, files)
 	c := &clustered{t: t, nats: testenv.StartNATSCluster(t, 3)}
-	natsFlags := []string{"--nats-url", c.nats.URL, "--nats-replicas", "3"}
+	// Each role as its own NATS user, with only its permissions
+	// (events.RolePermissions), as docs/install.md sets them up.
+	reconcilerNATS := append(c.nats.RoleFlags(events.RoleReconciler), "--nats-replicas", "3")
+	executorNATS := append(c.nats.RoleFlags(events.RoleExecutor), "--nats-replicas", "3")
 	elect := func(identity string) []string {
 		return []string{"--executors=false", "--leader-elect", "--leader-election-namespace", "ferry-system", "--leader-election-identity", identity}
 	}
 	c.leader = startRunWith(t, ctx, mgmt, namespaces, gt.Token(testenv.GiteaBot),
-		slices.Concat(git, giteaForgeFlags(gt), natsFlags, elect("reconciler-1"), extra)...)
+		slices.Concat(git, giteaForgeFlags(gt), reconcilerNATS, elect("reconciler-1"), extra)...)
 	c.leader.waitFor("reconciler-1 to lead", func() bool { return strings.Contains(c.leader.log(), `msg=leading`) })
 
 	// The standby: the same flags but its identity, data directory and
@@ -55,7 +59,7 @@ func startClusteredOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube
 	kubeconfig := flagValue(t, c.leader.args, "--kubeconfig")
 	for i := 1; i <= 3; i++ {
 		c.executors = append(c.executors, c.start(ctx, "", slices.Concat([]string{"executor", "--kubeconfig", kubeconfig,
-			"--data-dir", t.TempDir()}, git, natsFlags)))
+			"--data-dir", t.TempDir()}, git, executorNATS)))
 	}
 	return gt, c, reader
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
@@ -166,18 +167,23 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	kubeconfig := filepath.Join(w.dir, "kubeconfig")
 	run := slices.Concat([]string{"run"}, gitFlags, []string{"--kubeconfig", kubeconfig, "--interval", "10s",
 		"--webhook-secret-file", filepath.Join(w.dir, "webhook-secret")}, forgeFlags, []string{"--comment-interval", "1s"})
-	var natsFlags []string
+	// The reconcilers' and the executors' NATS flags: on the cluster,
+	// each role is its own NATS user with only its permissions.
+	var natsFlags, execNATSFlags []string
 	switch lay {
 	case external:
 		w.nats = testenv.StartNATS(r)
 		w.natsConn, natsFlags = w.nats.Conn, []string{"--nats-url", w.nats.URL}
+		execNATSFlags = natsFlags
 	case cluster:
 		w.natsCluster = testenv.StartNATSCluster(r, 3)
-		w.natsConn, natsFlags = w.natsCluster.Conn, []string{"--nats-url", w.natsCluster.URL, "--nats-replicas", "3"}
+		w.natsConn = w.natsCluster.Conn
+		natsFlags = append(w.natsCluster.RoleFlags(events.RoleReconciler), "--nats-replicas", "3")
+		execNATSFlags = append(w.natsCluster.RoleFlags(events.RoleExecutor), "--nats-replicas", "3")
 	}
 	for i := 1; i <= lay.executors(); i++ {
 		name := fmt.Sprintf("executor-%d", i)
-		exec := slices.Concat([]string{"executor", "--kubeconfig", kubeconfig}, natsFlags, gitFlags,
+		exec := slices.Concat([]string{"executor", "--kubeconfig", kubeconfig}, execNATSFlags, gitFlags,
 			[]string{"--data-dir", filepath.Join(w.dir, name)})
 		if err := w.startProc(name, exec); err != nil {
 			return nil, err
