@@ -22,7 +22,9 @@ import (
 // target is created when absent; an existing one only gets the keys it
 // lacks, and a key it has is never overwritten: these are CAs, keys and
 // credentials the running cluster depends on, and ferry never replaces
-// them. Values stay out of logs, errors and reports: only key names appear.
+// them. A value copied as clouds.yaml or cacert must be one (checkCopies)
+// before anything is written. Values stay out of logs, errors and
+// reports: only key names appear.
 func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error) {
 	fromNS, fromName, err := s.params().NamespacedName(step.ParamFrom)
 	if err != nil {
@@ -46,6 +48,9 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	err = e.Client.Get(ctx, s.key, &dst)
 	switch {
 	case apierrors.IsNotFound(err):
+		if err := checkCopies(s, from, src.Data, keys); err != nil {
+			return events.Report{}, err
+		}
 		return e.createSecretCopy(ctx, s, src, from, keys, labels)
 	case err != nil:
 		return events.Report{}, fmt.Errorf("copy %s to %s: read target: %w", from, s.target(), err)
@@ -58,6 +63,9 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	}
 	if len(missing) == 0 {
 		return events.Report{Message: fmt.Sprintf("%s already has %s; left as it is", s.target(), keyNames(keys))}, nil
+	}
+	if err := checkCopies(s, from, src.Data, missing); err != nil {
+		return events.Report{}, err
 	}
 	before := dst.DeepCopy()
 	if dst.Data == nil {
