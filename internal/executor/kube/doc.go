@@ -1,7 +1,8 @@
 // Package kube is the executor of kind step.Kube: every change ferry makes
 // to the management cluster. It creates the CAPI and CAPO objects a plan
 // adopts or adds (created paused where CAPI must not act yet), patches
-// their references, copies and labels Secrets, pauses and unpauses, waits
+// their references, copies Secrets (a value copied as clouds.yaml or
+// cacert only if it is one) and labels them, pauses and unpauses, waits
 // for CAPI's and CAPO's controllers to report ready, and deletes the
 // MachineDeployments a plan names (marked in prepare) and, in a rollback,
 // what it created (labelled when created). Each action is idempotent; an
