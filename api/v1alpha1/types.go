@@ -195,7 +195,11 @@ type Identity struct {
 	// CloudName is the entry of clouds.yaml to use. Default: openstack.
 	CloudName string `json:"cloudName,omitempty"`
 	// From is a Secret ferry copies clouds.yaml (and the CA certificate)
-	// from into SecretName. Empty: SecretName must exist already.
+	// from into SecretName. Empty: SecretName must exist already. Never one
+	// of the Secrets ferry reads for itself (ferry-credentials, the NATS
+	// credentials), and what it copies must be what it claims to be: the
+	// copy step fails, writing nothing, when the value under CloudsKey is
+	// not a clouds.yaml or the one under CACertKey is not PEM certificates.
 	From *SecretSource `json:"from,omitempty"`
 }
 
@@ -206,10 +210,12 @@ type SecretSource struct {
 	Namespace string `json:"namespace,omitempty" ferry:"format=dns1123-label"`
 	// Name of the Secret.
 	Name string `json:"name" ferry:"required,format=dns1123-subdomain"`
-	// CloudsKey is the key that holds clouds.yaml. Default: clouds.yaml.
+	// CloudsKey is the key that holds clouds.yaml: YAML with a top-level
+	// clouds map of clouds. Default: clouds.yaml.
 	CloudsKey string `json:"cloudsKey,omitempty"`
 	// CACertKey is the key that holds the PEM CA certificate of a cloud with
-	// a private CA, copied as cacert. Empty: the cloud has a public CA.
+	// a private CA, copied as cacert: one or more CERTIFICATE blocks and
+	// nothing else. Empty: the cloud has a public CA.
 	CACertKey string `json:"caCertKey,omitempty"`
 }
 
