@@ -3,6 +3,9 @@ package events_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +109,36 @@ func TestRolePermissions(t *testing.T) {
 	}
 	consumer("executor", exec, events.StreamResults, jetstream.ConsumerConfig{Durable: "peek"})
 	consumer("reconciler", rec, events.StreamSteps, jetstream.ConsumerConfig{Durable: "steal", FilterSubject: events.StepsPrefix + "kube.>"})
+}
+
+// TestRolePermissionsDocumented: docs/install.md's NATS Helm values give
+// each role's user every subject RolePermissions allows it, so that a
+// cluster set up from the page lets ferry work.
+func TestRolePermissionsDocumented(t *testing.T) {
+	page, err := os.ReadFile("../../docs/install.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(page)
+	for _, role := range events.Roles {
+		user := "- user: ferry-" + string(role) + "\n"
+		i := strings.Index(doc, user)
+		if i < 0 {
+			t.Errorf("docs/install.md has no user ferry-%s", role)
+			continue
+		}
+		section := doc[i+len(user):]
+		if j := strings.Index(section, "- user: "); j >= 0 {
+			section = section[:j]
+		}
+		if j := strings.Index(section, "```"); j >= 0 {
+			section = section[:j]
+		}
+		p := events.RolePermissions(role)
+		for _, subject := range slices.Concat(p.Publish, p.Subscribe) {
+			if !strings.Contains(section, `"`+subject+`"`) {
+				t.Errorf("docs/install.md: user ferry-%s is not allowed %q", role, subject)
+			}
+		}
+	}
 }
