@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	osclient "github.com/ferry-dev/ferry/internal/openstack"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -48,8 +49,17 @@ var _ executor.Executor = (*Executor)(nil)
 // Kind is step.OpenStack.
 func (e *Executor) Kind() step.Kind { return step.OpenStack }
 
-// Execute runs one openstack step.
+// Execute runs one openstack step. Its error and its report's message are
+// scrubbed (internal/redact) before the worker publishes them: the
+// client's errors are already, and this keeps a message built here from
+// what the cloud answered to the same rule.
 func (e *Executor) Execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
+	report, err := e.execute(ctx, ev)
+	report.Message = redact.Scrub(report.Message)
+	return report, redact.Error(err)
+}
+
+func (e *Executor) execute(ctx context.Context, ev *events.StepEvent) (events.Report, error) {
 	in := &ev.Inputs
 	if in.Identity == nil || in.Cluster.Namespace == "" {
 		return events.Report{}, failure.Terminal(errors.New("step event carries no OpenStack identity and cluster in its inputs"))
