@@ -41,7 +41,7 @@ func TestPlanSeed000(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
 		Data: map[string][]byte{
 			"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      password: " + fakePassword + "\n"),
-			"cacert":      []byte("-----BEGIN CERTIFICATE-----\nplaceholder\n-----END CERTIFICATE-----\n"),
+			"cacert":      testenv.NewPKI(t, "cloud").CA.Cert,
 		},
 	})
 

@@ -257,14 +257,15 @@ func TestRunOnGitea(t *testing.T) {
 	push := gt.PushBranch(t, alice, "main", "Approve control-plane without review", map[string]string{
 		"plans/capi-quickstart.yaml": plan("control-plane")})
 	// First the forge is asked again for a while (it records a merge
-	// after it moves the branch), then the approval is refused.
-	r.waitFor("the pushed approval waiting for the forge", func() bool {
+	// after it moves the branch), then the change is refused: it changed
+	// the plan file without a pull request, so the whole plan stops.
+	r.waitFor("the pushed change waiting for the forge", func() bool {
 		st := readStatus()
-		return st != nil && st.Revision == push && strings.Contains(st.Phase("control-plane").Reason, "has not said yet which pull request merged commit")
+		return st != nil && st.Revision == push && statusSays(st, "has not said yet which pull request merged commit")
 	})
-	r.waitFor("the pushed approval refused in the status", func() bool {
+	r.waitFor("the pushed change refused in the status", func() bool {
 		st := readStatus()
-		return st != nil && st.Revision == push && strings.Contains(st.Phase("control-plane").Reason, "pushed without a pull request")
+		return st != nil && st.Revision == push && strings.Contains(st.Stopped, "plans/capi-quickstart.yaml without a pull request")
 	})
 	st := readStatus()
 	if len(st.ApprovedBy) != 1 {
@@ -278,7 +279,21 @@ func TestRunOnGitea(t *testing.T) {
 	r.waitFor("ferry/approval failing on the pushed commit", func() bool {
 		return strings.HasPrefix(statusOf(push, reconciler.ApprovalContext), "failure: not acted on")
 	})
-	if log := r.log(); !strings.Contains(log, "approval not acted on") || strings.Contains(log, gt.Token(bot)) || strings.Contains(log, fakePassword) {
+	if log := r.log(); !strings.Contains(log, "not acted on: it was not merged through a pull request") || strings.Contains(log, gt.Token(bot)) || strings.Contains(log, fakePassword) {
 		t.Errorf("the log does not say the approval was refused, or holds a secret:\n%s", tail(log, 20))
 	}
+}
+
+// statusSays reports whether the status's Stopped or a phase's reason
+// holds part.
+func statusSays(st *status.PlanStatus, part string) bool {
+	if strings.Contains(st.Stopped, part) {
+		return true
+	}
+	for _, ph := range st.Phases {
+		if strings.Contains(ph.Reason, part) {
+			return true
+		}
+	}
+	return false
 }

@@ -229,7 +229,7 @@ func orphanedQuickstart(t *testing.T) *testenv.Kube {
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ferry-system", Name: "openstack-credentials"},
 		Data: map[string][]byte{
 			"clouds.yaml": []byte("clouds:\n  openstack:\n    auth:\n      password: " + fakePassword + "\n"),
-			"cacert":      []byte("-----BEGIN CERTIFICATE-----\nplaceholder\n-----END CERTIFICATE-----\n"),
+			"cacert":      testenv.NewPKI(t, "cloud").CA.Cert,
 		},
 	})
 	return mgmt

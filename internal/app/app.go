@@ -10,6 +10,8 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-dev/ferry/internal/logging"
 )
 
 // UsageError is an error in how a command was called (a missing flag, a
@@ -70,6 +72,9 @@ func (s Streams) logger() *slog.Logger {
 	if s.LogFormat == LogJSON {
 		h = slog.NewJSONHandler(s.ErrOut, opts)
 	}
+	// Every line is scrubbed of the secrets ferry knows (internal/redact),
+	// controller-runtime's and klog's through the same handler.
+	h = logging.Redacting(h)
 	if s.Process {
 		ctrllog.SetLogger(logr.FromSlogHandler(h))
 	}

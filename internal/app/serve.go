@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -47,6 +48,28 @@ type Forge struct {
 	// although a forge is configured; otherwise only a merged pull
 	// request approves a phase or a rollback.
 	AllowPushApprovals bool
+	// RequiredReviews is the review policy, phase=count pairs such as
+	// "cleanup=2" (reconciler.ParseReviewPolicy): how many approving
+	// reviews by accounts with write access other than the author a
+	// phase's approving pull request needs. It needs a forge.
+	RequiredReviews string
+}
+
+// allPhases are the phases of every strategy, for the review policy.
+var allPhases = []string{v1alpha1.PhasePrepare, v1alpha1.PhaseNetworkBridge, v1alpha1.PhaseInfrastructure,
+	v1alpha1.PhaseCluster, v1alpha1.PhaseControlPlane, v1alpha1.PhaseWorkers, v1alpha1.PhaseRollout,
+	v1alpha1.PhaseCutover, v1alpha1.PhaseCleanup}
+
+// policy reads RequiredReviews.
+func (f Forge) policy() (reconciler.ReviewPolicy, error) {
+	p, err := reconciler.ParseReviewPolicy(f.RequiredReviews, allPhases)
+	if err != nil {
+		return nil, usageErrorf("--required-reviews: %v", err)
+	}
+	if len(p) > 0 && f.Repo == "" {
+		return nil, usageErrorf("--required-reviews needs a forge (--forge-repo): reviews are asked of it")
+	}
+	return p, nil
 }
 
 // check refuses an unknown kind, a repository not named owner/name, and a
@@ -54,6 +77,9 @@ type Forge struct {
 func (f Forge) check() error {
 	if _, _, ok := f.ownerName(); f.Repo != "" && !ok {
 		return usageErrorf("--forge-repo %q: want owner/name", f.Repo)
+	}
+	if _, err := f.policy(); err != nil {
+		return err
 	}
 	switch f.Kind {
 	case "", ForgeGitHub:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/logging"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -293,10 +294,15 @@ func newResult(ev *StepEvent, kind step.Kind, attempt int, elapsed time.Duration
 	}
 }
 
-// judge sets a result's outcome from the handler's error: Succeeded
+// judge sets a result's outcome from the handler's error, scrubbed
+// (internal/redact): Succeeded
 // without one; Failed, terminal, after a terminal error; Failed after a
 // retryable one on the last of maxDeliver attempts; Retrying otherwise.
 func judge(res *ResultEvent, err error, maxDeliver int) {
+	if err != nil {
+		// The error leaves the process on the bus: no secret in it.
+		err = redact.Error(err)
+	}
 	switch {
 	case err == nil:
 		res.Outcome = Succeeded

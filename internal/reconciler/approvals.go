@@ -31,6 +31,9 @@ type GitApprovals struct {
 	// AllowPush accepts approvals pushed without a pull request although
 	// a forge is configured (--allow-push-approvals).
 	AllowPush bool
+	// Policy says how many approving reviews each phase's approval needs
+	// (--required-reviews); none when empty.
+	Policy ReviewPolicy
 	// MergeGrace is how long after ferry first sees an approving commit
 	// that no merged pull request is known for it asks the forge again
 	// before it refuses the approval as pushed; default DefaultMergeGrace.
@@ -221,7 +224,7 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 		return Verdict{}, err
 	}
 	if merged {
-		return Verdict{OK: true}, nil
+		return g.reviewed(ctx, file, phase, a)
 	}
 	reason := fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request into %s; approve it in one",
 		approvalName(phase), short(a.Commit), a.By, g.Source.Branch())
@@ -232,6 +235,45 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 	}
 	v.Fallback, err = g.fallback(ctx, file, a.Commit)
 	return v, err
+}
+
+// reviewed is Verify's verdict on a's approval of phase, which a merged
+// pull request made: OK unless the policy asks for more approving reviews
+// of the pull request's head, by accounts with write access other than
+// its author, than it had.
+func (g *GitApprovals) reviewed(ctx context.Context, file, phase string, a status.Approval) (Verdict, error) {
+	need := g.Policy[phase]
+	if need == 0 {
+		return Verdict{OK: true}, nil
+	}
+	pr, _, err := g.mergedBy(ctx, a.Commit)
+	if err != nil {
+		return Verdict{}, err
+	}
+	approvers, err := reviewApprovers(ctx, g.Forge, pr)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if len(approvers) >= need {
+		return Verdict{OK: true}, nil
+	}
+	reason := fmt.Sprintf("%s needs %d approving reviews of #%d's last commit by accounts with write access other than its author (the review policy); it had %d%s",
+		approvalName(phase), need, pr.Number, len(approvers), listed(approvers))
+	desc := fmt.Sprintf("not acted on: %s needs %d approving reviews; #%d had %d", approvalName(phase), need, pr.Number, len(approvers))
+	v, err := g.refuse(ctx, a.Commit, reason, desc)
+	if err != nil {
+		return v, err
+	}
+	v.Fallback, err = g.fallback(ctx, file, a.Commit)
+	return v, err
+}
+
+// listed is ": a, b" for a non-empty list.
+func listed(names []string) string {
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
 }
 
 // maxFallbacks bounds fallback's walk back through refused approvals.

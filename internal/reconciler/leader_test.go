@@ -2,6 +2,7 @@ package reconciler
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"sync"
@@ -11,13 +12,16 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestLeaderElection: of two replicas on one Lease only one leads; when it
-// stops, the other takes over.
+// stops, the other takes over. The leader's other record in the management
+// cluster, the history ConfigMap, is checked on the same API server
+// (testConfigMapHistory).
 func TestLeaderElection(t *testing.T) {
 	k := testenv.StartKube(t)
 	if err := k.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ferry-system"}}); err != nil {
@@ -79,6 +83,42 @@ func TestLeaderElection(t *testing.T) {
 	})
 	if maxLeading.Load() != 1 {
 		t.Errorf("%d replicas led at once", maxLeading.Load())
+	}
+	t.Run("history", func(t *testing.T) { testConfigMapHistory(t, k) })
+}
+
+// testConfigMapHistory: the mark is none before the first Save, is read
+// back as saved, keeps an acknowledgement a person wrote by hand until the
+// next Save, and a namespace that does not exist says so.
+func testConfigMapHistory(t *testing.T, k *testenv.Kube) {
+	ctx := t.Context()
+	cs := kubernetes.NewForConfigOrDie(k.Config)
+	h := ConfigMapHistory{Client: cs, Namespace: "ferry-system", Name: "ferry-history"}
+	if m, err := h.Load(ctx); err != nil || m != (HistoryMark{}) {
+		t.Fatalf("before any save: %+v, %v; want the zero mark", m, err)
+	}
+	for _, rev := range []string{"aaaa", "bbbb"} {
+		if err := h.Save(ctx, HistoryMark{ActedOn: rev}); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := h.Load(ctx); err != nil || m.ActedOn != rev {
+			t.Fatalf("after saving %s: %+v, %v", rev, m, err)
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps("ferry-system").Get(ctx, "ferry-history", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[HistoryAcknowledgedKey] = "cccc"
+	if _, err := cs.CoreV1().ConfigMaps("ferry-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := h.Load(ctx); err != nil || m != (HistoryMark{ActedOn: "bbbb", Acknowledged: "cccc"}) {
+		t.Errorf("after an acknowledgement by hand: %+v, %v", m, err)
+	}
+	missing := ConfigMapHistory{Client: cs, Namespace: "no-such-namespace", Name: "ferry-history"}
+	if err := missing.Save(ctx, HistoryMark{ActedOn: "aaaa"}); !errors.Is(err, ErrNoHistoryNamespace) {
+		t.Errorf("save into a missing namespace: %v; want ErrNoHistoryNamespace", err)
 	}
 }
 

@@ -91,6 +91,13 @@ func (g *Gitea) OpenPullRequestInto(t T, login, head, base, title string) int {
 	return pr.Number
 }
 
+// Review reviews pull request number as login: event is "APPROVED",
+// "REQUEST_CHANGES" or "COMMENT", on the pull request's head.
+func (g *Gitea) Review(t T, login string, number int, event string) {
+	t.Helper()
+	g.API(t, login, http.MethodPost, g.repoPath(fmt.Sprintf("/pulls/%d/reviews", number)), map[string]any{"event": event, "body": "Reviewed by " + login + "."}, nil)
+}
+
 // PullRequest reads pull request number back.
 func (g *Gitea) PullRequest(t T, number int) GiteaPR {
 	t.Helper()
