@@ -54,6 +54,9 @@ type GitApprovals struct {
 	// merges are the pull requests that merged commits into the branch,
 	// by commit (mergedBy).
 	merges map[string]forge.PullRequest
+	// elsewhere are pull requests merged into another branch than the
+	// tracked one, by the commit their merge made: no approval, and said.
+	elsewhere map[string]forge.PullRequest
 	// contents are the last answers of Source.Changed, by plan file.
 	contents map[string]gitsource.Content
 }
@@ -200,6 +203,19 @@ func (g *GitApprovals) mergedBy(ctx context.Context, commit string) (forge.PullR
 		return forge.PullRequest{}, false, fmt.Errorf("pull request of commit %s: %w", short(commit), err)
 	}
 	pr, ok = forge.ApprovingPullRequest(prs, commit, g.Source.Branch())
+	if !ok {
+		for _, p := range prs {
+			if p.Merged {
+				g.mu.Lock()
+				if g.elsewhere == nil {
+					g.elsewhere = map[string]forge.PullRequest{}
+				}
+				g.elsewhere[commit] = p
+				g.mu.Unlock()
+				break
+			}
+		}
+	}
 	if ok {
 		g.mu.Lock()
 		if g.merges == nil {
@@ -360,8 +376,14 @@ func (g *GitApprovals) VerifyContent(ctx context.Context, revision, file string,
 	if g.withinGrace(commit) {
 		return Verdict{}, errMergeNotRecorded{commit: commit}
 	}
-	reason := fmt.Sprintf("commit %s (author %q) changed %s without a pull request: ferry acts on a plan only as merged through a pull request into %s; nothing of this plan runs until a merged pull request carries the change",
-		short(commit), c.Commit.Author.Name, strings.Join(paths, ", "), g.Source.Branch())
+	how := "without a pull request"
+	g.mu.Lock()
+	if pr, ok := g.elsewhere[commit]; ok {
+		how = fmt.Sprintf("through #%d, merged into %s, not into %s: without a pull request into %s", pr.Number, pr.BaseRef, g.Source.Branch(), g.Source.Branch())
+	}
+	g.mu.Unlock()
+	reason := fmt.Sprintf("commit %s (author %q) changed %s %s: ferry acts on a plan only as merged through a pull request into %s; nothing of this plan runs until a merged pull request carries the change",
+		short(commit), c.Commit.Author.Name, strings.Join(paths, ", "), how, g.Source.Branch())
 	desc := fmt.Sprintf("not acted on: %s changed without a pull request; merge the change through one", file)
 	return g.refuse(ctx, commit, reason, desc)
 }
