@@ -33,6 +33,8 @@ func exposedMetrics(t *testing.T) map[string]bool {
 	m.Watch(&reconciler.Loop{}, time.Minute, nil)
 	m.ObserveCycle(nil)
 	m.ObserveCycle(errors.New("poll: connection refused"))
+	m.ObserveFlush(nil)
+	m.ObserveFlush(errors.New("push: connection refused"))
 	m.ObservePhases(map[string]*status.PlanStatus{"a": {Plan: "a", Phases: []status.PhaseStatus{{Name: "cluster", State: status.PhaseFailed}}}})
 	ev := &events.ResultEvent{Executor: step.Kube, Action: step.Create, Target: "Cluster default/a", Outcome: events.Failed, Duration: time.Second}
 	m.ObserveResult(ev)

@@ -182,7 +182,7 @@ func (s *server) newLoop() {
 	s.rec = &reconciler.StatusRecorder{Store: reconciler.GitStatusStore{Git: s.store}, Forge: fg, Approvals: approvals, Metrics: s.metrics}
 	s.loop = &reconciler.Loop{
 		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec, Verifier: approvals,
-		Path: s.src.PlansDir(), AfterCycle: s.metrics.ObserveCycle, Latency: s.metrics.ObserveRoundTrip, Timeout: s.cfg.Timeout,
+		Path: s.src.PlansDir(), AfterCycle: s.metrics.ObserveCycle, AfterFlush: s.metrics.ObserveFlush, Latency: s.metrics.ObserveRoundTrip, Timeout: s.cfg.Timeout,
 	}
 	s.loop.History = s.history()
 }

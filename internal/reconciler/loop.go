@@ -85,6 +85,9 @@ type Loop struct {
 	Now func() time.Time
 	// AfterCycle, when set, is told how each cycle went (metrics, readiness).
 	AfterCycle func(err error)
+	// AfterFlush, when set, is told how each of Run's status writes went
+	// (metrics: a status that keeps failing to be written is alerted on).
+	AfterFlush func(err error)
 	// Latency, when set, is told how long each step took from its
 	// publication to its final result (metrics).
 	Latency func(ev *events.ResultEvent, d time.Duration)
@@ -282,11 +285,15 @@ func (l *Loop) flushLoop(ctx context.Context, requests <-chan Cycle) {
 		}
 		last = time.Now()
 		l.progress.flushing()
-		if err := l.flush(ctx, cycle); err != nil && ctx.Err() == nil {
+		err := l.flush(ctx, cycle)
+		if err != nil && ctx.Err() == nil {
 			failures++
 			logging.From(ctx).Error("status not recorded; retrying", "error", err, "retry_in", flushWait(l.StatusEvery, failures))
 		} else {
 			failures = 0
+		}
+		if l.AfterFlush != nil && ctx.Err() == nil {
+			l.AfterFlush(err)
 		}
 		l.progress.flushed()
 	}

@@ -37,6 +37,10 @@ type Metrics struct {
 	stepLatency   *prometheus.HistogramVec
 	stepRoundTrip *prometheus.HistogramVec
 	cycles        *prometheus.CounterVec
+	statusWrites  *prometheus.CounterVec
+	// unrecordedSince is when the status writes began to fail, in Unix
+	// nanoseconds; 0 while the last one succeeded.
+	unrecordedSince atomic.Int64
 
 	ready atomic.Bool
 	// standby is set while this replica waits for the Lease: it is ready
@@ -110,7 +114,18 @@ func NewMetrics(counters map[string]func() float64) *Metrics {
 	m.cycles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "ferry_cycles_total", Help: "Reconcile cycles by result.",
 	}, []string{"result"})
-	m.Registry.MustRegister(m.phases, m.phase, m.stepsRun, m.stepLatency, m.stepRoundTrip, m.cycles,
+	m.statusWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "ferry_status_writes_total", Help: "Writes of the statuses (a commit to the status branch and the pull requests' comments) by result.",
+	}, []string{"result"})
+	unrecorded := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "ferry_status_unrecorded_seconds", Help: "Seconds since the statuses' writes began to fail; 0 while the last one succeeded.",
+	}, func() float64 {
+		if since := m.unrecordedSince.Load(); since != 0 {
+			return time.Since(time.Unix(0, since)).Seconds()
+		}
+		return 0
+	})
+	m.Registry.MustRegister(m.phases, m.phase, m.stepsRun, m.stepLatency, m.stepRoundTrip, m.cycles, m.statusWrites, unrecorded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for name, read := range counters {
 		m.Registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: "Calls counted by " + name + "."}, read))
@@ -186,6 +201,18 @@ func (m *Metrics) ObserveCycle(err error) {
 	}
 	m.cycles.WithLabelValues("ok").Inc()
 	m.ready.Store(true)
+}
+
+// ObserveFlush counts a write of the statuses, and when they began to
+// fail.
+func (m *Metrics) ObserveFlush(err error) {
+	if err == nil {
+		m.statusWrites.WithLabelValues("ok").Inc()
+		m.unrecordedSince.Store(0)
+		return
+	}
+	m.statusWrites.WithLabelValues("error").Inc()
+	m.unrecordedSince.CompareAndSwap(0, time.Now().UnixNano())
 }
 
 // Standby says whether this replica waits for another to give up the
