@@ -4,7 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
+	"net/http"
+	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -14,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
@@ -272,5 +277,122 @@ func TestPreviewsBounded(t *testing.T) {
 	}
 	if len(obs.records) != 0 {
 		t.Errorf("a pull request over the limits was observed %d time(s)", len(obs.records))
+	}
+}
+
+// TestPreviewsOnGitea previews real pull requests of a real Gitea, read
+// through the Git source as the reconciler reads them:
+//
+//   - a maintainer's pull request that adds an 8 MiB file under plans/:
+//     the comment names the file, its size and the limit, the gate fails,
+//     and the preview does not read the file (Update, which lists,
+//     loads and comments on every pull request through the forge's API,
+//     allocates under half its size; the heads are fetched before, since
+//     go-git's fetch inflates each object it indexes once, whatever reads
+//     it after);
+//   - one plan change from a maintainer, from a reader (mallory may read
+//     the repository, not write) and from the reader's fork: the
+//     maintainer's preview shows the live state (an address the observer
+//     saw), the others the plan alone, with why, and nothing is observed
+//     for them.
+func TestPreviewsOnGitea(t *testing.T) {
+	ctx := t.Context()
+	g := testenv.StartGitea(t, testenv.SeedDir(t, map[string]string{quickstart: testenv.ExamplePlan(t, "")}))
+	bot, maintainer, reader := testenv.GiteaBot, testenv.GiteaMaintainer, testenv.GiteaReader
+	fg, err := forge.NewGitea(g.Owner, g.Repo, g.Token(bot), g.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(g.Token(bot)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gitsource.New(gitsource.Config{URL: g.RepoURL(), CacheDir: t.TempDir(), Auth: gitsource.Auth{Username: bot, TokenFile: token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	change := map[string]string{quickstart: testenv.ExamplePlan(t, "cluster")}
+	g.PushBranch(t, maintainer, "approve-cluster", "Approve cluster", change)
+	own := g.OpenPullRequest(t, maintainer, "approve-cluster", "Approve cluster")
+	g.PushBranch(t, maintainer, "for-mallory", "Approve cluster", change)
+	readers := g.OpenPullRequest(t, reader, "for-mallory", "Approve cluster")
+	g.API(t, reader, http.MethodPost, "/repos/"+g.Owner+"/"+g.Repo+"/forks", map[string]any{}, nil)
+	forked := g.OpenPullRequest(t, reader, reader+":approve-cluster", "Approve cluster")
+
+	const size = 8 << 20
+	rnd := rand.New(rand.NewPCG(3, 4))
+	var b strings.Builder
+	for b.Len() < size {
+		fmt.Fprintf(&b, "# %016x%016x%016x%016x\n", rnd.Uint64(), rnd.Uint64(), rnd.Uint64(), rnd.Uint64())
+	}
+	huge := b.String()
+	hugeHead := g.PushBranch(t, maintainer, "huge", "Add a huge file", map[string]string{"plans/huge.yaml": huge})
+	hugePR := g.OpenPullRequest(t, maintainer, "huge", "Add a huge file")
+
+	if _, _, err := src.Poll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	heads := src.PullHeads()
+	for _, n := range []int{own, readers, forked, hugePR} {
+		if err := src.FetchPull(ctx, n, heads[n]); err != nil {
+			t.Fatalf("fetch #%d: %v", n, err)
+		}
+	}
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets(),
+		WorkloadError: "workload cluster capi-quickstart: dial tcp 10.0.0.7:6443: connection refused"}}
+	p := &Previews{Forge: fg, Pulls: GitSource{Source: src}, Observer: obs, Branch: "main", Path: "plans"}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	before := ms.TotalAlloc
+	err = p.Update(ctx, Base{}, func(string) observed.Record { return observed.Record{} })
+	runtime.ReadMemStats(&ms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc := ms.TotalAlloc - before
+	t.Logf("the previews of 4 pull requests allocated %d bytes beside a %d-byte plans/huge.yaml", alloc, len(huge))
+	if alloc > size/2 {
+		t.Errorf("the previews allocated %d bytes: the %d-byte plans/huge.yaml was read", alloc, len(huge))
+	}
+
+	preview := func(n int) string {
+		t.Helper()
+		for _, c := range g.Comments(t, n) {
+			if c.User.Login == bot && strings.HasPrefix(c.Body, forge.Marker(PreviewKey)) {
+				return c.Body
+			}
+		}
+		t.Fatalf("no preview on #%d", n)
+		return ""
+	}
+	if c, want := preview(hugePR), fmt.Sprintf("plans/huge.yaml: file is %d bytes; a plan may be at most %d; it was not read", len(huge), planfile.MaxSize); !strings.Contains(c, want) {
+		t.Errorf("preview of #%d does not say %q:\n%s", hugePR, want, c)
+	}
+	gate := ""
+	for _, s := range g.Statuses(t, hugeHead) {
+		if s.Context == GateContext {
+			gate = s.Status
+		}
+	}
+	if gate != forge.StateFailure {
+		t.Errorf("%s of #%d: %q; want failure", GateContext, hugePR, gate)
+	}
+
+	if c := preview(own); !strings.Contains(c, "10.0.0.7") || !strings.Contains(c, "Steps of phase cluster") {
+		t.Errorf("the maintainer's preview shows no live state:\n%s", c)
+	}
+	for n, why := range map[int]string{
+		readers: "its author @" + reader + " has read access to the repository, not write",
+		forked:  "it comes from a fork",
+	} {
+		c := preview(n)
+		if strings.Contains(c, "10.0.0.7") || strings.Contains(c, "Steps of phase") || !strings.Contains(c, why) ||
+			!strings.Contains(c, "  cluster        approved\n  control-plane  not approved\n") {
+			t.Errorf("#%d's preview shows the live state, or not the plan alone, or does not say %q:\n%s", n, why, c)
+		}
+	}
+	if len(obs.records) != 1 {
+		t.Errorf("%d observations; want one, for the maintainer's pull request", len(obs.records))
 	}
 }
