@@ -186,10 +186,11 @@ func (s *server) observe(ctx context.Context) error {
 	}
 	s.loop.Observer = obs
 	if fg := s.forge.forge(); fg != nil {
+		policy, _ := s.cfg.Forge.policy() // checked by Run
 		// Previews read pull requests' trees: their own observer, same cloud.
 		previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 		s.loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: s.src}, Observer: previewObs,
-			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(),
+			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(), Policy: policy,
 			Running: func(plan string) string { return reconciler.RunningPhase(s.rec.Status(plan)) }}
 		s.loop.Commands = &reconciler.Commands{Forge: fg, Statuses: s.rec.Statuses, Retry: s.loop.Retry,
 			Preview: s.loop.Previews.Redo, Open: s.loop.Previews.Open}

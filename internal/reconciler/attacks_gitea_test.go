@@ -12,6 +12,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -188,8 +189,38 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 	t.Run("a review policy of two approvals for control-plane", func(t *testing.T) {
 		policy = ReviewPolicy{"control-plane": 2}
 		defer func() { policy = nil }()
-		// Approved by bob alone, and merged.
-		one := merge(t, "one-review", map[string]string{quickstart: testenv.ExamplePlan(t, "control-plane")}, testenv.GiteaReviewer)
+		// Approved by bob alone: the merge gate fails, saying why, before
+		// the merge.
+		head := g.PushBranch(t, writer, "one-review", "Approve control-plane", map[string]string{quickstart: testenv.ExamplePlan(t, "control-plane")})
+		n := g.OpenPullRequest(t, writer, "one-review", "Approve control-plane")
+		g.Review(t, testenv.GiteaReviewer, n, "APPROVED")
+		if _, _, err := src.Poll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := src.FS(gitsource.Revision(backToCluster))
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := planfile.LoadFS(loaded, "plans")
+		if err != nil {
+			t.Fatal(err)
+		}
+		previews := &Previews{Forge: fg, Pulls: GitSource{Source: src}, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}},
+			Branch: "main", Path: "plans", Policy: policy}
+		if err := previews.Update(ctx, Base{Revision: backToCluster, Files: base}, func(string) observed.Record { return observed.Record{} }); err != nil {
+			t.Fatal(err)
+		}
+		gate := ""
+		for _, s := range g.Statuses(t, head) {
+			if s.Context == GateContext {
+				gate = s.Status + ": " + s.Description
+			}
+		}
+		if !strings.HasPrefix(gate, "failure") || !strings.Contains(gate, "needs 2 approving reviews") {
+			t.Errorf("%s on #%d's head: %q; want a failure: 1 of 2 reviews", GateContext, n, gate)
+		}
+		// Merged anyway (no branch protection here): not acted on.
+		one := g.MergePullRequest(t, testenv.GiteaReviewer, n, testenv.MergeCommit)
 		rev, phases, res := cycle(t, observed.Record{})
 		ph := res.Phase("control-plane")
 		if rev != one || slices.Contains(phases, "control-plane") || ph == nil || !strings.Contains(ph.Reason, "needs 2 approving reviews") || !strings.Contains(ph.Reason, "it had 1 ("+testenv.GiteaReviewer+")") {

@@ -77,6 +77,10 @@ type Previews struct {
 	// (RunningPhase of its status): the gate fails a pull request that
 	// stops it without saying so. Nil: no plan counts as running.
 	Running func(plan string) string
+	// Policy is the review policy: a pull request that approves a phase
+	// it names fails the gate until it has the reviews the phase needs
+	// (the loop refuses the approval otherwise; see GitApprovals.Policy).
+	Policy ReviewPolicy
 	// StatusURL is the target URL of the gate's commit status; empty:
 	// the pull request's page.
 	StatusURL string
@@ -166,6 +170,15 @@ func (p *Previews) Update(ctx context.Context, base Base, record func(plan strin
 			continue
 		}
 		v := gate(pr.Number, pp, bp, raisedBy, p.Running)
+		short, err := p.reviewShortfall(ctx, pr, pp, bp)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
+			continue
+		}
+		if len(short) > 0 {
+			// A review changes no head: judged again every pass.
+			v.reasons, v.state, v.conflict = append(v.reasons, short...), forge.StateFailure, true
+		}
 		p.conflicts = p.conflicts || v.conflict
 		if err := p.preview(ctx, pr, loaded[pr.Number], v, record); err != nil {
 			errs = append(errs, fmt.Errorf("preview #%d: %w", pr.Number, err))
@@ -486,4 +499,38 @@ func (p *Previews) plan(ctx context.Context, f *planfile.File, record func(strin
 		b.WriteString(note + "\n")
 	}
 	return b.String()
+}
+
+// reviewShortfall says, for each plan whose spec.approve pull request pr
+// raises to a phase the review policy names, how many approving reviews
+// the phase needs and how many pr has: one reason per phase short of them.
+func (p *Previews) reviewShortfall(ctx context.Context, pr forge.PullRequest, pp *pullPlans, bp basePlans) ([]string, error) {
+	if len(p.Policy) == 0 {
+		return nil, nil
+	}
+	var reasons []string
+	var approvers []string
+	asked := false
+	for _, f := range pp.files {
+		if f.plan == nil || f.plan.Spec.Rollback != nil {
+			continue
+		}
+		phase := f.plan.Spec.Approve
+		need := p.Policy[phase]
+		if need == 0 || f.plan.PhaseIndex(phase) <= approveIndex(bp.byName[f.plan.Metadata.Name]) {
+			continue
+		}
+		if !asked {
+			var err error
+			if approvers, err = reviewApprovers(ctx, p.Forge, pr); err != nil {
+				return nil, fmt.Errorf("reviews: %w", err)
+			}
+			asked = true
+		}
+		if len(approvers) < need {
+			reasons = append(reasons, fmt.Sprintf("approves phase %s of plan %s, which needs %d approving reviews of the last commit by accounts with write access other than the author (the review policy); it has %d%s",
+				phase, f.plan.Metadata.Name, need, len(approvers), listed(approvers)))
+		}
+	}
+	return reasons, nil
 }

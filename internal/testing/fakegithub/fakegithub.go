@@ -33,6 +33,7 @@ type Server struct {
 	pulls       map[int]*PR
 	commitPulls map[string][]int
 	files       map[int][]File
+	reviews     map[int][]Review
 	permissions map[string]string // by login
 	requests    []Request
 	faults      []fault
@@ -106,6 +107,7 @@ func New(owner, repo, token string) *Server {
 	mux.HandleFunc("GET "+base+"/pulls", f.listPulls)
 	mux.HandleFunc("GET "+base+"/pulls/{number}", f.getPull)
 	mux.HandleFunc("GET "+base+"/pulls/{number}/files", f.listFiles)
+	mux.HandleFunc("GET "+base+"/pulls/{number}/reviews", f.listReviews)
 	mux.HandleFunc("GET "+base+"/collaborators/{login}/permission", f.permission)
 	mux.HandleFunc("GET /api/v3/user", f.authenticatedUser)
 	mux.HandleFunc("POST /api/graphql", f.graphql)
