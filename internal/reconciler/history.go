@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -25,6 +28,10 @@ type HistoryMark struct {
 	// Acknowledged is a head that does not descend from ActedOn, which a
 	// person said ferry may act on: the history was rewritten on purpose.
 	Acknowledged string
+	// Keypairs are the keypairs ferry created, by plan: what a rollback
+	// may delete. The status branch lists them too, but anyone who can
+	// push there could add one ferry did not create.
+	Keypairs map[string][]string
 }
 
 // HistoryStore keeps the HistoryMark where only ferry (and the people who
@@ -52,6 +59,28 @@ type history struct {
 	loaded    bool
 	mark      HistoryMark
 	rewritten string // why the head is not acted on; "" when it may be
+	// volatile: the store has nowhere to keep the mark (its namespace
+	// does not exist), so it is kept in memory only and, after a restart,
+	// the status branch's list of created keypairs is all there is.
+	volatile bool
+}
+
+// loadHistory reads the mark from the store. l.history.mu is held.
+func (l *Loop) loadHistory(ctx context.Context) error {
+	h := &l.history
+	m, err := l.History.Load(ctx)
+	if errors.Is(err, ErrNoHistoryNamespace) {
+		if !h.volatile {
+			logging.From(ctx).Warn("the last revision acted on and the keypairs ferry created are kept in memory only: a rewritten history is not noticed across a restart, and a rollback deletes the keypairs the status branch lists", "error", err)
+		}
+		h.volatile, h.loaded = true, true
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	h.mark, h.loaded, h.volatile = m, true, false
+	return nil
 }
 
 // checkHistory decides whether the loop may act at rev: yes when nothing
@@ -67,12 +96,10 @@ func (l *Loop) checkHistory(ctx context.Context, rev string) string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if !h.loaded || h.rewritten != "" {
-		m, err := l.History.Load(ctx)
-		if err != nil {
+		if err := l.loadHistory(ctx); err != nil {
 			h.rewritten = fmt.Sprintf("the last revision ferry acted on could not be read, so the branch's history cannot be checked: %v", err)
 			return h.rewritten
 		}
-		h.mark, h.loaded = m, true
 	}
 	h.rewritten = ""
 	m := h.mark
@@ -122,13 +149,16 @@ func (l *Loop) actingOn(ctx context.Context, rev string) error {
 			return nil // a worker still on an earlier revision
 		}
 	}
-	m := HistoryMark{ActedOn: rev}
+	m := HistoryMark{ActedOn: rev, Keypairs: h.mark.Keypairs}
 	err := l.History.Save(ctx, m)
 	switch {
 	case errors.Is(err, ErrNoHistoryNamespace):
 		// Kept in memory only: the history is guarded while this
 		// process runs, not across a restart.
-		logging.From(ctx).Warn("the last revision acted on is kept in memory only: a rewritten history is not noticed across a restart", "error", err)
+		if !h.volatile {
+			logging.From(ctx).Warn("the last revision acted on is kept in memory only: a rewritten history is not noticed across a restart", "error", err)
+		}
+		h.volatile = true
 	case err != nil:
 		return fmt.Errorf("record revision %s as acted on: %w", short(rev), err)
 	}
@@ -165,22 +195,38 @@ type ConfigMapHistory struct {
 	Namespace, Name string
 }
 
-// Keys of ConfigMapHistory's ConfigMap.
+// Keys of ConfigMapHistory's ConfigMap; the keypairs ferry created for a
+// plan are under HistoryKeypairsPrefix + the plan's name, comma-separated.
 const (
 	HistoryActedOnKey      = "actedOn"
 	HistoryAcknowledgedKey = "acknowledged"
+	HistoryKeypairsPrefix  = "keypairs."
 )
 
 // Load reads the ConfigMap; none is the zero mark.
 func (c ConfigMapHistory) Load(ctx context.Context) (HistoryMark, error) {
 	cm, err := c.Client.CoreV1().ConfigMaps(c.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
+		// None yet, or nowhere to keep one: a namespace ferry may not
+		// read counts as there.
+		if _, err := c.Client.CoreV1().Namespaces().Get(ctx, c.Namespace, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return HistoryMark{}, fmt.Errorf("%w: %s", ErrNoHistoryNamespace, c.Namespace)
+		}
 		return HistoryMark{}, nil
 	}
 	if err != nil {
 		return HistoryMark{}, fmt.Errorf("read ConfigMap %s/%s: %w", c.Namespace, c.Name, err)
 	}
-	return HistoryMark{ActedOn: cm.Data[HistoryActedOnKey], Acknowledged: cm.Data[HistoryAcknowledgedKey]}, nil
+	m := HistoryMark{ActedOn: cm.Data[HistoryActedOnKey], Acknowledged: cm.Data[HistoryAcknowledgedKey]}
+	for k, v := range cm.Data {
+		if plan, ok := strings.CutPrefix(k, HistoryKeypairsPrefix); ok && v != "" {
+			if m.Keypairs == nil {
+				m.Keypairs = map[string][]string{}
+			}
+			m.Keypairs[plan] = strings.Split(v, ",")
+		}
+	}
+	return m, nil
 }
 
 // Save writes the ConfigMap, creating it when missing.
@@ -188,6 +234,9 @@ func (c ConfigMapHistory) Save(ctx context.Context, m HistoryMark) error {
 	data := map[string]string{HistoryActedOnKey: m.ActedOn}
 	if m.Acknowledged != "" {
 		data[HistoryAcknowledgedKey] = m.Acknowledged
+	}
+	for plan, keypairs := range m.Keypairs {
+		data[HistoryKeypairsPrefix+plan] = strings.Join(keypairs, ",")
 	}
 	cms := c.Client.CoreV1().ConfigMaps(c.Namespace)
 	cm, err := cms.Get(ctx, c.Name, metav1.GetOptions{})
@@ -205,4 +254,66 @@ func (c ConfigMapHistory) Save(ctx context.Context, m HistoryMark) error {
 		return fmt.Errorf("write ConfigMap %s/%s: %w", c.Namespace, c.Name, err)
 	}
 	return nil
+}
+
+// createdKeypairs records, in the HistoryStore, keypairs that a step of
+// plan created, so that a rollback may delete them. A record that cannot
+// be saved is logged: the keypair is then left in the cloud by a rollback
+// rather than deleted on the status branch's word.
+func (l *Loop) createdKeypairs(ctx context.Context, plan string, keypairs []string) {
+	if l.History == nil || len(keypairs) == 0 {
+		return
+	}
+	h := &l.history
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.loaded {
+		if err := l.loadHistory(ctx); err != nil {
+			logging.From(ctx).Warn("keypairs created but not recorded: a rollback will leave them", "plan", plan, "keypairs", keypairs, "error", err)
+			return
+		}
+	}
+	known := h.mark.Keypairs[plan]
+	added := false
+	for _, k := range keypairs {
+		if !slices.Contains(known, k) {
+			known, added = append(known, k), true
+		}
+	}
+	if !added {
+		return
+	}
+	slices.Sort(known)
+	m := h.mark
+	m.Keypairs = maps.Clone(m.Keypairs)
+	if m.Keypairs == nil {
+		m.Keypairs = map[string][]string{}
+	}
+	m.Keypairs[plan] = known
+	err := l.History.Save(ctx, m)
+	switch {
+	case errors.Is(err, ErrNoHistoryNamespace):
+		h.volatile = true
+	case err != nil:
+		logging.From(ctx).Warn("keypairs created but not recorded: a rollback will leave them", "plan", plan, "keypairs", keypairs, "error", err)
+		return
+	}
+	h.mark = m
+}
+
+// trustedKeypairs keeps of keypairs (the record's, restored from the
+// status branch) those the HistoryStore says ferry created for plan; all
+// of them without a HistoryStore, or with one that has nowhere to keep
+// them (volatile).
+func (l *Loop) trustedKeypairs(plan string, keypairs []string) []string {
+	if l.History == nil || len(keypairs) == 0 {
+		return keypairs
+	}
+	l.history.mu.Lock()
+	defer l.history.mu.Unlock()
+	if l.history.volatile {
+		return keypairs
+	}
+	known := l.history.mark.Keypairs[plan]
+	return slices.DeleteFunc(slices.Clone(keypairs), func(k string) bool { return !slices.Contains(known, k) })
 }

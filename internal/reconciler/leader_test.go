@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"reflect"
 	"io"
 	"log/slog"
 	"sync"
@@ -94,7 +95,7 @@ func testConfigMapHistory(t *testing.T, k *testenv.Kube) {
 	ctx := t.Context()
 	cs := kubernetes.NewForConfigOrDie(k.Config)
 	h := ConfigMapHistory{Client: cs, Namespace: "ferry-system", Name: "ferry-history"}
-	if m, err := h.Load(ctx); err != nil || m != (HistoryMark{}) {
+	if m, err := h.Load(ctx); err != nil || !reflect.DeepEqual(m, HistoryMark{}) {
 		t.Fatalf("before any save: %+v, %v; want the zero mark", m, err)
 	}
 	for _, rev := range []string{"aaaa", "bbbb"} {
@@ -113,12 +114,22 @@ func testConfigMapHistory(t *testing.T, k *testenv.Kube) {
 	if _, err := cs.CoreV1().ConfigMaps("ferry-system").Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := h.Load(ctx); err != nil || m != (HistoryMark{ActedOn: "bbbb", Acknowledged: "cccc"}) {
+	if m, err := h.Load(ctx); err != nil || !reflect.DeepEqual(m, HistoryMark{ActedOn: "bbbb", Acknowledged: "cccc"}) {
 		t.Errorf("after an acknowledgement by hand: %+v, %v", m, err)
+	}
+	kept := HistoryMark{ActedOn: "dddd", Keypairs: map[string][]string{"prod-eu1": {"capi-key", "extra-key"}, "prod-us1": {"us-key"}}}
+	if err := h.Save(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := h.Load(ctx); err != nil || !reflect.DeepEqual(m, kept) {
+		t.Errorf("keypairs read back: %+v, %v; want %+v", m, err, kept)
 	}
 	missing := ConfigMapHistory{Client: cs, Namespace: "no-such-namespace", Name: "ferry-history"}
 	if err := missing.Save(ctx, HistoryMark{ActedOn: "aaaa"}); !errors.Is(err, ErrNoHistoryNamespace) {
 		t.Errorf("save into a missing namespace: %v; want ErrNoHistoryNamespace", err)
+	}
+	if _, err := missing.Load(ctx); !errors.Is(err, ErrNoHistoryNamespace) {
+		t.Errorf("load from a missing namespace: %v; want ErrNoHistoryNamespace", err)
 	}
 }
 

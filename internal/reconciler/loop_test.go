@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -334,5 +335,35 @@ func TestLoopAsksAgainForUnverifiedApprovals(t *testing.T) {
 	}
 	if len(pub.steps) == 0 {
 		t.Errorf("once verified, the idle cycle published nothing")
+	}
+}
+
+// TestKeypairsFromHistory: what a rollback may delete is what the history
+// store says ferry created: a keypair the status branch lists (an edit of
+// ferry/status, restored after a restart) but no step's result reported
+// created is not in the record the plan is observed and planned with.
+func TestKeypairsFromHistory(t *testing.T) {
+	ctx := context.Background()
+	src := &memSource{}
+	src.set("rev1", map[string]string{"plans/capi-quickstart.yaml": testenv.ExamplePlan(t, "cluster")})
+	obs := &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}}
+	hist := &memHistory{}
+	l := &Loop{Source: src, Observer: obs, Publisher: &recordingPublisher{}, History: hist}
+	l.Restore("capi-quickstart", observed.Record{Approved: "cluster", Keypairs: []string{"capi-key", "someone-elses-key"}})
+	if err := l.OnResult(ctx, &events.ResultEvent{Plan: "capi-quickstart", StepID: "x", StepKey: "cluster/ensure-keypair/keypair/capi-key",
+		Outcome: events.Succeeded, Report: events.Report{Created: []events.Resource{{Kind: events.ResourceKeypair, Name: "capi-key"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Cycle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.records) == 0 {
+		t.Fatal("the plan was not observed")
+	}
+	if got := obs.records[len(obs.records)-1].Keypairs; !slices.Equal(got, []string{"capi-key"}) {
+		t.Errorf("keypairs in the record planned with: %v; want [capi-key] (someone-elses-key is on the status branch only)", got)
+	}
+	if got := hist.mark.Keypairs["capi-quickstart"]; !slices.Equal(got, []string{"capi-key"}) {
+		t.Errorf("keypairs in the history store: %v; want [capi-key]", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // state returns the loop's memory of plan, new if the loop has none.
@@ -58,6 +59,9 @@ func (l *Loop) Restore(plan string, record observed.Record) {
 func (l *Loop) OnResult(ctx context.Context, ev *events.ResultEvent) error {
 	l.init()
 	now := l.Now()
+	if ev.Outcome == events.Succeeded {
+		l.createdKeypairs(ctx, ev.Plan, status.Keypairs(ev.Created))
+	}
 	if published, ok := l.state(ev.Plan).onResult(ev, now); ok && ev.Outcome != events.Retrying && l.Latency != nil {
 		defer l.Latency(ev, now.Sub(published))
 	}

@@ -36,6 +36,9 @@ func (l *Loop) reconcileQueued(ctx context.Context, name string) (Cycle, bool, e
 func (l *Loop) reconcile(ctx context.Context, cycle Cycle, file string, p *v1alpha1.MigrationPlan) error {
 	st := l.state(p.Metadata.Name)
 	record, busy := st.begin(ctx, cycle, file, p, l.StaleAfter)
+	// What a rollback may delete is what the management cluster says ferry
+	// created, not what the status branch lists.
+	record.Keypairs = l.trustedKeypairs(p.Metadata.Name, record.Keypairs)
 
 	ctx, cancel := context.WithTimeout(ctx, l.Timeout)
 	defer cancel()
