@@ -244,7 +244,7 @@ func (c ConfigMapHistory) Save(ctx context.Context, m HistoryMark) error {
 		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: c.Name,
 			Labels: map[string]string{"app.kubernetes.io/managed-by": "ferry"}}, Data: data}, metav1.CreateOptions{})
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("%w: %s: %v", ErrNoHistoryNamespace, c.Namespace, err)
+			return fmt.Errorf("%w: %s: %w", ErrNoHistoryNamespace, c.Namespace, err)
 		}
 	} else if err == nil {
 		cm.Data = data
