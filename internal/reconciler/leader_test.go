@@ -3,9 +3,9 @@ package reconciler
 import (
 	"context"
 	"errors"
-	"reflect"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
