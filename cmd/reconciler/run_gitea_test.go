@@ -263,9 +263,16 @@ func TestRunOnGitea(t *testing.T) {
 		st := readStatus()
 		return st != nil && st.Revision == push && statusSays(st, "has not said yet which pull request merged commit")
 	})
+	var last *status.PlanStatus
+	t.Cleanup(func() {
+		if t.Failed() && last != nil {
+			t.Logf("the last status read: revision %s, stopped %q, phases %+v", last.Revision, last.Stopped, last.Phases)
+		}
+	})
 	r.waitFor("the pushed change refused in the status", func() bool {
 		st := readStatus()
-		return st != nil && st.Revision == push && strings.Contains(st.Stopped, "plans/capi-quickstart.yaml without a pull request")
+		last = st
+		return st != nil && st.Revision == push && strings.Contains(st.Stopped, "changed plans/capi-quickstart.yaml") && strings.Contains(st.Stopped, "without a pull request")
 	})
 	st := readStatus()
 	if len(st.ApprovedBy) != 1 {

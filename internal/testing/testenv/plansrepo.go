@@ -66,6 +66,12 @@ func NewPlansRepo(t T, g *Git, gh *fakegithub.Server) *PlansRepo {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	if gh != nil {
+		// The stand-in names alice the author of every pull request: she
+		// may write, so that previews show the live clusters, as for a
+		// maintainer's pull request.
+		gh.SetPermission("alice", "write")
+	}
 	return &PlansRepo{Git: g, GitHub: gh, t: t, dir: dir, repo: repo, wt: wt, prs: map[int]*pullRequest{}}
 }
 
