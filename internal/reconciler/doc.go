@@ -8,8 +8,9 @@
 // loading a revision and its plan files (revision.go), reconciling one
 // plan (reconcile.go), acting only on approvals and plan content that a
 // pull request merged into the tracked branch made (verify.go,
-// approvals.go), on a history that only moves forward (history.go: the
-// last revision acted on, kept in a ConfigMap), the loop's memory of what is in flight
+// approvals.go) with the reviews the review policy asks (policy.go), on a
+// history that only moves forward (history.go: the last revision acted on
+// and the keypairs ferry created, kept in a ConfigMap), the loop's memory of what is in flight
 // (memory.go, one plan's in planstate.go); the StatusRecorder, which
 // turns the planner's results and the executors' results into each plan's
 // status, commits the statuses that changed to the status branch and
