@@ -44,19 +44,8 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 		quickstart:  testenv.ExamplePlan(t, ""),
 		ccmManifest: testenv.CCMManifest,
 	}))
-	bot, writer := testenv.GiteaBot, testenv.GiteaMaintainer
-	fg, err := forge.NewGitea(g.Owner, g.Repo, g.Token(bot), g.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte(g.Token(bot)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := gitsource.New(gitsource.Config{URL: g.RepoURL(), CacheDir: t.TempDir(), Auth: gitsource.Auth{Username: bot, TokenFile: token}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	writer := testenv.GiteaMaintainer
+	fg, src := asFerry(t, g)
 	clock := time.Now()
 	// What the management cluster keeps across the restarts.
 	hist := &memHistory{}
@@ -238,4 +227,24 @@ func (m *memHistory) Load(context.Context) (HistoryMark, error) { return m.mark,
 func (m *memHistory) Save(_ context.Context, mark HistoryMark) error {
 	m.mark = mark
 	return nil
+}
+
+// asFerry is what ferry reads g through: the forge's API and the plans
+// repository, both as ferry's account (its token in a file, as mounted).
+func asFerry(t *testing.T, g *testenv.Gitea) (*forge.Gitea, *gitsource.Source) {
+	t.Helper()
+	bot := testenv.GiteaBot
+	fg, err := forge.NewGitea(g.Owner, g.Repo, g.Token(bot), g.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte(g.Token(bot)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	src, err := gitsource.New(gitsource.Config{URL: g.RepoURL(), CacheDir: t.TempDir(), Auth: gitsource.Auth{Username: bot, TokenFile: token}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fg, src
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 )
@@ -299,18 +297,7 @@ func TestPreviewsOnGitea(t *testing.T) {
 	ctx := t.Context()
 	g := testenv.StartGitea(t, testenv.SeedDir(t, map[string]string{quickstart: testenv.ExamplePlan(t, "")}))
 	bot, maintainer, reader := testenv.GiteaBot, testenv.GiteaMaintainer, testenv.GiteaReader
-	fg, err := forge.NewGitea(g.Owner, g.Repo, g.Token(bot), g.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := filepath.Join(t.TempDir(), "token")
-	if err := os.WriteFile(token, []byte(g.Token(bot)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	src, err := gitsource.New(gitsource.Config{URL: g.RepoURL(), CacheDir: t.TempDir(), Auth: gitsource.Auth{Username: bot, TokenFile: token}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fg, src := asFerry(t, g)
 
 	change := map[string]string{quickstart: testenv.ExamplePlan(t, "cluster")}
 	g.PushBranch(t, maintainer, "approve-cluster", "Approve cluster", change)
@@ -345,7 +332,7 @@ func TestPreviewsOnGitea(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	err = p.Update(ctx, Base{}, func(string) observed.Record { return observed.Record{} })
+	err := p.Update(ctx, Base{}, func(string) observed.Record { return observed.Record{} })
 	runtime.ReadMemStats(&ms)
 	if err != nil {
 		t.Fatal(err)
