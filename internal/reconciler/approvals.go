@@ -245,12 +245,7 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 	reason := fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request into %s; approve it in one",
 		approvalName(phase), short(a.Commit), a.By, g.Source.Branch())
 	desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
-	v, err := g.refuse(ctx, a.Commit, reason, desc)
-	if err != nil {
-		return v, err
-	}
-	v.Fallback, err = g.fallback(ctx, file, a.Commit)
-	return v, err
+	return g.refuseApproval(ctx, file, a.Commit, reason, desc)
 }
 
 // reviewed is Verify's verdict on a's approval of phase, which a merged
@@ -276,11 +271,17 @@ func (g *GitApprovals) reviewed(ctx context.Context, file, phase string, a statu
 	reason := fmt.Sprintf("%s needs %d approving reviews of #%d's last commit by accounts with write access other than its author (the review policy); it had %d%s",
 		approvalName(phase), need, pr.Number, len(approvers), listed(approvers))
 	desc := fmt.Sprintf("not acted on: %s needs %d approving reviews; #%d had %d", approvalName(phase), need, pr.Number, len(approvers))
-	v, err := g.refuse(ctx, a.Commit, reason, desc)
+	return g.refuseApproval(ctx, file, a.Commit, reason, desc)
+}
+
+// refuseApproval is the verdict refusing the approval commit made in
+// file, for reason (refuse), with the approval to fall back to.
+func (g *GitApprovals) refuseApproval(ctx context.Context, file, commit, reason, desc string) (Verdict, error) {
+	v, err := g.refuse(ctx, commit, reason, desc)
 	if err != nil {
 		return v, err
 	}
-	v.Fallback, err = g.fallback(ctx, file, a.Commit)
+	v.Fallback, err = g.fallback(ctx, file, commit)
 	return v, err
 }
 
