@@ -253,15 +253,7 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 // of the pull request's head, by accounts with write access other than
 // its author, than it had.
 func (g *GitApprovals) reviewed(ctx context.Context, file, phase string, a status.Approval) (Verdict, error) {
-	need := g.Policy[phase]
-	if need == 0 {
-		return Verdict{OK: true}, nil
-	}
-	pr, _, err := g.mergedBy(ctx, a.Commit)
-	if err != nil {
-		return Verdict{}, err
-	}
-	approvers, err := reviewApprovers(ctx, g.Forge, pr)
+	need, pr, approvers, err := g.reviews(ctx, phase, a)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -272,6 +264,21 @@ func (g *GitApprovals) reviewed(ctx context.Context, file, phase string, a statu
 		approvalName(phase), need, pr.Number, len(approvers), listed(approvers))
 	desc := fmt.Sprintf("not acted on: %s needs %d approving reviews; #%d had %d", approvalName(phase), need, pr.Number, len(approvers))
 	return g.refuseApproval(ctx, file, a.Commit, reason, desc)
+}
+
+// reviews are the approving reviews the policy asks of a's approval of
+// phase (need; 0 when it names the phase not) and those the merged pull
+// request pr had (none are asked of the forge when need is 0).
+func (g *GitApprovals) reviews(ctx context.Context, phase string, a status.Approval) (need int, pr forge.PullRequest, approvers []string, err error) {
+	need = g.Policy[phase]
+	if need == 0 {
+		return 0, pr, nil, nil
+	}
+	if pr, _, err = g.mergedBy(ctx, a.Commit); err != nil {
+		return need, pr, nil, err
+	}
+	approvers, err = reviewApprovers(ctx, g.Forge, pr)
+	return need, pr, approvers, err
 }
 
 // refuseApproval is the verdict refusing the approval commit made in
@@ -298,8 +305,9 @@ const maxFallbacks = 16
 
 // fallback is the approval of file that ferry may act on in place of the
 // one commit made, which it refused: spec.approve as it was before commit
-// when a merged pull request made it, else the one before that, up to
-// maxFallbacks back; "" when none (or a rollback was asked before).
+// when a merged pull request with the reviews the policy asks made it,
+// else the one before that, up to maxFallbacks back; "" when none (or a
+// rollback was asked before).
 func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (string, error) {
 	for range maxFallbacks {
 		c, err := g.Source.Commit(gitsource.Revision(commit))
@@ -315,8 +323,15 @@ func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (strin
 			return "", err
 		}
 		a, merged, err := g.lookUp(ctx, string(parent), file, phase)
-		if err != nil || merged {
-			return phase, err
+		if err != nil {
+			return "", err
+		}
+		if merged {
+			// Merged, and with the reviews the policy asks of it.
+			need, _, approvers, err := g.reviews(ctx, phase, a)
+			if err != nil || len(approvers) >= need {
+				return phase, err
+			}
 		}
 		commit = a.Commit
 	}
