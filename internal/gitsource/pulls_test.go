@@ -111,7 +111,9 @@ func TestPullLargeBlobNotRead(t *testing.T) {
 	}
 
 	var files []*planfile.File
-	alloc := allocated(func() {
+	// Other goroutines of the process allocate too, and only add to the
+	// count: the least of three loads is the bound that says the most.
+	alloc := leastAllocated(3, func() {
 		info, err := fs.Stat(fsys, "plans/huge.yaml")
 		if err != nil || info.Size() != int64(len(huge)) {
 			t.Errorf("stat plans/huge.yaml = %v, %v; want %d bytes", info, err, len(huge))
@@ -128,6 +130,16 @@ func TestPullLargeBlobNotRead(t *testing.T) {
 	if alloc > size/4 {
 		t.Errorf("stat and load allocated %d bytes for a %d-byte file they do not read", alloc, len(huge))
 	}
+}
+
+// leastAllocated returns the least of n counts of what f allocates; each
+// counts whatever else runs meanwhile, so each is only an upper bound.
+func leastAllocated(n int, f func()) uint64 {
+	least := allocated(f)
+	for range n - 1 {
+		least = min(least, allocated(f))
+	}
+	return least
 }
 
 // allocated returns how many bytes f allocates (with whatever else runs
