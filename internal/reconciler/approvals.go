@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ferry-dev/ferry/api/v1alpha1"
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planfile"
@@ -96,6 +97,11 @@ func (g *GitApprovals) Find(ctx context.Context, revision, file, phase string) (
 	if err == nil && g.Forge != nil && !g.AllowPush && !merged {
 		err = fmt.Errorf("%s was pushed without a pull request (commit %s): not an approval", approvalName(phase), short(a.Commit))
 	}
+	g.mu.Lock()
+	if c := g.contents[file]; string(c.Rev) == revision {
+		a.Content = c.Digest // what VerifyContent found merged at revision
+	}
+	g.mu.Unlock()
 	return a, err
 }
 
@@ -240,12 +246,66 @@ func (g *GitApprovals) Verify(ctx context.Context, revision, file, phase string)
 		return Verdict{}, err
 	}
 	if merged {
+		if v, refused, err := g.forwardSince(ctx, revision, file, phase, a); refused || err != nil {
+			return v, err
+		}
 		return g.reviewed(ctx, file, phase, a)
 	}
 	reason := fmt.Sprintf("%s was approved by commit %s (author %q) pushed without a pull request: ferry acts only on approvals merged through a pull request into %s; approve it in one",
 		approvalName(phase), short(a.Commit), a.By, g.Source.Branch())
 	desc := fmt.Sprintf("not acted on: %s pushed without a pull request; approve it in one", approvalName(phase))
 	return g.refuseApproval(ctx, file, a.Commit, reason, desc)
+}
+
+// forwardSince refuses a's approval of a rollback (phase is
+// status.RollbackApproval) when a later commit raised spec.approve: the
+// team approved going forward after it asked to go back, and ferry does
+// not guess which it wants. Lowering spec.approve is no forward approval:
+// the walk goes on past it. Nothing of the plan runs (no fall-back) until
+// a merged pull request removes spec.rollback or sets it anew.
+func (g *GitApprovals) forwardSince(ctx context.Context, revision, file, phase string, a status.Approval) (Verdict, bool, error) {
+	if _, ok := strings.CutPrefix(phase, status.RollbackApproval("")); !ok {
+		return Verdict{}, false, nil
+	}
+	rev := gitsource.Revision(revision)
+	p, err := g.planAt(rev, file)
+	if err != nil || p == nil {
+		return Verdict{}, false, err
+	}
+	approve := p.Spec.Approve
+	for approve != "" {
+		c, err := g.Source.Introduced(ctx, rev, file, func(data []byte) bool {
+			f, err := planfile.Decode(file, data)
+			return err == nil && f.Plan.Spec.Approve == approve
+		})
+		if err != nil {
+			return Verdict{}, false, fmt.Errorf("find the commit that set spec.approve to %s in %s: %w", approve, file, err)
+		}
+		after, err := g.Source.Descends(gitsource.Revision(a.Commit), c.Hash)
+		if err != nil || after {
+			return Verdict{}, false, err // set at or before the rollback
+		}
+		if len(c.Parents) == 0 {
+			break
+		}
+		before, err := g.planAt(c.Parents[0], file)
+		if err != nil {
+			return Verdict{}, false, err
+		}
+		was := ""
+		if before != nil {
+			was = before.Spec.Approve
+		}
+		if p.PhaseIndex(approve) > p.PhaseIndex(was) {
+			reason := fmt.Sprintf("%s was merged in commit %s, and commit %s (author %q) raised spec.approve to %s after it: ferry does not roll back over a later forward approval; merge a pull request that removes spec.rollback, or that sets it again",
+				approvalName(phase), short(a.Commit), short(string(c.Hash)), c.Author.Name, approve)
+			desc := fmt.Sprintf("not acted on: %s predates the approval of %s", approvalName(phase), approve)
+			v, err := g.refuse(ctx, string(c.Hash), reason, desc)
+			return v, true, err
+		}
+		rev, approve = c.Parents[0], was
+	}
+	return Verdict{}, false, nil
 }
 
 // reviewed is Verify's verdict on a's approval of phase, which a merged
@@ -341,19 +401,29 @@ func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (strin
 // approveAt is the spec.approve of the plan in file at rev: "" when the
 // file is missing or invalid there, or asks for a rollback.
 func (g *GitApprovals) approveAt(rev gitsource.Revision, file string) (string, error) {
+	p, err := g.planAt(rev, file)
+	if err != nil || p == nil || p.Spec.Rollback != nil {
+		return "", err
+	}
+	return p.Spec.Approve, nil
+}
+
+// planAt is the plan in file at rev; nil when the file is missing or
+// invalid there.
+func (g *GitApprovals) planAt(rev gitsource.Revision, file string) (*v1alpha1.MigrationPlan, error) {
 	fsys, err := g.Source.FS(rev)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	data, err := fs.ReadFile(fsys, file)
 	if err != nil {
-		return "", nil //nolint:nilerr // a missing file approved nothing
+		return nil, nil //nolint:nilerr // a missing file approved nothing
 	}
 	f, err := planfile.Decode(file, data)
-	if err != nil || f.Plan.Spec.Rollback != nil {
-		return "", nil //nolint:nilerr // an invalid file approved nothing
+	if err != nil {
+		return nil, nil //nolint:nilerr // an invalid file approved nothing
 	}
-	return f.Plan.Spec.Approve, nil
+	return f.Plan, nil
 }
 
 // VerifyContent reports whether ferry may act on the plan in file at

@@ -2,12 +2,16 @@ package reconciler
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -119,8 +123,27 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 		}
 		refusedOn(t, pushed)
 	})
-	merge(t, "review-ccm", map[string]string{ccmManifest: testenv.CCMManifest + "# reviewed\n"})
+	reviewed := merge(t, "review-ccm", map[string]string{ccmManifest: testenv.CCMManifest + "# reviewed\n"})
 	runs(t, "the manifest's change merged through a pull request")
+	t.Run("the approval record names the content approved", func(t *testing.T) {
+		ga := &GitApprovals{Source: src, Forge: fg}
+		if v, err := ga.VerifyContent(ctx, reviewed, quickstart, []string{quickstart, ccmManifest}); err != nil || !v.OK {
+			t.Fatalf("VerifyContent at %s = %+v, %v", short(reviewed), v, err)
+		}
+		a, err := ga.Find(ctx, reviewed, quickstart, "cluster")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The SHA-256 of the Git object IDs of the plan and its manifest.
+		sum := sha256.New()
+		for _, content := range []string{testenv.ExamplePlan(t, "cluster"), testenv.CCMManifest + "# reviewed\n"} {
+			id := plumbing.ComputeHash(plumbing.BlobObject, []byte(content))
+			sum.Write(id[:])
+		}
+		if want := hex.EncodeToString(sum.Sum(nil)); a.Content != want || a.PR == 0 || a.By != testenv.GiteaReviewer {
+			t.Errorf("approval of cluster = %+v; want content %s, merged by %s in a pull request", a, want, testenv.GiteaReviewer)
+		}
+	})
 
 	t.Run("a merge into another branch, pushed to main", func(t *testing.T) {
 		g.PushBranch(t, writer, "scratch", "Start scratch", map[string]string{"notes.md": "scratch\n"})
@@ -216,6 +239,32 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 			t.Errorf("at %s: steps of phases %v, phase control-plane %+v; want it refused: 1 of 2 reviews", short(rev), phases, ph)
 		}
 		refusedOn(t, one)
+	})
+
+	t.Run("a rollback merged before a later forward approval", func(t *testing.T) {
+		// spec.approve may not be after spec.rollback.to (planfile's
+		// validation): raised, it stays at most control-plane.
+		rollback := func(approve string) string {
+			return strings.Replace(testenv.ExamplePlan(t, approve), "spec:\n", "spec:\n  rollback: {to: control-plane}\n", 1)
+		}
+		merge(t, "roll-back", map[string]string{quickstart: rollback("cluster")})
+		if _, _, res := cycle(t, observed.Record{}); res == nil || strings.Contains(res.Stopped, "roll back") {
+			t.Fatalf("the rollback merged last: result %+v; want it acted on", res)
+		}
+		// Merged in order: the rollback, then a raise of spec.approve
+		// that kept it; lowering spec.approve again is no new forward
+		// approval, and the rollback still predates the raise.
+		forward := merge(t, "forward-again", map[string]string{quickstart: rollback("control-plane")})
+		for _, why := range []string{"raised after the rollback", "lowered again"} {
+			if why == "lowered again" {
+				merge(t, "lower-again", map[string]string{quickstart: rollback("cluster")})
+			}
+			rev, phases, res := cycle(t, observed.Record{})
+			if len(phases) != 0 || res == nil || !strings.Contains(res.Stopped, "does not roll back over a later forward approval") || !strings.Contains(res.Stopped, short(forward)) {
+				t.Errorf("%s, at %s: steps of phases %v, result %+v; want none, stopped: the rollback predates %s's approval", why, short(rev), phases, res, short(forward))
+			}
+		}
+		refusedOn(t, forward)
 	})
 }
 

@@ -129,6 +129,11 @@ type Approval struct {
 	PR int `json:"pr,omitempty"`
 	// Commit is the approving commit.
 	Commit string `json:"commit,omitempty"`
+	// Content names what was approved: the SHA-256 of the Git object IDs
+	// of the plan file and each file it names, in that order, at the
+	// revision the phase started from (gitsource.Content's Digest); ""
+	// without a forge.
+	Content string `json:"content,omitempty"`
 }
 
 // String reads "alice (#12)" or "alice (0123abc)".

@@ -58,6 +58,7 @@ func planNode(st *status.PlanStatus) *yaml.Node {
 		am.str("by", a.By)
 		am.intOmit("pr", a.PR)
 		am.strOmit("commit", a.Commit)
+		am.strOmit("content", a.Content)
 	})
 	switch {
 	case st.Phases == nil:
