@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +48,15 @@ type StatusRecorder struct {
 	// Events, when set, is told of each phase transition and each step
 	// that failed for good, for Events on the plan's Cluster.
 	Events ClusterEvents
+	// NoteAfter is how long the status writes may fail before the pull
+	// requests' comments say so (DefaultNoteAfter when 0).
+	NoteAfter time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	// failingSince is when the status writes began to fail; zero while
+	// the last one succeeded. Only Flush, which runs alone, uses it.
+	failingSince time.Time
 
 	mu       sync.Mutex
 	statuses map[string]*status.PlanStatus
@@ -243,17 +253,52 @@ func (r *StatusRecorder) Flush(ctx context.Context, cycle Cycle) error {
 			r.dirty[st.Plan] = true // try again next cycle
 		}
 		r.mu.Unlock()
+		r.unrecorded(ctx, changed, err)
 		return err
 	}
+	r.failingSince = time.Time{}
 	if commit != "" {
 		logging.From(ctx).Info("status committed", "commit", short(commit), "plans", len(changed), "took", time.Since(began).Round(time.Millisecond))
 	}
 	if r.Forge != nil {
 		for _, st := range changed {
-			r.mirror(ctx, st)
+			r.mirror(ctx, st, "")
 		}
 	}
 	return nil
+}
+
+// DefaultNoteAfter is how long the status writes may fail before the pull
+// requests say so: long enough for a push retried over a short outage,
+// and before the FerryStatusNotRecorded alert (ten minutes).
+const DefaultNoteAfter = 5 * time.Minute
+
+// unrecorded notes on the pull requests, once the status writes have
+// failed for NoteAfter, that the statuses changed are not in Git: the
+// migration goes on, and a team that reads only the pull request would
+// otherwise see it stand still. The note stays until a write succeeds
+// (the next mirror has none); a note that did not change is not sent
+// again (the forge skips an unchanged comment).
+func (r *StatusRecorder) unrecorded(ctx context.Context, changed []*status.PlanStatus, err error) {
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	if r.failingSince.IsZero() {
+		r.failingSince = now()
+	}
+	after := r.NoteAfter
+	if after == 0 {
+		after = DefaultNoteAfter
+	}
+	if r.Forge == nil || now().Sub(r.failingSince) < after {
+		return
+	}
+	note := fmt.Sprintf("> [!WARNING]\n> ferry has not been able to record the status on its status branch since %s: %s. The migration goes on; what follows is what ferry knows, which Git does not hold yet. ferry keeps trying (docs/troubleshooting.md).\n\n",
+		r.failingSince.UTC().Format("2006-01-02 15:04 MST"), strings.Join(strings.Fields(redact.Scrub(err.Error())), " "))
+	for _, st := range changed {
+		r.mirror(ctx, st, note)
+	}
 }
 
 // scrubResult returns ev, or a copy of it with its error and message
@@ -293,14 +338,15 @@ func scrubStatus(st *status.PlanStatus) {
 }
 
 // mirror shows a plan's status on the pull request that approved its
-// current phase, and as commit statuses on that approval's commit.
-func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus) {
+// current phase, under note (when not ""), and as commit statuses on that
+// approval's commit.
+func (r *StatusRecorder) mirror(ctx context.Context, st *status.PlanStatus, note string) {
 	for _, a := range st.ApprovedBy {
 		if a.Phase != st.Approving() {
 			continue
 		}
 		if a.PR > 0 {
-			body := forge.Comment("progress/"+st.Plan, "", render.Markdown(st, forge.MaxCommentLength-1024, r.StatusURL))
+			body := forge.Comment("progress/"+st.Plan, "", note+render.Markdown(st, forge.MaxCommentLength-2048, r.StatusURL))
 			if err := r.Forge.UpsertComment(ctx, a.PR, "progress/"+st.Plan, body); err != nil {
 				logging.From(ctx).Warn("progress comment not updated", "plan", st.Plan, "pr", a.PR, "error", err)
 			}

@@ -3,6 +3,8 @@ package reconciler
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +156,85 @@ func TestRecordedStatusHoldsNoSecrets(t *testing.T) {
 		if unescaped := strings.ReplaceAll(text, `\*`, "*"); !strings.Contains(unescaped, "https://***@keystone.example/v3?***: got 400 instead") {
 			t.Errorf("%s does not say what failed:\n%s", what, text)
 		}
+	}
+}
+
+// TestFlushNotesUnrecordedStatus: the status branch refuses every push (a
+// pre-receive hook on a real Git server). The first failed write leaves
+// the pull request alone; once the writes have failed for NoteAfter, the
+// progress comment shows the status with a note that Git does not hold
+// it and why; the first write that succeeds takes the note away.
+func TestFlushNotesUnrecordedStatus(t *testing.T) {
+	ctx := context.Background()
+	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
+	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
+	const merge = "0123456789abcdef0123456789abcdef01234567"
+	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
+		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},
+		Phases: []status.PhaseStatus{
+			{Name: "cluster", State: status.PhaseRunning, Done: 3, Left: 8},
+			{Name: "control-plane", State: status.PhasePending, Left: 11},
+		}}
+	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
+		t.Fatal(err)
+	}
+	head := g.Run(t, "rev-parse", statusfile.DefaultBranch)
+	hook := filepath.Join(g.Dir, "hooks", "pre-receive")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'pushes are refused' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	gh := fakegithub.New("ferry-dev", "plans", "token")
+	t.Cleanup(gh.Close)
+	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: "Approve cluster", Head: merge, Base: "main"})
+	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	r := &StatusRecorder{Store: store, Forge: client, NoteAfter: 5 * time.Minute, Now: func() time.Time { return now }}
+	if err := r.Restore(ctx, &Loop{}); err != nil {
+		t.Fatal(err)
+	}
+	// Restored: every status is written again, which the hook refuses.
+	st.Phases[0].Done, st.Phases[0].Left = 4, 7
+	r.statuses[st.Plan] = st.Clone()
+	comment := func() string {
+		t.Helper()
+		cs := gh.Comments(1)
+		if len(cs) == 0 {
+			return ""
+		}
+		return cs[0].Body
+	}
+	if err := r.Flush(ctx, Cycle{}); err == nil {
+		t.Fatal("a flush to a status branch that refuses pushes succeeded")
+	}
+	if c := comment(); c != "" {
+		t.Errorf("after the first failed write, #1 has a comment:\n%s\nwant none yet", c)
+	}
+	now = now.Add(6 * time.Minute)
+	if err := r.Flush(ctx, Cycle{}); err == nil {
+		t.Fatal("the second flush succeeded")
+	}
+	if c := comment(); !strings.Contains(c, "has not been able to record the status on its status branch since 2026-11-28 08:00 UTC") ||
+		!strings.Contains(c, "pre-receive hook declined") || !strings.Contains(c, "| cluster | Running |") {
+		t.Errorf("after writes failed for 6 minutes, #1's comment:\n%s\nwant the note, its cause and the status", c)
+	}
+	if now := g.Run(t, "rev-parse", statusfile.DefaultBranch); now != head {
+		t.Fatalf("the status branch moved to %s while the hook refused pushes", now)
+	}
+
+	if err := os.Remove(hook); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(ctx, Cycle{}); err != nil {
+		t.Fatal(err)
+	}
+	if c := comment(); strings.Contains(c, "has not been able to record") || !strings.Contains(c, "| cluster | Running |") {
+		t.Errorf("after a write succeeded, #1's comment:\n%s\nwant the status without the note", c)
+	}
+	if g.Run(t, "rev-parse", statusfile.DefaultBranch) == head {
+		t.Error("the status branch did not move once pushes were accepted")
 	}
 }
