@@ -1,6 +1,7 @@
 package gitsource_test
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -91,10 +92,11 @@ func TestPullLargeBlobNotRead(t *testing.T) {
 	// Incompressible, as an attacker would make it: the pack carries it
 	// whole and inflating it would allocate all of it.
 	const size = 3 << 20
-	rnd := rand.New(rand.NewPCG(1, 2))
+	random := make([]byte, 32)
 	var b strings.Builder
-	for b.Len() < size {
-		fmt.Fprintf(&b, "# %016x%016x%016x%016x\n", rnd.Uint64(), rnd.Uint64(), rnd.Uint64(), rnd.Uint64())
+	for rnd := rand.NewChaCha8([32]byte{1, 2}); b.Len() < size; {
+		_, _ = rnd.Read(random)
+		b.WriteString("# " + hex.EncodeToString(random) + "\n")
 	}
 	huge := b.String()
 	c := cloneRepo(t, g.URL)
@@ -127,7 +129,7 @@ func TestPullLargeBlobNotRead(t *testing.T) {
 	if len(files) != 4 {
 		t.Errorf("loaded %d plans; want the 4 examples", len(files))
 	}
-	if alloc > size/4 {
+	if alloc > size/2 { // reading the file would allocate all of it
 		t.Errorf("stat and load allocated %d bytes for a %d-byte file they do not read", alloc, len(huge))
 	}
 }

@@ -265,7 +265,7 @@ func TestFSStatReadsNoContent(t *testing.T) {
 			t.Errorf("load plans: %v; want plans/huge.yaml refused by its size", err)
 		}
 	})
-	if alloc > size/4 {
+	if alloc > size/2 { // reading the file would allocate all of it
 		t.Errorf("stat, read dir and load allocated %d bytes for a %d-byte file they do not read", alloc, size)
 	}
 }
