@@ -95,7 +95,7 @@ func (l launch) start(ctx context.Context, p *testenv.Program, logf func(string,
 	if lay.natsNodes > 0 {
 		logf("starting a NATS JetStream cluster of %d nodes", lay.natsNodes)
 		nc := testenv.StartNATSCluster(p, lay.natsNodes)
-		bus := []string{"--nats-url", nc.URL, "--nats-replicas", strconv.Itoa(lay.natsNodes)}
+		bus := []string{"--nats-url", nc.URL, "--nats-ca", nc.CA, "--nats-replicas", strconv.Itoa(lay.natsNodes)}
 		args = slices.Concat(args, []string{"--executors=false"}, bus)
 		for i := 1; i <= lay.executors; i++ {
 			name := fmt.Sprintf("executor-%d", i)

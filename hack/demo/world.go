@@ -44,7 +44,8 @@ const (
 	// `reconciler executor` replicas. The NATS nodes are nats-server's own
 	// code run in this program with real routes between them (a stand-in
 	// for three nats-server processes, so that a node can be stopped and
-	// cut off by a proxy on its routes); ferry's are processes.
+	// cut off by a proxy on its routes), TLS on clients and routes as in
+	// docs/install.md; ferry's are processes.
 	cluster
 )
 
@@ -168,7 +169,8 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 	run := slices.Concat([]string{"run"}, gitFlags, []string{"--kubeconfig", kubeconfig, "--interval", "10s",
 		"--webhook-secret-file", filepath.Join(w.dir, "webhook-secret")}, forgeFlags, []string{"--comment-interval", "1s"})
 	// The reconcilers' and the executors' NATS flags: on the cluster,
-	// each role is its own NATS user with only its permissions.
+	// each role is its own NATS user with only its permissions, over TLS
+	// with the cluster's CA (--nats-ca).
 	var natsFlags, execNATSFlags []string
 	switch lay {
 	case external:

@@ -235,7 +235,7 @@ func TestStreamsReplicatedOnCluster(t *testing.T) {
 
 	// Connect scales both streams, and the consumer with them, up in place.
 	var logs bytes.Buffer
-	b := connect(t, logging.With(ctx, slog.New(slog.NewTextHandler(&logs, nil))), events.BusOptions{URL: c.URL})
+	b := connect(t, logging.With(ctx, slog.New(slog.NewTextHandler(&logs, nil))), events.BusOptions{URL: c.URL, TLSCA: c.CA})
 	if b.Replication.Replicas != 3 {
 		t.Errorf("Connect chose %+v; want 3", b.Replication)
 	}
@@ -258,7 +258,7 @@ func TestStreamsReplicatedOnCluster(t *testing.T) {
 
 	// Five replicas on three servers: refused, naming the value; the
 	// streams keep their three.
-	_, err = events.Connect(ctx, events.BusOptions{URL: c.URL, Replicas: 5})
+	_, err = events.Connect(ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA, Replicas: 5})
 	if !errors.Is(err, events.ErrReplicas) || !strings.Contains(fmt.Sprint(err), "--nats-replicas 5") {
 		t.Errorf("Connect with 5 replicas on 3 servers: %v; want ErrReplicas naming --nats-replicas 5", err)
 	}
@@ -306,12 +306,12 @@ func TestStepsSurviveStreamLeaderLoss(t *testing.T) {
 	defer cancel()
 	// Two executor replicas and the reconciler, each with a connection of
 	// its own to any node.
-	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, Name: "reconciler"})
+	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA, Name: "reconciler"})
 	waitReplicas(t, c.JetStream, events.StreamSteps, 3)
 	res := collect(t, reconciler.JS)
 	ran := newEffects()
 	executor := func(i int) {
-		exec := connect(t, ctx, events.BusOptions{URL: c.URL, Name: fmt.Sprint("executor-", i)})
+		exec := connect(t, ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA, Name: fmt.Sprint("executor-", i)})
 		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", Concurrency: 2}, ran.handler(fmt.Sprint("executor-", i), 100*time.Millisecond))
 	}
 	executor(0)
@@ -364,15 +364,15 @@ func TestStepsSurviveStreamLeaderPartition(t *testing.T) {
 	c := testenv.StartNATSCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	setup := connect(t, ctx, events.BusOptions{URL: c.URL})
+	setup := connect(t, ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA})
 	waitReplicas(t, setup.JS, events.StreamSteps, 3)
 	leader := c.StreamLeader(t, events.StreamSteps)
 	// The reconciler is on the majority's side; one executor on each node.
-	reconciler := connect(t, ctx, events.BusOptions{URL: c.ClientURL((leader + 1) % 3), Name: "reconciler"})
+	reconciler := connect(t, ctx, events.BusOptions{URL: c.ClientURL((leader + 1) % 3), TLSCA: c.CA, Name: "reconciler"})
 	res := collect(t, reconciler.JS)
 	ran := newEffects()
 	for i := range 3 {
-		exec := connect(t, ctx, events.BusOptions{URL: c.ClientURL(i), Name: c.Name(i)})
+		exec := connect(t, ctx, events.BusOptions{URL: c.ClientURL(i), TLSCA: c.CA, Name: c.Name(i)})
 		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", Concurrency: 2}, ran.handler(c.Name(i), 300*time.Millisecond))
 	}
 	waitReplicas(t, setup.JS, events.StreamSteps, 3, events.ConsumerName("test"))
@@ -416,14 +416,14 @@ func TestLongStepNotTakenTwice(t *testing.T) {
 	c := testenv.StartNATSCluster(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, Name: "reconciler"})
+	reconciler := connect(t, ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA, Name: "reconciler"})
 	res := collect(t, reconciler.JS)
 	const ackWait = time.Second
 	started := make(chan string, 4)
 	ran := newEffects()
 	for i := range 2 {
 		name := fmt.Sprint("executor-", i)
-		exec := connect(t, ctx, events.BusOptions{URL: c.URL, Name: name})
+		exec := connect(t, ctx, events.BusOptions{URL: c.URL, TLSCA: c.CA, Name: name})
 		drain := ran.handler(name, 6*ackWait)
 		startWorker(t, exec.JS, events.WorkerOptions{Kind: "test", AckWait: ackWait}, func(ctx context.Context, s *events.StepEvent) (events.Report, error) {
 			started <- name

@@ -17,7 +17,8 @@
 // webhooks (StartGitea), the CAPI and CAPO managers as processes
 // (StartManagers), a scheduler, a controller manager and hollow kubelets
 // for a workload API server (Kube.RunPods), a three-node NATS cluster
-// whose users have the permissions of ferry's roles (StartNATSCluster), Git over SSH (StartSSHGit), a plans repository whose
+// over TLS whose users have the permissions of ferry's roles
+// (StartNATSCluster), Git over SSH (StartSSHGit), a plans repository whose
 // pull requests the GitHub stand-in serves (NewPlansRepo), the stand-ins for
 // controllers that cannot run here (StartDockerStandIn,
 // StartKamajiStandIn, StartControllerStandIns, StartKubelet), and the

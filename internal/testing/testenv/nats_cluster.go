@@ -30,16 +30,24 @@ const natsClusterReady = 60 * time.Second
 // be stopped and restarted on the same streams, and each route goes
 // through a fault proxy (Proxy), so a node can be cut off from the others.
 //
-// Its clients authenticate as a user: one per role of ferry
-// (events.Roles), allowed what events.RolePermissions allows and nothing
-// else, as docs/install.md sets up a production cluster, and the test's
-// own, allowed everything. A client without a user is refused.
+// As docs/install.md sets up a production cluster, every node takes
+// clients over TLS only, with a certificate of the cluster's own CA (CA),
+// and its routes are TLS too, each node verifying the other's certificate
+// against that CA. Its clients authenticate as a user: one per role of
+// ferry (events.Roles), allowed what events.RolePermissions allows and
+// nothing else, and the test's own, allowed everything. A client without
+// a user, or in plain text, is refused.
 type NATSCluster struct {
 	// URL lists the client URLs of every node, comma-separated, as
 	// ferry's --nats-url and nats.Connect take them, with the test's own
-	// user in each (nats://testenv:PASSWORD@host:port): every permission.
-	// ferry's processes take RoleFlags or RoleOptions instead.
+	// user in each (tls://testenv:PASSWORD@host:port): every permission.
+	// A client of it trusts CA (--nats-ca, nats.RootCAs). ferry's
+	// processes take RoleFlags or RoleOptions instead.
 	URL string
+	// CA is the file holding the certificate (PEM) of the CA that signed
+	// the nodes' certificate, for 127.0.0.1 and localhost: what ferry's
+	// --nats-ca and nats.RootCAs take.
+	CA string
 	// Conn is a client connected to the cluster (any node; it fails over)
 	// and JetStream its JetStream context.
 	Conn      *nats.Conn
@@ -81,7 +89,8 @@ type natsLink struct {
 // StartNATSCluster starts n nodes (n >= 1; 3 is the smallest cluster that
 // keeps quorum with one node down) as one JetStream cluster named
 // "ferry-test" and returns once JetStream has a meta leader and every node
-// has caught up with it. Everything is stopped when the test ends.
+// has caught up with it. Everything is stopped when the test ends. Its CA
+// and the nodes' certificate are generated for it, once.
 //
 // Every node dials every other through a proxy of their own (JetStream
 // wants each node to have routes configured; the servers keep one route of
@@ -98,6 +107,8 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 	adminPassword, _ := c.admin.Password()
 	users := []*server.User{{Username: natsAdmin, Password: adminPassword}}
 	secrets := t.TempDir()
+	certs := newNATSTLS(t, secrets)
+	c.CA = certs.caFile
 	for _, role := range events.Roles {
 		password := randomHex(16)
 		file := filepath.Join(secrets, natsRoleUser(role))
@@ -137,10 +148,14 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 			JetStreamMaxMemory: 256 << 20,
 			JetStreamMaxStore:  4 << 30,
 			Users:              users,
+			TLSConfig:          certs.clients,
+			TLSTimeout:         natsTLSTimeout,
 			Cluster: server.ClusterOpts{
-				Name: "ferry-test",
-				Host: "127.0.0.1",
-				Port: port(t, routeAddrs[i]),
+				Name:       "ferry-test",
+				Host:       "127.0.0.1",
+				Port:       port(t, routeAddrs[i]),
+				TLSConfig:  certs.routes,
+				TLSTimeout: natsTLSTimeout,
 				// Nobody listens on port 1: see above.
 				Advertise: "127.0.0.1:1",
 				// One route connection per pair, not a pool of them, so
@@ -185,7 +200,7 @@ func StartNATSCluster(t T, n int) *NATSCluster {
 	}
 	c.waitReady(t)
 	var err error
-	c.Conn, err = nats.Connect(c.URL, nats.Name("ferry-testenv"), nats.MaxReconnects(-1))
+	c.Conn, err = nats.Connect(c.URL, nats.Name("ferry-testenv"), nats.MaxReconnects(-1), nats.RootCAs(c.CA))
 	if err != nil {
 		t.Fatalf("testenv: connect to the NATS cluster at %s: %v", events.RedactURL(c.URL), err)
 	}
@@ -293,14 +308,14 @@ func (c *NATSCluster) Len() int { return len(c.nodes) }
 func (c *NATSCluster) Name(i int) string { return c.nodes[i].name }
 
 // ClientURL is the client URL of node i alone, with the test's own user
-// in it, as in URL.
+// in it, as in URL; its clients trust CA.
 func (c *NATSCluster) ClientURL(i int) string {
-	return (&url.URL{Scheme: "nats", User: c.admin, Host: c.nodes[i].clientAt}).String()
+	return (&url.URL{Scheme: "tls", User: c.admin, Host: c.nodes[i].clientAt}).String()
 }
 
 // RoleOptions are the bus options of a ferry process of role: the client
-// URLs of the nodes given (every node without any), without user
-// information, and the role's user and password file.
+// URLs of the nodes given (every node without any), tls:// and without
+// user information, the role's user and password file, and the CA.
 func (c *NATSCluster) RoleOptions(role events.Role, nodes ...int) events.BusOptions {
 	if len(nodes) == 0 {
 		for i := range c.nodes {
@@ -309,16 +324,16 @@ func (c *NATSCluster) RoleOptions(role events.Role, nodes ...int) events.BusOpti
 	}
 	urls := make([]string, len(nodes))
 	for j, i := range nodes {
-		urls[j] = "nats://" + c.nodes[i].clientAt
+		urls[j] = "tls://" + c.nodes[i].clientAt
 	}
-	return events.BusOptions{URL: strings.Join(urls, ","), User: natsRoleUser(role), PasswordFile: c.passwordFiles[role]}
+	return events.BusOptions{URL: strings.Join(urls, ","), User: natsRoleUser(role), PasswordFile: c.passwordFiles[role], TLSCA: c.CA}
 }
 
 // RoleFlags are RoleOptions(role) as ferry's flags: --nats-url,
-// --nats-user and --nats-password-file.
+// --nats-user, --nats-password-file and --nats-ca.
 func (c *NATSCluster) RoleFlags(role events.Role) []string {
 	o := c.RoleOptions(role)
-	return []string{"--nats-url", o.URL, "--nats-user", o.User, "--nats-password-file", o.PasswordFile}
+	return []string{"--nats-url", o.URL, "--nats-user", o.User, "--nats-password-file", o.PasswordFile, "--nats-ca", o.TLSCA}
 }
 
 // Server is node i's running server, nil while it is stopped.
