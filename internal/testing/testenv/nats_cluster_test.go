@@ -1,7 +1,17 @@
 package testenv_test
 
 import (
+	"bufio"
 	"context"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,13 +19,16 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/ferry-dev/ferry/internal/events"
+	"github.com/ferry-dev/ferry/internal/logging"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // TestNATSCluster proves the three nodes are one JetStream cluster with
 // real routes: an R3 stream has a peer on every node, it goes on taking
 // messages with its leader stopped and with a node cut off, and a stopped
-// node comes back on its store and catches up.
+// node comes back on its store and catches up. Then, the stopped node
+// among them, every node still takes clients over TLS only (TLS).
 func TestNATSCluster(t *testing.T) {
 	c := testenv.StartNATSCluster(t, 3)
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
@@ -74,7 +87,7 @@ func TestNATSCluster(t *testing.T) {
 	// client of theirs, and the one cut off has caught up after Heal.
 	cut := (leader + 1) % 3
 	c.Partition(t, cut)
-	nc, err := nats.Connect(c.ClientURL((cut + 1) % 3))
+	nc, err := nats.Connect(c.ClientURL((cut+1)%3), nats.RootCAs(c.CA))
 	if err != nil {
 		t.Fatalf("connect to node %d: %v", (cut+1)%3, err)
 	}
@@ -113,5 +126,87 @@ func TestNATSCluster(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
+	}
+
+	t.Run("TLS", func(t *testing.T) { tlsOnly(t, c) })
+}
+
+// tlsOnly checks that c takes its clients as docs/install.md's cluster
+// does: every node requires TLS of its clients and of its routes, and
+// verifies its routes' certificates; a role's user with the CA
+// (RoleOptions: tls://, --nats-ca) connects over TLS; the same user and
+// password without the CA (the system's roots) are refused the nodes'
+// certificate; and a client that speaks plain text is cut off before
+// the server reads its password. (TestRolePermissions, in
+// internal/events, checks what each role's user may do once connected.)
+func tlsOnly(t *testing.T, c *testenv.NATSCluster) {
+	ctx, cancel := context.WithTimeout(logging.With(t.Context(), testenv.Logger(t)), time.Minute)
+	defer cancel()
+	for i := range c.Len() {
+		v, err := c.Server(i).Varz(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !v.TLSRequired || !v.Cluster.TLSRequired || !v.Cluster.TLSVerify {
+			t.Errorf("node %s: TLS required of clients %t, of routes %t, routes verified %t; want all", c.Name(i), v.TLSRequired, v.Cluster.TLSRequired, v.Cluster.TLSVerify)
+		}
+	}
+
+	role := c.RoleOptions(events.RoleExecutor)
+	b, err := events.Connect(ctx, role)
+	if err != nil {
+		t.Fatalf("connect as %s with the CA: %v", role.User, err)
+	}
+	if !b.Conn.TLSRequired() {
+		t.Errorf("%s's connection is not over TLS", role.User)
+	}
+	b.Close()
+
+	untrusting := role
+	untrusting.TLSCA = ""
+	if b, err := events.Connect(ctx, untrusting); !errors.As(err, new(x509.UnknownAuthorityError)) {
+		if err == nil {
+			b.Close()
+		}
+		t.Errorf("connect as %s without the CA: %v; want the nodes' certificate refused (unknown authority)", role.User, err)
+	}
+
+	// Plain text, with the right password: nats.go would upgrade to TLS
+	// by itself, so this is the protocol by hand.
+	password, err := os.ReadFile(role.PasswordFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(strings.Split(role.URL, ",")[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	r := bufio.NewReader(conn)
+	line, err := r.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the INFO of %s: %v", u.Host, err)
+	}
+	var info struct {
+		TLSRequired bool `json:"tls_required"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(strings.TrimSpace(line), "INFO ")), &info); err != nil || !info.TLSRequired {
+		t.Errorf("%s says %q (%v); want tls_required", u.Host, line, err)
+	}
+	connect, _ := json.Marshal(map[string]any{"user": role.User, "pass": strings.TrimSpace(string(password)), "verbose": true})
+	if _, err := fmt.Fprintf(conn, "CONNECT %s\r\nPING\r\n", connect); err != nil {
+		t.Fatal(err)
+	}
+	// The server takes the CONNECT for the start of a TLS handshake, which
+	// it is not, and closes the connection (a reset, with the CONNECT
+	// unread): no +OK to the login (verbose), no PONG.
+	rest, err := io.ReadAll(r)
+	if strings.Contains(string(rest), "+OK") || strings.Contains(string(rest), "PONG") {
+		t.Errorf("a plain-text client of %s: answered %q (then %v); want the connection closed unanswered", u.Host, rest, err)
 	}
 }
