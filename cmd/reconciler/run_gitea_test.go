@@ -179,8 +179,8 @@ func TestRunOnGitea(t *testing.T) {
 		st := readStatus()
 		return stepState(cloudConfig) == status.StepFailed && st.Phase("cluster").State == status.PhaseFailed
 	})
-	if st := readStatus(); len(st.ApprovedBy) != 1 || st.ApprovedBy[0] != (status.Approval{Phase: "cluster", By: alice, PR: first, Commit: merge}) {
-		t.Errorf("approvedBy = %+v; want cluster by %s in #%d at %s", st.ApprovedBy, alice, first, merge)
+	if st := readStatus(); len(st.ApprovedBy) != 1 || !approvedAs(st.ApprovedBy[0], status.Approval{Phase: "cluster", By: alice, PR: first, Commit: merge}) {
+		t.Errorf("approvedBy = %+v; want cluster by %s in #%d at %s, with the content's digest", st.ApprovedBy, alice, first, merge)
 	}
 
 	// A reader's retry is refused; after the outage, alice's runs the
