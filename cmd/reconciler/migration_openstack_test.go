@@ -103,7 +103,7 @@ func (m *migration) merge(phase, merger string, want map[string]status.PhaseStat
 	sha := m.mergePR(merger)
 	approval := status.Approval{Phase: phase, By: merger, PR: m.pr, Commit: sha}
 	st := m.until(fmt.Sprintf("%+v and phases %v", approval, want), func(st *status.PlanStatus) bool {
-		return slices.Contains(st.ApprovedBy, approval) && phasesAre(st, want)
+		return slices.ContainsFunc(st.ApprovedBy, func(a status.Approval) bool { return approvedAs(a, approval) }) && phasesAre(st, want)
 	})
 	m.comment(m.pr, "progress/"+m.plan, "| "+phase+" | Succeeded |")
 	return st, sha
