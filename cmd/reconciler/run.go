@@ -61,6 +61,7 @@ func newRunCommand() *cobra.Command {
 	complete(cmd, "forge", app.Forges)
 	fs.DurationVar(&cfg.Forge.CommentInterval, "comment-interval", 10*time.Second, "at most one edit per PR comment and commit status per interval")
 	fs.StringVar(&cfg.Forge.RequiredReviews, "required-reviews", "", "review policy: phase=count pairs (cleanup=2,cutover=2): approving reviews of the merged pull request's last commit, by accounts with write access other than its author, that a phase's approval needs (docs/security.md)")
+	fs.StringVar(&cfg.Forge.OwnersFile, "owners-file", "", "owners by path, like CODEOWNERS: lines 'pattern login...' (plans/prod-*.yaml alice carol), the last match winning; a plan's approval then needs an approving review by one of its file's owners; a local file, such as a mounted ConfigMap, read at start (docs/security.md)")
 	fs.BoolVar(&cfg.Forge.AllowPushApprovals, "allow-push-approvals", false, "with a forge, also act on approvals pushed without a pull request (their approver is the commit's author, which anyone can write)")
 	fs.BoolVar(&cfg.InProcess, "executors", true, "run the executors in this process (false: separate replicas, reconciler executor, take the steps)")
 	fs.BoolVar(&cfg.NoCloud, "no-cloud", false, "do not observe OpenStack (steps that need it stay listed)")

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,7 +39,17 @@ func TestWrite(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	owners := filepath.Join(t.TempDir(), "owners")
+	if err := os.WriteFile(owners, []byte("plans/** @acme/platform\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	team := Run(t.Context(), RunConfig{Git: Git{URL: "file:///x"}, Forge: Forge{Repo: "acme/plans", OwnersFile: owners}})
+	if want := owners + ":1: owner \"@acme/platform\": GitHub teams are not supported"; team == nil || !strings.Contains(team.Error(), want) {
+		t.Errorf("a team in --owners-file: %v; want %q", team, want)
+	}
 	for name, err := range map[string]error{
+		"run, owners without forge":   Run(t.Context(), RunConfig{Git: Git{URL: "file:///x"}, Forge: Forge{OwnersFile: owners}}),
+		"run, a team as an owner":     team,
 		"run without --repo":          Run(t.Context(), RunConfig{}),
 		"run, webhook without secret": Run(t.Context(), RunConfig{Git: Git{URL: "file:///x"}, WebhookAddr: ":0"}),
 		"executor without NATS":       Executor(t.Context(), ExecutorConfig{}),

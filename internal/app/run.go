@@ -177,8 +177,7 @@ func (s *server) newLoop() {
 	s.metrics = reconciler.NewMetrics(counters)
 	s.metrics.Profiling = s.cfg.Pprof
 	fg := s.forge.forge()
-	policy, _ := s.cfg.Forge.policy() // checked by Run
-	approvals := &reconciler.GitApprovals{Source: s.src, Forge: fg, AllowPush: s.cfg.Forge.AllowPushApprovals, Policy: policy}
+	approvals := &reconciler.GitApprovals{Source: s.src, Forge: fg, AllowPush: s.cfg.Forge.AllowPushApprovals, Policy: s.forge.policy}
 	s.rec = &reconciler.StatusRecorder{Store: reconciler.GitStatusStore{Git: s.store}, Forge: fg, Approvals: approvals, Metrics: s.metrics}
 	s.loop = &reconciler.Loop{
 		Source: reconciler.GitSource{Source: s.src}, Publisher: &events.Publisher{JS: s.bus.JS}, Recorder: s.rec, Verifier: approvals,

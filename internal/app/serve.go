@@ -53,6 +53,12 @@ type Forge struct {
 	// reviews by accounts with write access other than the author a
 	// phase's approving pull request needs. It needs a forge.
 	RequiredReviews string
+	// OwnersFile holds owners by path, rules like CODEOWNERS'
+	// (reconciler.ParseOwners): an approval of a plan whose file has
+	// owners needs an approving review by one of them. A local file (a
+	// mounted ConfigMap), not one in the plans repository, so that a
+	// merge there cannot change who must approve. It needs a forge.
+	OwnersFile string
 }
 
 // allPhases are the phases of every strategy, for the review policy.
@@ -60,16 +66,26 @@ var allPhases = []string{v1alpha1.PhasePrepare, v1alpha1.PhaseNetworkBridge, v1a
 	v1alpha1.PhaseCluster, v1alpha1.PhaseControlPlane, v1alpha1.PhaseWorkers, v1alpha1.PhaseRollout,
 	v1alpha1.PhaseCutover, v1alpha1.PhaseCleanup}
 
-// policy reads RequiredReviews.
-func (f Forge) policy() (reconciler.ReviewPolicy, error) {
+// policy reads RequiredReviews and OwnersFile.
+func (f Forge) policy() (reconciler.Policy, error) {
 	p, err := reconciler.ParseReviewPolicy(f.RequiredReviews, allPhases)
 	if err != nil {
-		return nil, usageErrorf("--required-reviews: %v", err)
+		return reconciler.Policy{}, usageErrorf("--required-reviews: %v", err)
 	}
 	if len(p) > 0 && f.Repo == "" {
-		return nil, usageErrorf("--required-reviews needs a forge (--forge-repo): reviews are asked of it")
+		return reconciler.Policy{}, usageErrorf("--required-reviews needs a forge (--forge-repo): reviews are asked of it")
 	}
-	return p, nil
+	if f.OwnersFile == "" {
+		return reconciler.Policy{Reviews: p}, nil
+	}
+	if f.Repo == "" {
+		return reconciler.Policy{}, usageErrorf("--owners-file needs a forge (--forge-repo): reviews are asked of it")
+	}
+	owners, err := reconciler.ReadOwners(f.OwnersFile)
+	if err != nil {
+		return reconciler.Policy{}, usageErrorf("--owners-file: %w", err)
+	}
+	return reconciler.Policy{Reviews: p, Owners: owners}, nil
 }
 
 // check refuses an unknown kind, a repository not named owner/name, and a
@@ -106,9 +122,11 @@ func (f Forge) webhooks() gitsource.WebhookDialect {
 	return gitsource.GitHubWebhooks
 }
 
-// forgeClient is the forge behind a coalescer, or nothing.
+// forgeClient is the forge behind a coalescer, or nothing, and the
+// review policy asked of it.
 type forgeClient struct {
 	coalescer *forge.Coalescer
+	policy    reconciler.Policy
 }
 
 // open connects to the forge when a repository is named. Without one,
@@ -145,7 +163,11 @@ func (f Forge) open(log *slog.Logger) (*forgeClient, error) {
 			return nil, err
 		}
 	}
-	return &forgeClient{coalescer: forge.NewCoalescer(client, forge.CoalescerOptions{Interval: f.CommentInterval, Logger: log})}, nil
+	policy, err := f.policy() // read once, so that the loop and the previews judge alike
+	if err != nil {
+		return nil, err
+	}
+	return &forgeClient{coalescer: forge.NewCoalescer(client, forge.CoalescerOptions{Interval: f.CommentInterval, Logger: log}), policy: policy}, nil
 }
 
 // forge is the coalescer as a forge.Forge, nil (not a typed nil) without
@@ -186,11 +208,10 @@ func (s *server) observe(ctx context.Context) error {
 	}
 	s.loop.Observer = obs
 	if fg := s.forge.forge(); fg != nil {
-		policy, _ := s.cfg.Forge.policy() // checked by Run
 		// Previews read pull requests' trees: their own observer, same cloud.
 		previewObs := &observer.Observer{Client: cached, Cloud: obs.Cloud}
 		s.loop.Previews = &reconciler.Previews{Forge: fg, Pulls: reconciler.GitSource{Source: s.src}, Observer: previewObs,
-			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(), Policy: policy,
+			Branch: s.cfg.Git.Branch, Path: s.src.PlansDir(), Policy: s.forge.policy,
 			Running: func(plan string) string { return reconciler.RunningPhase(s.rec.Status(plan)) }}
 		s.loop.Commands = &reconciler.Commands{Forge: fg, Statuses: s.rec.Statuses, Retry: s.loop.Retry,
 			Preview: s.loop.Previews.Redo, Open: s.loop.Previews.Open}

@@ -32,9 +32,9 @@ type GitApprovals struct {
 	// AllowPush accepts approvals pushed without a pull request although
 	// a forge is configured (--allow-push-approvals).
 	AllowPush bool
-	// Policy says how many approving reviews each phase's approval needs
-	// (--required-reviews); none when empty.
-	Policy ReviewPolicy
+	// Policy says which approving reviews each approval needs
+	// (--required-reviews, --owners-file); none when empty.
+	Policy Policy
 	// MergeGrace is how long after ferry first sees an approving commit
 	// that no merged pull request is known for it asks the forge again
 	// before it refuses the approval as pushed; default DefaultMergeGrace.
@@ -308,37 +308,41 @@ func (g *GitApprovals) forwardSince(ctx context.Context, revision, file, phase s
 	return Verdict{}, false, nil
 }
 
-// reviewed is Verify's verdict on a's approval of phase, which a merged
-// pull request made: OK unless the policy asks for more approving reviews
-// of the pull request's head, by accounts with write access other than
-// its author, than it had.
+// reviewed is Verify's verdict on a's approval of phase in file, which a
+// merged pull request made: OK unless it lacks reviews the policy asks
+// (Policy.lacks).
 func (g *GitApprovals) reviewed(ctx context.Context, file, phase string, a status.Approval) (Verdict, error) {
-	need, pr, approvers, err := g.reviews(ctx, phase, a)
+	lacks, err := g.lacks(ctx, file, phase, a)
 	if err != nil {
 		return Verdict{}, err
 	}
-	if len(approvers) >= need {
+	if len(lacks) == 0 {
 		return Verdict{OK: true}, nil
 	}
-	reason := fmt.Sprintf("%s needs %d approving reviews of #%d's last commit by accounts with write access other than its author (the review policy); it had %d%s",
-		approvalName(phase), need, pr.Number, len(approvers), listed(approvers))
-	desc := fmt.Sprintf("not acted on: %s needs %d approving reviews; #%d had %d", approvalName(phase), need, pr.Number, len(approvers))
-	return g.refuseApproval(ctx, file, a.Commit, reason, desc)
+	why, brief := make([]string, len(lacks)), make([]string, len(lacks))
+	for i, l := range lacks {
+		why[i], brief[i] = l.why, l.brief
+	}
+	desc := fmt.Sprintf("not acted on: %s %s", approvalName(phase), strings.Join(brief, ", and "))
+	return g.refuseApproval(ctx, file, a.Commit, strings.Join(why, "; and "), desc)
 }
 
-// reviews are the approving reviews the policy asks of a's approval of
-// phase (need; 0 when it names the phase not) and those the merged pull
-// request pr had (none are asked of the forge when need is 0).
-func (g *GitApprovals) reviews(ctx context.Context, phase string, a status.Approval) (need int, pr forge.PullRequest, approvers []string, err error) {
-	need = g.Policy[phase]
-	if need == 0 {
-		return 0, pr, nil, nil
+// lacks is what a's approval of phase in file, which a merged pull
+// request made, lacks of the policy (Policy.lacks); the forge is asked
+// for no reviews when the policy asks none of it.
+func (g *GitApprovals) lacks(ctx context.Context, file, phase string, a status.Approval) ([]lack, error) {
+	if !g.Policy.asks(file, phase) {
+		return nil, nil
 	}
-	if pr, _, err = g.mergedBy(ctx, a.Commit); err != nil {
-		return need, pr, nil, err
+	pr, _, err := g.mergedBy(ctx, a.Commit)
+	if err != nil {
+		return nil, err
 	}
-	approvers, err = reviewApprovers(ctx, g.Forge, pr)
-	return need, pr, approvers, err
+	approvers, err := reviewApprovers(ctx, g.Forge, pr)
+	if err != nil {
+		return nil, err
+	}
+	return g.Policy.lacks(file, phase, pr.Number, approvers), nil
 }
 
 // refuseApproval is the verdict refusing the approval commit made in
@@ -365,9 +369,9 @@ const maxFallbacks = 16
 
 // fallback is the approval of file that ferry may act on in place of the
 // one commit made, which it refused: spec.approve as it was before commit
-// when a merged pull request with the reviews the policy asks made it,
-// else the one before that, up to maxFallbacks back; "" when none (or a
-// rollback was asked before).
+// when a merged pull request with the reviews the policy asks made it
+// (an owner's among them), else the one before that, up to maxFallbacks
+// back; "" when none (or a rollback was asked before).
 func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (string, error) {
 	for range maxFallbacks {
 		c, err := g.Source.Commit(gitsource.Revision(commit))
@@ -388,8 +392,8 @@ func (g *GitApprovals) fallback(ctx context.Context, file, commit string) (strin
 		}
 		if merged {
 			// Merged, and with the reviews the policy asks of it.
-			need, _, approvers, err := g.reviews(ctx, phase, a)
-			if err != nil || len(approvers) >= need {
+			lacks, err := g.lacks(ctx, file, phase, a)
+			if err != nil || len(lacks) == 0 {
 				return phase, err
 			}
 		}

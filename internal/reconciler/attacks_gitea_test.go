@@ -56,7 +56,7 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 	// cycle runs one cycle of a reconciler started afresh, with record
 	// restored from the status branch, and returns the head it planned,
 	// the phases of the steps it published and its result for the plan.
-	var policy ReviewPolicy
+	var policy Policy
 	cycle := func(t *testing.T, record observed.Record) (string, []string, *planner.Result) {
 		t.Helper()
 		pub, rec := &recordingPublisher{}, &recorder{}
@@ -101,6 +101,36 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 			g.Review(t, r, pr, "APPROVED")
 		}
 		return g.MergePullRequest(t, testenv.GiteaReviewer, pr, testenv.MergeCommit)
+	}
+	// gateOn previews the open pull requests against main's head, as the
+	// reconciler does before a merge, and returns the merge gate's state
+	// and description on head.
+	gateOn := func(t *testing.T, head string) string {
+		t.Helper()
+		rev, _, err := src.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded, err := src.FS(rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base, err := planfile.LoadFS(loaded, "plans")
+		if err != nil {
+			t.Fatal(err)
+		}
+		previews := &Previews{Forge: fg, Pulls: GitSource{Source: src}, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}},
+			Branch: "main", Path: "plans", Policy: policy}
+		if err := previews.Update(ctx, Base{Revision: string(rev), Files: base}, func(string) observed.Record { return observed.Record{} }); err != nil {
+			t.Fatal(err)
+		}
+		gate := ""
+		for _, s := range g.Statuses(t, head) {
+			if s.Context == GateContext {
+				gate = s.Status + ": " + s.Description
+			}
+		}
+		return gate
 	}
 	runs := func(t *testing.T, why string) {
 		t.Helper()
@@ -199,43 +229,21 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 	})
 
 	t.Run("a review policy of two approvals for control-plane", func(t *testing.T) {
-		policy = ReviewPolicy{"control-plane": 2}
-		defer func() { policy = nil }()
+		policy = Policy{Reviews: ReviewPolicy{"control-plane": 2}}
+		defer func() { policy = Policy{} }()
 		// Approved by bob alone: the merge gate fails, saying why, before
 		// the merge.
 		head := g.PushBranch(t, writer, "one-review", "Approve control-plane", map[string]string{quickstart: testenv.ExamplePlan(t, "control-plane")})
 		n := g.OpenPullRequest(t, writer, "one-review", "Approve control-plane")
 		g.Review(t, testenv.GiteaReviewer, n, "APPROVED")
-		if _, _, err := src.Poll(ctx); err != nil {
-			t.Fatal(err)
-		}
-		loaded, err := src.FS(gitsource.Revision(backToCluster))
-		if err != nil {
-			t.Fatal(err)
-		}
-		base, err := planfile.LoadFS(loaded, "plans")
-		if err != nil {
-			t.Fatal(err)
-		}
-		previews := &Previews{Forge: fg, Pulls: GitSource{Source: src}, Observer: &fixedObserver{snap: observed.Snapshot{Secrets: adoptSecrets()}},
-			Branch: "main", Path: "plans", Policy: policy}
-		if err := previews.Update(ctx, Base{Revision: backToCluster, Files: base}, func(string) observed.Record { return observed.Record{} }); err != nil {
-			t.Fatal(err)
-		}
-		gate := ""
-		for _, s := range g.Statuses(t, head) {
-			if s.Context == GateContext {
-				gate = s.Status + ": " + s.Description
-			}
-		}
-		if !strings.HasPrefix(gate, "failure") || !strings.Contains(gate, "needs 2 approving reviews") {
+		if gate := gateOn(t, head); !strings.HasPrefix(gate, "failure") || !strings.Contains(gate, "needs 2 approving reviews") {
 			t.Errorf("%s on #%d's head: %q; want a failure: 1 of 2 reviews", GateContext, n, gate)
 		}
 		// Merged anyway (no branch protection here): not acted on.
 		one := g.MergePullRequest(t, testenv.GiteaReviewer, n, testenv.MergeCommit)
 		rev, phases, res := cycle(t, observed.Record{})
 		ph := res.Phase("control-plane")
-		if rev != one || slices.Contains(phases, "control-plane") || ph == nil || !strings.Contains(ph.Reason, "needs 2 approving reviews") || !strings.Contains(ph.Reason, "it had 1 ("+testenv.GiteaReviewer+")") {
+		if rev != one || slices.Contains(phases, "control-plane") || ph == nil || !strings.Contains(ph.Reason, "needs 2 approving reviews") || !strings.Contains(ph.Reason, "it has 1 ("+testenv.GiteaReviewer+")") {
 			t.Errorf("at %s: steps of phases %v, phase control-plane %+v; want it refused: 1 of 2 reviews", short(rev), phases, ph)
 		}
 		refusedOn(t, one)
@@ -265,6 +273,54 @@ func TestApprovalAttacksOnGitea(t *testing.T) {
 			}
 		}
 		refusedOn(t, forward)
+	})
+
+	t.Run("owners by path: alice owns the plan", func(t *testing.T) {
+		owners, err := ParseOwners("owners", []byte("plans/** "+writer+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy = Policy{Owners: owners}
+		defer func() { policy = Policy{} }()
+		// approve opens author's pull request setting spec.approve to
+		// phase (which takes the rollback back), approved by reviewer.
+		approve := func(t *testing.T, author, reviewer, phase string) (string, int) {
+			t.Helper()
+			branch := "owners-" + phase
+			head := g.PushBranch(t, author, branch, "Approve "+phase, map[string]string{quickstart: testenv.ExamplePlan(t, phase)})
+			n := g.OpenPullRequest(t, author, branch, "Approve "+phase)
+			g.Review(t, reviewer, n, "APPROVED")
+			return head, n
+		}
+		notActedOn := func(t *testing.T, merged, phase string) {
+			t.Helper()
+			rev, phases, res := cycle(t, observed.Record{})
+			ph := res.Phase(phase)
+			want := "has approving reviews by " + testenv.GiteaReviewer + " only"
+			if rev != merged || len(phases) != 0 || ph == nil || !strings.Contains(ph.Reason, quickstart+" is owned by "+writer+" (--owners-file)") || !strings.Contains(ph.Reason, want) {
+				t.Errorf("at %s: steps of phases %v, phase %s %+v; want none, refused: owned by %s, %s", short(rev), phases, phase, ph, writer, want)
+			}
+			refusedOn(t, merged)
+		}
+		// alice's own pull request, approved by bob, who may write but
+		// owns nothing: the gate fails before the merge, and after it
+		// nothing of the plan runs.
+		head, n := approve(t, writer, testenv.GiteaReviewer, "cluster")
+		if gate := gateOn(t, head); !strings.HasPrefix(gate, "failure") || !strings.Contains(gate, quickstart+" is owned by "+writer+" (--owners-file)") {
+			t.Errorf("%s on #%d's head: %q; want a failure: %s's owner did not approve", GateContext, n, gate, quickstart)
+		}
+		notActedOn(t, g.MergePullRequest(t, testenv.GiteaReviewer, n, testenv.MergeCommit), "cluster")
+		// Again, raising it to control-plane: nor does the plan fall back
+		// to cluster, whose approval had no owner's review either.
+		_, n = approve(t, writer, testenv.GiteaReviewer, "control-plane")
+		notActedOn(t, g.MergePullRequest(t, testenv.GiteaReviewer, n, testenv.MergeCommit), "control-plane")
+		// bob's pull request, approved by alice: passes and runs.
+		head, n = approve(t, testenv.GiteaReviewer, writer, "workers")
+		if gate := gateOn(t, head); !strings.HasPrefix(gate, "success") {
+			t.Errorf("%s on #%d's head: %q; want success: the owner approved", GateContext, n, gate)
+		}
+		g.MergePullRequest(t, testenv.GiteaReviewer, n, testenv.MergeCommit)
+		runs(t, "workers approved by the plan's owner")
 	})
 }
 

@@ -1,6 +1,7 @@
 package reconciler
 
-// The review policy: how many approving reviews a phase's approval needs.
+// The review policy: how many approving reviews a phase's approval needs,
+// and whose.
 
 import (
 	"context"
@@ -11,6 +12,57 @@ import (
 
 	"github.com/ferry-dev/ferry/internal/forge"
 )
+
+// Policy is what an approval needs beyond the merge of the pull request
+// that made it: approving reviews of the pull request's last commit by
+// accounts with write access other than its author (reviewApprovers), as
+// many as Reviews asks of the phase, one of them by an owner of the plan
+// file when Owners names any. The zero value asks nothing.
+type Policy struct {
+	Reviews ReviewPolicy // --required-reviews
+	Owners  Owners       // --owners-file
+}
+
+// asks says whether p asks anything of an approval of phase (a phase, or
+// status.RollbackApproval) in file: whether its reviews must be read.
+func (p Policy) asks(file, phase string) bool {
+	return p.Reviews[phase] > 0 || len(p.Owners.Of(file)) > 0
+}
+
+// lack is one thing an approval lacks of the policy: why, in a sentence
+// that names the approval, and briefly, after the approval's name, for a
+// commit status.
+type lack struct{ why, brief string }
+
+// lacks is what the approval of phase in file, made by pull request pr,
+// lacks of p, given the accounts whose approving reviews count
+// (reviewApprovers of pr): none when it has all that p asks. Verify, its
+// fall-back and the merge gate all judge by it.
+func (p Policy) lacks(file, phase string, pr int, approvers []string) []lack {
+	var out []lack
+	if need := p.Reviews[phase]; len(approvers) < need {
+		out = append(out, lack{
+			why: fmt.Sprintf("%s needs %d approving reviews of #%d's last commit by accounts with write access other than its author (--required-reviews); it has %d%s",
+				approvalName(phase), need, pr, len(approvers), listed(approvers)),
+			brief: fmt.Sprintf("needs %d approving reviews; #%d has %d", need, pr, len(approvers)),
+		})
+	}
+	owners := p.Owners.Of(file)
+	if len(owners) > 0 && !slices.ContainsFunc(approvers, func(a string) bool {
+		return slices.ContainsFunc(owners, func(o string) bool { return strings.EqualFold(a, o) }) // logins ignore case
+	}) {
+		has := "none"
+		if len(approvers) > 0 {
+			has = "approving reviews by " + strings.Join(approvers, ", ") + " only"
+		}
+		out = append(out, lack{
+			why: fmt.Sprintf("%s is owned by %s (--owners-file): %s needs an approving review of #%d's last commit by one of them, with write access and not its author; #%d has %s",
+				file, strings.Join(owners, ", "), approvalName(phase), pr, pr, has),
+			brief: fmt.Sprintf("needs an approving review by an owner of %s (%s)", file, strings.Join(owners, ", ")),
+		})
+	}
+	return out
+}
 
 // ReviewPolicy is how many approving reviews each phase's approval needs,
 // by phase name ("cleanup"), from accounts with write access other than
@@ -61,7 +113,7 @@ func (p ReviewPolicy) String() string {
 func reviewApprovers(ctx context.Context, fg forge.Forge, pr forge.PullRequest) ([]string, error) {
 	r, ok := fg.(forge.Reviewer)
 	if !ok {
-		return nil, fmt.Errorf("the review policy needs the forge's reviews, which it does not list")
+		return nil, fmt.Errorf("the review policy (--required-reviews, --owners-file) needs the forge's reviews, which it does not list")
 	}
 	reviews, err := r.Reviews(ctx, pr.Number)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/planfile"
 	"github.com/ferry-dev/ferry/internal/planner"
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // PreviewKey is the comment key of the preview on a pull request.
@@ -78,9 +79,10 @@ type Previews struct {
 	// stops it without saying so. Nil: no plan counts as running.
 	Running func(plan string) string
 	// Policy is the review policy: a pull request that approves a phase
-	// it names fails the gate until it has the reviews the phase needs
-	// (the loop refuses the approval otherwise; see GitApprovals.Policy).
-	Policy ReviewPolicy
+	// or a rollback of a plan it asks reviews of fails the gate until it
+	// has them (the loop refuses the approval otherwise; see
+	// GitApprovals.Policy).
+	Policy Policy
 	// StatusURL is the target URL of the gate's commit status; empty:
 	// the pull request's page.
 	StatusURL string
@@ -501,23 +503,16 @@ func (p *Previews) plan(ctx context.Context, f *planfile.File, record func(strin
 	return b.String()
 }
 
-// reviewShortfall says, for each plan whose spec.approve pull request pr
-// raises to a phase the review policy names, how many approving reviews
-// the phase needs and how many pr has: one reason per phase short of them.
+// reviewShortfall says, for each plan that pull request pr approves (a
+// phase or a rollback; approval), what its approval lacks of the review
+// policy (Policy.lacks): one reason per lack.
 func (p *Previews) reviewShortfall(ctx context.Context, pr forge.PullRequest, pp *pullPlans, bp basePlans) ([]string, error) {
-	if len(p.Policy) == 0 {
-		return nil, nil
-	}
 	var reasons []string
 	var approvers []string
 	asked := false
 	for _, f := range pp.files {
-		if f.plan == nil || f.plan.Spec.Rollback != nil {
-			continue
-		}
-		phase := f.plan.Spec.Approve
-		need := p.Policy[phase]
-		if need == 0 || f.plan.PhaseIndex(phase) <= approveIndex(bp.byName[f.plan.Metadata.Name]) {
+		phase := f.approval(bp)
+		if phase == "" || !p.Policy.asks(f.path, phase) {
 			continue
 		}
 		if !asked {
@@ -527,10 +522,31 @@ func (p *Previews) reviewShortfall(ctx context.Context, pr forge.PullRequest, pp
 			}
 			asked = true
 		}
-		if len(approvers) < need {
-			reasons = append(reasons, fmt.Sprintf("approves phase %s of plan %s, which needs %d approving reviews of the last commit by accounts with write access other than the author (the review policy); it has %d%s",
-				phase, f.plan.Metadata.Name, need, len(approvers), listed(approvers)))
+		for _, l := range p.Policy.lacks(f.path, phase, pr.Number, approvers) {
+			reasons = append(reasons, fmt.Sprintf("plan %s: %s", f.plan.Metadata.Name, l.why))
 		}
 	}
 	return reasons, nil
+}
+
+// approval is the approval that the pull request holding f makes, as
+// GitApprovals.Find names it once merged: a rollback it asks anew
+// (status.RollbackApproval), spec.approve when it raises it, or when it
+// removes a rollback (then spec.approve is approved by this change); ""
+// for none.
+func (f changedFile) approval(base basePlans) string {
+	if f.plan == nil {
+		return ""
+	}
+	was := base.byName[f.plan.Metadata.Name]
+	if r := f.plan.Spec.Rollback; r != nil {
+		if was == nil || was.Spec.Rollback == nil || was.Spec.Rollback.To != r.To {
+			return status.RollbackApproval(r.To)
+		}
+		return ""
+	}
+	if f.plan.PhaseIndex(f.plan.Spec.Approve) > approveIndex(was) || (was != nil && was.Spec.Rollback != nil) {
+		return f.plan.Spec.Approve
+	}
+	return ""
 }
