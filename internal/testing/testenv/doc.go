@@ -23,8 +23,10 @@
 // controllers that cannot run here (StartDockerStandIn,
 // StartKamajiStandIn, StartControllerStandIns, StartKubelet), and the
 // faults tests inject (StartProxy refuses or blackholes a TCP service,
-// Kube.RestartAPIServer, NATS.Restart). Its callers are tests and, through
-// Program (a T outside a test), the demo and the benchmark.
+// Kube.RestartAPIServer, NATS.Restart); SecretForms lists the forms a
+// planted secret takes in text, for the tests and the demo's chaos run
+// that look for one. Its callers are tests and, through Program (a T
+// outside a test), the demo and the benchmark.
 //
 // It is test support: only tests, hack/ and internal/testing may import
 // it (internal/layering's rule "test support stays out of the commands"),
