@@ -5,10 +5,12 @@ import "errors"
 // Error returns err unchanged when Scrub leaves its message as it is, and
 // otherwise an error whose message is the scrubbed one, with each of
 // extra (values known to be in play for this error, at least 4 bytes
-// long) masked as well. The scrubbed error answers errors.Is and errors.As
-// for the original, so that failure.IsTerminal and a check for a status
-// code still see it, but it does not unwrap to it, so that no caller can
-// print the original by accident. nil stays nil.
+// long) masked as well, in each form Register knows (a Secret's value
+// that an API server's refusal quotes in base64, say). The scrubbed
+// error answers errors.Is and errors.As for the original, so that
+// failure.IsTerminal and a check for a status code still see it, but it
+// does not unwrap to it, so that no caller can print the original by
+// accident. nil stays nil.
 func Error(err error, extra ...string) error {
 	if err == nil {
 		return nil

@@ -1,7 +1,9 @@
 package redact
 
 import (
+	"cmp"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -23,18 +25,26 @@ func Scrub(s string) string {
 }
 
 // scrub is Scrub with extra values to mask besides the registered ones
-// (Error's), each of at least minExtra bytes.
+// (Error's), each of at least minExtra bytes, in every form it takes when
+// quoted. They are masked first, longest first: an extra value may hold a
+// registered one (a Secret's clouds.yaml, its password), and masking that
+// first would leave the rest of it unmatched.
 func scrub(s string, extra []string) string {
 	if s == "" {
 		return s
 	}
-	if r := global.replacer.Load(); r != nil {
-		s = r.Replace(s)
-	}
+	var all []string
 	for _, v := range extra {
 		if len(v) >= minExtra {
-			s = strings.ReplaceAll(s, v, Mask)
+			all = append(all, forms(v)...)
 		}
+	}
+	slices.SortFunc(all, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	for _, f := range all {
+		s = strings.ReplaceAll(s, f, Mask)
+	}
+	if r := global.replacer.Load(); r != nil {
+		s = r.Replace(s)
 	}
 	if strings.IndexByte(s, '"') >= 0 {
 		s = secretField.ReplaceAllString(s, `${1}"`+Mask+`"`)

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -55,7 +56,8 @@ func TestScrubSecretFields(t *testing.T) {
 }
 
 // TestRegister: a registered value is masked in any text, as it is and in
-// the forms it takes once quoted (JSON, a URL's query, Go's %q); a value
+// the forms it takes once quoted (JSON, a URL's query, Go's %q, base64,
+// also of the value as given, white space and all); a value
 // shorter than MinLen is not registered; a longer secret that contains a
 // shorter one is masked whole.
 func TestRegister(t *testing.T) {
@@ -71,6 +73,8 @@ func TestRegister(t *testing.T) {
 		{`{"password": ` + fmt.Sprintf("%q", `we"ird&pass word`) + `}`, `{"password": "***"}`},
 		{`body {"pw":"we\"ird\u0026pass word"}`, `body {"pw":"***"}`},
 		{"q=we%22ird%26pass+word&x=1", "q=***&x=1"},
+		{`"data": {"key": "czNjcjN0LXBhNTV3MHJk"}`, `"data": {"key": "***"}`},
+		{`"data": {"key": "ICBzM2NyM3QtcGE1NXcwcmQK"}`, `"data": {"key": "***"}`},
 		{"short pa55 stays", "short pa55 stays"},
 	} {
 		if got := Scrub(tc.in); got != tc.want {
@@ -119,6 +123,15 @@ func TestError(t *testing.T) {
 	}
 	if errors.Unwrap(err) != nil {
 		t.Error("the scrubbed error unwraps to the original")
+	}
+	// A Secret's value in play, quoted by an API server as the object
+	// carries it (base64), is masked whole, though it holds a registered
+	// value and another that is not.
+	cloudsYAML := "clouds:\n  openstack:\n    auth:\n      password: registered-s3cret\n      token: not-registered\n"
+	refused := fmt.Errorf(`admission webhook denied the request: {"data": {"clouds.yaml": %q}}; also %q`,
+		base64.StdEncoding.EncodeToString([]byte(cloudsYAML)), cloudsYAML)
+	if got := Error(refused, cloudsYAML).Error(); got != `admission webhook denied the request: {"data": {"clouds.yaml": "***"}}; also "***"` {
+		t.Errorf("Error() = %q", got)
 	}
 	plain := errors.New("nothing secret")
 	if Error(plain) != plain || Error(nil) != nil { //nolint:errorlint // the very same error, not one that wraps it

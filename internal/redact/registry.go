@@ -2,6 +2,7 @@ package redact
 
 import (
 	"cmp"
+	"encoding/base64"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -40,18 +41,23 @@ var global registry
 
 // Register adds secret values to the process's registry, and the forms
 // they take when quoted into text: escaped for a URL's query or path, for
-// a JSON string (as gophercloud sends a password) and for Go's %q. Values
-// shorter than MinLen, after trimming white space, are ignored. It is
-// cheap to call again with values already registered: only a new value
-// rebuilds the Replacer.
+// a JSON string (as gophercloud sends a password) and for Go's %q, and
+// base64-encoded, as a Kubernetes object quoted in an error carries a
+// Secret's data (a value with white space around it, as read from a file,
+// also as it was read). Values shorter than MinLen, after trimming white
+// space, are ignored. It is cheap to call again with values already
+// registered: only a new value rebuilds the Replacer.
 func Register(values ...string) {
 	var add []string
-	for _, v := range values {
-		v = strings.TrimSpace(v)
+	for _, raw := range values {
+		v := strings.TrimSpace(raw)
 		if len(v) < MinLen {
 			continue
 		}
 		add = append(add, forms(v)...)
+		if raw != v {
+			add = append(add, base64.StdEncoding.EncodeToString([]byte(raw)))
+		}
 	}
 	if len(add) == 0 {
 		return
@@ -63,7 +69,8 @@ func Register(values ...string) {
 func forms(v string) []string {
 	out := []string{v}
 	js, _ := json.Marshal(v)
-	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), string(js[1 : len(js)-1]), strconv.Quote(v)[1 : len(strconv.Quote(v))-1]} {
+	q := strconv.Quote(v)
+	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), string(js[1 : len(js)-1]), q[1 : len(q)-1], base64.StdEncoding.EncodeToString([]byte(v))} {
 		if !slices.Contains(out, f) {
 			out = append(out, f)
 		}

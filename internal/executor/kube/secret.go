@@ -15,6 +15,7 @@ import (
 	"github.com/ferry-dev/ferry/internal/executor"
 	"github.com/ferry-dev/ferry/internal/failure"
 	"github.com/ferry-dev/ferry/internal/observed"
+	"github.com/ferry-dev/ferry/internal/redact"
 	"github.com/ferry-dev/ferry/internal/step"
 )
 
@@ -24,7 +25,8 @@ import (
 // credentials the running cluster depends on, and ferry never replaces
 // them. A value copied as clouds.yaml or cacert must be one (checkCopies)
 // before anything is written. Values stay out of logs, errors and
-// reports: only key names appear.
+// reports: only key names appear, and a refused write's error is
+// scrubbed of them (scrubWrite).
 func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error) {
 	fromNS, fromName, err := s.params().NamespacedName(step.ParamFrom)
 	if err != nil {
@@ -77,7 +79,7 @@ func (e *Executor) copySecret(ctx context.Context, s *job) (events.Report, error
 	s.log.Info("adding keys to Secret", "object", s.target(), "from", from, "keys", keyNames(missing))
 	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
 	if err := e.Client.Patch(ctx, &dst, patch, client.FieldOwner(executor.FieldManager)); err != nil {
-		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), keyNames(missing)), err)
+		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s: add %s", from, s.target(), keyNames(missing)), scrubWrite(err, dst.Data))
 	}
 	return events.Report{Message: fmt.Sprintf("copied %s from %s into existing %s; its other keys left as they are",
 		keyNames(missing), from, s.target())}, nil
@@ -134,9 +136,23 @@ func (e *Executor) createSecretCopy(ctx context.Context, s *job, src *corev1.Sec
 		return events.Report{}, fmt.Errorf("copy %s to %s: created by someone else meanwhile; the next attempt checks its keys", from, s.target())
 	}
 	if err != nil {
-		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s", from, s.target()), err)
+		return events.Report{}, executor.WriteError(fmt.Sprintf("copy %s to %s", from, s.target()), scrubWrite(err, sec.Data))
 	}
 	return events.Report{Message: fmt.Sprintf("copied %s from %s to new %s", keyNames(keys), from, s.target())}, nil
+}
+
+// scrubWrite masks in err, the refusal of a write of a Secret with data,
+// the data's values (redact.Error): an admission webhook or policy that
+// refuses the write may quote the object it was sent, the values in
+// base64 as the object carries them, and nothing else in this process
+// may know them as secret yet (a kube executor replica never reads the
+// cloud's credentials to connect, which registers them).
+func scrubWrite(err error, data map[string][]byte) error {
+	values := make([]string, 0, len(data))
+	for _, v := range data {
+		values = append(values, string(v))
+	}
+	return redact.Error(err, values...)
 }
 
 // keyNames lists the target key names: "keys a, b".
