@@ -36,8 +36,8 @@ type endState struct {
 	// carried twice, a comment posted twice.
 	repeated []string
 	// secrets are the fixture's secret values found in ferry's logs, NATS
-	// messages, commits, comments and statuses; values and scanned say
-	// how many values were looked for in how many bytes.
+	// messages, commits, comments, statuses, Events and metrics; values
+	// and scanned say how many values were looked for in how many bytes.
 	secrets         []string
 	values, scanned int
 	// violations are what a replace run's cutover must never do: break
@@ -106,7 +106,7 @@ func capture(ctx context.Context, w *world, msgs *recorder, prs int) (*endState,
 	sort.Strings(st.lines)
 	sort.Strings(st.repeated)
 
-	sc, err := w.scanSecrets(wl.secrets, msgs.all(), texts)
+	sc, err := w.scanSecrets(ctx, wl.secrets, msgs.all(), texts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,13 +205,14 @@ func mainCommits(dir string) ([]string, error) {
 }
 
 // scanSecrets looks for the values of secrets, the forge's tokens (every
-// Gitea account's, or the stand-in's), the webhook secret and the cloud's
-// password in ferry's logs, the NATS messages msgs, the plans repository
-// and texts (scanWorld).
-func (w *world) scanSecrets(secrets []corev1.Secret, msgs, texts []string) (*scanner, error) {
-	extra := append(w.forge.secrets(), w.webhookSecret, w.fx.cloud.Password)
+// Gitea account's, or the stand-in's), the webhook secret, the cloud's
+// password and the application credential planted beside it in ferry's
+// logs, the NATS messages msgs, texts, the Events, the metrics and the
+// plans repository (scanWorld).
+func (w *world) scanSecrets(ctx context.Context, secrets []corev1.Secret, msgs, texts []string) (*scanner, error) {
+	extra := append(w.forge.secrets(), w.webhookSecret, w.fx.cloud.Password, w.appCredential)
 	sc := &scanner{values: secretValues(secrets, extra...)}
-	return sc, sc.scanWorld(w, msgs, texts)
+	return sc, sc.scanWorld(ctx, w, msgs, texts)
 }
 
 // problems lists what a run must never do.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/base64"
+	"slices"
 	"strings"
 	"testing"
 
@@ -9,12 +11,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/yaml"
 )
 
 // TestSecretValues: the values the chaos run looks for include a
 // kubeconfig's client key, a clouds.yaml password and a private key, and
 // leave out certificates; the scanner finds them as they are and
-// base64-encoded.
+// base64-encoded, alone or inside a longer encoded text.
 func TestSecretValues(t *testing.T) {
 	key := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAzZq1privatekeybody\n-----END RSA PRIVATE KEY-----\n"
 	kc := clientcmdapi.NewConfig()
@@ -51,7 +56,43 @@ func TestSecretValues(t *testing.T) {
 	}
 	sc.look("nats", `{"data":"`+base64.StdEncoding.EncodeToString([]byte("s3cret-pass"))+`"}`)
 	sc.look("comment", "password is s3cret-pass")
-	if len(sc.found) != 2 {
-		t.Errorf("found %v; want the base64-encoded and the plain password", sc.found)
+	// An Event that quotes the refused copy of the Secret, its data in
+	// base64: the password is inside, not at the start.
+	sc.look("event", `denied request: {"data": {"clouds.yaml": "`+base64.StdEncoding.EncodeToString(secrets[2].Data["clouds.yaml"])+`"}}`)
+	sc.look("log", `msg="step failed" error="auth: {\"password\": \"s3cret-pass\"}"`)
+	if len(sc.found) != 4 {
+		t.Errorf("found %v; want the base64-encoded, the plain, the quoted-in-base64 and the escaped password", sc.found)
+	}
+}
+
+// TestPlantAppCredential: the application credential planted in the
+// identity Secret leaves the fixture's cloud as it was, and is among the
+// values the scan looks for once the Secret is read back.
+func TestPlantAppCredential(t *testing.T) {
+	fixture := "clouds:\n  openstack:\n    auth:\n      auth_url: http://127.0.0.1:5050/v3\n      username: ferry-test-x\n      password: \"pw-0123456789\"\n    region_name: RegionOne\n"
+	key := client.ObjectKey{Namespace: "default", Name: "c-cloud-config"}
+	c := fake.NewClientBuilder().WithObjects(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Data: map[string][]byte{"clouds.yaml": []byte(fixture)}}).Build()
+	secret, err := plantAppCredential(context.Background(), c, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sec corev1.Secret
+	if err := c.Get(context.Background(), key, &sec); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Clouds map[string]struct {
+			Auth map[string]string `json:"auth"`
+		} `json:"clouds"`
+	}
+	if err := yaml.Unmarshal(sec.Data["clouds.yaml"], &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Clouds["openstack"].Auth["password"] != "pw-0123456789" || doc.Clouds["demo-application-credential"].Auth["application_credential_secret"] != secret {
+		t.Errorf("clouds.yaml after planting:\n%s", sec.Data["clouds.yaml"])
+	}
+	if values := secretValues([]corev1.Secret{sec}); !slices.Contains(values, secret) || !slices.Contains(values, "pw-0123456789") {
+		t.Errorf("secret values %q lack the planted application credential %q or the password", values, secret)
 	}
 }

@@ -443,9 +443,10 @@ func (w *world) judgeWorld(ctx context.Context, before *worldLines, file, label 
 // run: an effect repeated (repeated: cloud names carried twice, objects
 // created twice; and a pull request with other than one preview and one
 // progress comment), a value of secrets, the fixture's tokens or the
-// cloud's password let out in ferry's logs, the plans repository, the
-// comments or the statuses. It returns the problems found.
-func (w *world) effects(repeated []string, secrets []corev1.Secret) ([]string, error) {
+// cloud's credentials let out in ferry's logs, the plans repository, the
+// comments, the statuses, the Events or the metrics (scanSecrets). It
+// returns the problems found.
+func (w *world) effects(ctx context.Context, repeated []string, secrets []corev1.Secret) ([]string, error) {
 	out := w.out
 	var problems []string
 	_, comments, texts, err := w.forgeLines(w.prs)
@@ -461,7 +462,7 @@ func (w *world) effects(repeated []string, secrets []corev1.Secret) ([]string, e
 	} else {
 		out.say("    ✓ no effect repeated: no cloud name carried twice, no object created twice, one preview and one progress comment on each of the %d pull requests", w.prs)
 	}
-	sc, err := w.scanSecrets(secrets, nil, texts)
+	sc, err := w.scanSecrets(ctx, secrets, nil, texts)
 	if err != nil {
 		return nil, err
 	}
@@ -471,7 +472,7 @@ func (w *world) effects(repeated []string, secrets []corev1.Secret) ([]string, e
 	if len(sc.found) > 0 {
 		problems = append(problems, fmt.Sprintf("%d secret values let out", len(sc.found)))
 	} else {
-		out.say("    ✓ no secret value let out: %d values looked for in %d KiB of logs, commits, comments and statuses", len(sc.values), sc.scanned/1024)
+		out.say("    ✓ no secret value let out: %d values looked for in %d KiB of logs, commits, comments, statuses, Events and metrics", len(sc.values), sc.scanned/1024)
 	}
 	return problems, nil
 }

@@ -80,7 +80,7 @@ func (w *world) rollbackCycles(ctx context.Context, after []string, again bool) 
 	if err != nil {
 		return err
 	}
-	if problems, err := w.effects(repeated, secrets); err != nil || len(problems) > 0 {
+	if problems, err := w.effects(ctx, repeated, secrets); err != nil || len(problems) > 0 {
 		return problemsErr(err, problems)
 	}
 	if !again {

@@ -112,7 +112,7 @@ func rollbackReplace(ctx context.Context, w *world) error {
 	if _, err := w.saveLines("world-after.txt", after.lines); err != nil {
 		return err
 	}
-	problems, err := w.effects(slices.Concat(repeated, after.repeated), after.secrets)
+	problems, err := w.effects(ctx, slices.Concat(repeated, after.repeated), after.secrets)
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"bytes"
-	"encoding/base64"
+	"context"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +17,10 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // secretValues are the strings a run must never let out: every Secret
@@ -78,6 +85,46 @@ func pemBody(data []byte) string {
 	return ""
 }
 
+// plantAppCredential adds to the clouds.yaml of the identity Secret key a
+// cloud that authenticates with an application credential, and returns
+// the credential's secret: the fixture's clouds.yaml has a password only,
+// and a run must let out neither kind of cloud credential. ferry reads
+// every cloud of the document (internal/openstack registers the secrets
+// of all of them); CAPO and the plan use their own cloud only, and this
+// one is never authenticated with.
+func plantAppCredential(ctx context.Context, c client.Client, key client.ObjectKey) (string, error) {
+	var sec corev1.Secret
+	if err := c.Get(ctx, key, &sec); err != nil {
+		return "", fmt.Errorf("read the identity Secret %s: %w", key, err)
+	}
+	var doc struct {
+		Clouds map[string]any `json:"clouds"`
+	}
+	// Not the parser's message: it may quote the document.
+	if yaml.Unmarshal(sec.Data["clouds.yaml"], &doc) != nil || doc.Clouds == nil {
+		return "", fmt.Errorf("the identity Secret %s holds no clouds.yaml", key)
+	}
+	secret := "demo-appcred-secret-" + randomHex(12)
+	doc.Clouds["demo-application-credential"] = map[string]any{
+		"auth_type": "v3applicationcredential",
+		"auth": map[string]any{
+			"auth_url":                      "http://127.0.0.1:5050/v3",
+			"application_credential_id":     "demo-" + randomHex(8),
+			"application_credential_secret": secret,
+		},
+		"region_name": "RegionOne",
+	}
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	sec.Data["clouds.yaml"] = data
+	if err := c.Update(ctx, &sec); err != nil {
+		return "", fmt.Errorf("plant an application credential in the identity Secret %s: %w", key, err)
+	}
+	return secret, nil
+}
+
 // scanner looks for secret values in texts.
 type scanner struct {
 	values  []string
@@ -85,20 +132,28 @@ type scanner struct {
 	scanned int
 }
 
-// look records each value found in text, as it is or base64-encoded.
+// look records each value found in text, as it is or in a form it takes
+// once quoted (testenv.SecretForms: JSON, a URL's query or path, base64
+// at any alignment, as in a Kubernetes object's data or a basic-auth
+// header).
 func (sc *scanner) look(where, text string) {
 	sc.scanned += len(text)
 	for _, v := range sc.values {
-		if strings.Contains(text, v) || strings.Contains(text, base64.StdEncoding.EncodeToString([]byte(v))) {
-			sc.found = append(sc.found, fmt.Sprintf("%s holds a secret value (%d bytes)", where, len(v)))
+		for _, form := range testenv.SecretForms(v) {
+			if strings.Contains(text, form) {
+				sc.found = append(sc.found, fmt.Sprintf("%s holds a secret value (%d bytes)", where, len(v)))
+				break
+			}
 		}
 	}
 }
 
-// scanWorld looks in ferry's logs, the NATS messages, every commit and
-// blob of the plans repository (on the forge's disk), and the comments
-// and statuses.
-func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
+// scanWorld looks in ferry's logs, the NATS messages, the comments and
+// statuses (texts), the Events in the management cluster, what each
+// reconciler serves on its metrics address (/metrics, /healthz, /readyz),
+// and every commit and blob of the plans repository (on the forge's disk:
+// the status branch and its history with the rest).
+func (sc *scanner) scanWorld(ctx context.Context, w *world, msgs, texts []string) error {
 	look := sc.look
 	logs, err := filepath.Glob(filepath.Join(w.logDir, "*.log"))
 	if err != nil {
@@ -116,6 +171,20 @@ func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
 	}
 	for i, t := range texts {
 		look(fmt.Sprintf("comment or status %d", i), t)
+	}
+	var events corev1.EventList
+	if err := w.fx.cloud.Mgmt.Client.List(ctx, &events); err != nil {
+		return fmt.Errorf("list the Events: %w", err)
+	}
+	for _, e := range events.Items {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return err
+		}
+		look("Event "+e.Namespace+"/"+e.Name, string(b))
+	}
+	for where, text := range w.served(ctx) {
+		look(where, text)
 	}
 	repo, err := git.PlainOpen(w.forge.repoDir())
 	if err != nil {
@@ -148,4 +217,34 @@ func (sc *scanner) scanWorld(w *world, msgs, texts []string) error {
 		look("blob "+b.Hash.String()[:10], buf.String())
 		return nil
 	})
+}
+
+// served is what each reconciler that answers serves on its metrics
+// address, by URL: the metrics' labels and /healthz's reasons are text
+// from the loop too. One that does not answer (stopped by the run) shows
+// nothing to anyone.
+func (w *world) served(ctx context.Context) map[string]string {
+	out := map[string]string{}
+	for _, name := range w.layout.reconcilers() {
+		w.mu.Lock()
+		addr := w.procs[name].metrics
+		w.mu.Unlock()
+		for _, path := range []string{"/metrics", "/healthz", "/readyz"} {
+			u := "http://" + addr + path
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+			if err != nil {
+				continue
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				continue
+			}
+			body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			resp.Body.Close()
+			if err == nil {
+				out[u] = string(body)
+			}
+		}
+	}
+	return out
 }

@@ -93,8 +93,10 @@ type world struct {
 	sc    *scenario
 	fx    *fixture
 	forge forgeHost
-	// webhookSecret signs the forge's webhooks to the reconciler.
-	webhookSecret string
+	// webhookSecret signs the forge's webhooks to the reconciler;
+	// appCredential is the application credential secret planted in the
+	// identity Secret's clouds.yaml (plantAppCredential).
+	webhookSecret, appCredential string
 	// reader reads the status branch as `reconciler status` does.
 	reader reconciler.GitStatusStore
 	// dir holds the files ferry's processes read (kubeconfig, tokens) and
@@ -143,6 +145,10 @@ func newWorld(ctx context.Context, r *testenv.Program, out *display, bin, logDir
 		return nil, err
 	}
 	w.fx = fx
+	identity := client.ObjectKey{Namespace: "default", Name: sc.cluster + "-cloud-config"}
+	if w.appCredential, err = plantAppCredential(ctx, fx.cloud.Mgmt.Client, identity); err != nil {
+		return nil, err
+	}
 	files := maps.Clone(fx.files)
 	files[sc.planPath()] = fx.plan(`""`, "")
 	seed := testenv.SeedDir(r, files)
