@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/ferry-dev/ferry/internal/events"
 	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/planner"
 	"github.com/ferry-dev/ferry/internal/reconciler"
@@ -110,6 +111,10 @@ func TestDocExamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	nats := testenv.StartNATS(t)
+	// The streams, as a reconciler makes them: an executor waits for them.
+	if err := events.EnsureStreams(t.Context(), nats.JetStream); err != nil {
+		t.Fatal(err)
+	}
 	files := map[string]string{}
 	for _, name := range []string{"capi-quickstart.yaml", "kamaji-quickstart.yaml", "vsphere-gateway.yaml", "vsphere-workers.yaml"} {
 		data, err := os.ReadFile(filepath.Join(plans, name))

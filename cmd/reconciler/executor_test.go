@@ -75,16 +75,15 @@ func TestExecutorReplica(t *testing.T) {
 	cluster := v1alpha1.ClusterRef{Name: "c1", Namespace: "default"}
 	ev := events.NewStepEvent("c1", "rev1", step.Step{Key: "cutover/cordon/node/c1-md-0-a", Phase: "cutover", Executor: step.Workload,
 		Action: step.Cordon, Target: step.Target{Kind: step.Node, Name: "c1-md-0-a"}, Inputs: &step.Inputs{Cluster: cluster}}, time.Now())
-	// The replica creates the streams when it connects; wait for them.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, ev); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("publish: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
+	// The replica waits for the streams, which the reconciler makes: here
+	// the test, as the reconciler.
+	if err := events.EnsureStreams(ctx, nats.JetStream); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := (&events.Publisher{JS: nats.JetStream}).PublishStep(ctx, ev); err != nil {
+		t.Fatalf("publish: %v", err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
 	var node corev1.Node
 	for time.Now().Before(deadline) {
 		if err := workload.Client.Get(ctx, client.ObjectKey{Name: "c1-md-0-a"}, &node); err == nil && node.Spec.Unschedulable {

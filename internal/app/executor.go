@@ -83,8 +83,16 @@ func Executor(ctx context.Context, cfg ExecutorConfig) error {
 	if err != nil {
 		return err
 	}
+	// As an executor, it waits for the reconciler to create the streams:
+	// its user may not (events.RolePermissions).
+	cfg.NATS.Role = events.RoleExecutor
 	bus, err := connect(ctx, cfg.NATS, "ferry-executor")
 	if err != nil {
+		if ctx.Err() != nil {
+			// Stopped while it waited: a stop, not a failure.
+			log.Info("executors stopped before the event streams were in place", "error", err)
+			return nil
+		}
 		return err
 	}
 	defer bus.Close()

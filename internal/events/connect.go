@@ -8,6 +8,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -43,8 +44,17 @@ type BusOptions struct {
 	// (--nats-replicas): AutoReplicas (zero) chooses 3 on a cluster of at
 	// least three JetStream servers and 1 otherwise, the embedded server
 	// among them (EnsureStreamsReplicas). More than the servers can hold
-	// fails Connect with ErrReplicas.
+	// fails Connect with ErrReplicas. An executor sets no replicas: with
+	// Replicas, it waits until the reconciler has scaled the streams to at
+	// least that many.
 	Replicas int
+	// Role is what the process does on the bus; the zero value is
+	// RoleReconciler, which a process running the executors in process
+	// takes too. It chooses the connection's inbox prefix (InboxPrefix),
+	// and whether Connect creates or updates the streams (the reconciler)
+	// or waits for them to exist (an executor, whose user may not create
+	// them: RolePermissions).
+	Role Role
 }
 
 // Bus is a connection to JetStream with ferry's streams in place.
@@ -68,20 +78,32 @@ var ErrCredentials = errors.New("NATS credentials")
 const maxPasswordFile = 4 << 10
 
 // Connect reaches the bus (starting the embedded server when no URL is
-// given) and ensures the streams with opts.Replicas, logging how many
-// replicas they have and why. Everything after it is the same code path
-// for both. Replicas the servers cannot hold fail it with ErrReplicas.
+// given) and, as the reconciler, ensures the streams with opts.Replicas,
+// logging how many replicas they have and why. Everything after it is the
+// same code path for both. Replicas the servers cannot hold fail it with
+// ErrReplicas.
+//
+// As an executor (opts.Role), it changes no stream: it waits, logging why,
+// until the reconciler has created both (with at least opts.Replicas
+// copies, when set), and fails when ctx ends first.
 //
 // The embedded server listens on no port: this connection reaches it in
 // process, and no other process can (EmbeddedOptions). An external
 // cluster is reached with opts' credentials and TLS.
 func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
+	role := opts.Role
+	if role == "" {
+		role = RoleReconciler
+	}
+	if !slices.Contains(Roles, role) {
+		return nil, fmt.Errorf("connect to NATS: unknown role %q", role)
+	}
 	b := &Bus{}
 	name := opts.Name
 	if name == "" {
 		name = "ferry"
 	}
-	copts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1)}
+	copts := []nats.Option{nats.Name(name), nats.MaxReconnects(-1), nats.CustomInboxPrefix(InboxPrefix(role))}
 	url := opts.URL
 	if url == "" {
 		if opts.DataDir == "" {
@@ -118,7 +140,12 @@ func Connect(ctx context.Context, opts BusOptions) (*Bus, error) {
 		b.Close()
 		return nil, fmt.Errorf("JetStream at %s: %w", where, err)
 	}
-	if b.Replication, err = EnsureStreamsReplicas(ctx, b.JS, opts.Replicas); err != nil {
+	if role == RoleExecutor {
+		b.Replication, err = awaitStreams(ctx, b.JS, opts.Replicas)
+	} else {
+		b.Replication, err = EnsureStreamsReplicas(ctx, b.JS, opts.Replicas)
+	}
+	if err != nil {
 		b.Close()
 		return nil, err
 	}

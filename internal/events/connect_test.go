@@ -42,4 +42,7 @@ func TestConnect(t *testing.T) {
 	if _, err := events.Connect(ctx, events.BusOptions{URL: "nats://127.0.0.1:1"}); err == nil {
 		t.Error("Connect to a closed port succeeded")
 	}
+	if _, err := events.Connect(ctx, events.BusOptions{DataDir: t.TempDir(), Role: "admin"}); err == nil {
+		t.Error("Connect as an unknown role succeeded")
+	}
 }

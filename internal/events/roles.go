@@ -29,20 +29,29 @@ type Permissions struct {
 const (
 	jsAPI = "$JS.API."
 	jsAck = "$JS.ACK."
-	// inbox is where nats.go's requests (every JetStream API call and
-	// publish) and pull consumers take their answers.
-	inbox = "_INBOX.>"
 )
+
+// InboxPrefix is the prefix of the inboxes of a connection of role
+// (nats.CustomInboxPrefix): where its requests, every JetStream API call
+// and publish among them, and its pull consumers take their answers. Each
+// role has its own, and its user may subscribe to that one alone, so that
+// neither reads the other's answers. Both are under nats.go's default
+// "_INBOX.", so that a user still allowed all of "_INBOX.>" keeps working.
+func InboxPrefix(role Role) string { return "_INBOX.ferry-" + string(role) }
 
 // RolePermissions is what a user of role may do on the bus, and nothing
 // more: the reconciler publishes steps (never a result) and reads
 // results; an executor takes steps, settles them and publishes results
-// (never a step). Each needs, besides, the JetStream API requests of
-// these (docs/install.md lists the subjects):
+// (never a step). Each reads the answers to its own requests only (its
+// InboxPrefix). Each needs, besides, the JetStream API requests of these
+// (docs/install.md lists the subjects):
 //
-//   - both ensure the two streams at start-up (Connect:
-//     EnsureStreamsReplicas), whichever starts first, and so may create,
-//     update and read those two and no other stream;
+//   - the reconciler creates the two streams, or updates them, at
+//     start-up (Connect: EnsureStreamsReplicas), and may create, update
+//     and read those two and no other stream;
+//   - an executor only reads them: it waits at start-up until the
+//     reconciler has created them (Connect), and may not create, update,
+//     delete or purge any stream;
 //   - the reconciler makes its durable results consumer (RunResults) and
 //     the ordered one of a replay (ReplayResults) on FERRY_RESULTS, pulls
 //     from them and acks, and publishes and takes wakes (WakeSubject);
@@ -52,13 +61,17 @@ const (
 //     advisory, reads the step and removes it.
 //
 // A process that does both, `reconciler run` with its executors in
-// process, needs a user with both roles' permissions.
+// process, connects as the reconciler (BusOptions.Role) and needs a user
+// with both roles' permissions.
 func RolePermissions(role Role) Permissions {
-	var streams []string
-	for _, s := range []string{StreamSteps, StreamResults} {
-		for _, op := range []string{"CREATE", "UPDATE", "INFO"} {
-			streams = append(streams, jsAPI+"STREAM."+op+"."+s)
+	streams := func(ops ...string) []string {
+		var subjects []string
+		for _, s := range []string{StreamSteps, StreamResults} {
+			for _, op := range ops {
+				subjects = append(subjects, jsAPI+"STREAM."+op+"."+s)
+			}
 		}
+		return subjects
 	}
 	consumer := func(stream string, ops ...string) []string {
 		var subjects []string
@@ -67,16 +80,17 @@ func RolePermissions(role Role) Permissions {
 		}
 		return append(subjects, jsAck+stream+".>")
 	}
+	inbox := InboxPrefix(role) + ".>"
 	switch role {
 	case RoleReconciler:
 		return Permissions{
-			Publish: slices.Concat([]string{StepsPrefix + ">", WakeSubject}, streams,
+			Publish: slices.Concat([]string{StepsPrefix + ">", WakeSubject}, streams("CREATE", "UPDATE", "INFO"),
 				consumer(StreamResults, "CREATE", "INFO", "DELETE", "MSG.NEXT")),
 			Subscribe: []string{inbox, WakeSubject},
 		}
 	case RoleExecutor:
 		return Permissions{
-			Publish: slices.Concat([]string{ResultsPrefix + ">"}, streams,
+			Publish: slices.Concat([]string{ResultsPrefix + ">"}, streams("INFO"),
 				[]string{jsAPI + "STREAM.MSG.GET." + StreamSteps, jsAPI + "STREAM.MSG.DELETE." + StreamSteps},
 				consumer(StreamSteps, "CREATE", "INFO", "MSG.NEXT")),
 			Subscribe: []string{inbox, maxDeliveriesSubject},

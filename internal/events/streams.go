@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/ferry-dev/ferry/internal/logging"
 )
 
 // Defaults of the streams.
@@ -62,7 +64,9 @@ func EnsureStreams(ctx context.Context, js jetstream.JetStream) error {
 // with replicas copies each, or updates them to this configuration: a
 // stream with fewer replicas is scaled up in place, keeping every message
 // and consumer, never deleted and created again. It is idempotent and safe
-// to run from every replica at start-up.
+// to run from every reconciler replica at start-up. Executors do not run
+// it, since their user may not change a stream: Connect has them wait for
+// the reconciler's streams instead.
 //
 // AutoReplicas chooses ClusterReplicas when JetStream can place that many
 // copies of FERRY_STEPS, 1 otherwise (a server not in a cluster, the
@@ -108,6 +112,68 @@ func EnsureStreamsReplicas(ctx context.Context, js jetstream.JetStream, replicas
 		}
 	}
 	return chosen, nil
+}
+
+// awaitStreams is an executor's EnsureStreamsReplicas: it changes no
+// stream, since only the reconciler's user may (RolePermissions), and
+// waits instead until the reconciler has created both, each with at least
+// replicas copies unless AutoReplicas, asking every few seconds and
+// logging what it waits for. It returns the replicas FERRY_STEPS has, and
+// an error once ctx ends.
+func awaitStreams(ctx context.Context, js jetstream.JetStream, replicas int) (Replication, error) {
+	if replicas < 0 {
+		return Replication{}, fmt.Errorf("wait for streams: %d replicas; want 1 or more, or AutoReplicas", replicas)
+	}
+	var chosen Replication
+	for _, cfg := range streamConfigs() {
+		have, err := awaitStream(ctx, js, cfg.Name, replicas)
+		if err != nil {
+			return chosen, err
+		}
+		if cfg.Name == StreamSteps {
+			chosen = Replication{Replicas: have, Reason: "the reconciler's: an executor changes no stream"}
+			if replicas != AutoReplicas {
+				chosen.Reason = fmt.Sprintf("the reconciler's, at least %d as asked (--nats-replicas): an executor changes no stream", replicas)
+			}
+		}
+	}
+	return chosen, nil
+}
+
+// awaitStream waits until stream name exists with at least replicas
+// copies (any number with AutoReplicas), and returns how many it has.
+func awaitStream(ctx context.Context, js jetstream.JetStream, name string, replicas int) (int, error) {
+	logged := ""
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		have := 0
+		err := untilAnswered(ctx, func(ctx context.Context) error {
+			s, err := js.Stream(ctx, name)
+			if err == nil {
+				have = s.CachedInfo().Config.Replicas
+			}
+			return err
+		})
+		var waiting string
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			waiting = "waiting for the reconciler to create stream " + name
+		case err != nil:
+			return 0, fmt.Errorf("look up stream %s: %w", name, err)
+		case have >= replicas:
+			return have, nil
+		default:
+			waiting = fmt.Sprintf("waiting for the reconciler to scale stream %s to %d replicas (--nats-replicas); it has %d", name, replicas, have)
+		}
+		if waiting != logged {
+			logging.From(ctx).Info(waiting, "stream", name)
+			logged = waiting
+		}
+		select {
+		case <-ctx.Done():
+			return have, fmt.Errorf("%s: %w", waiting, ctx.Err())
+		case <-time.After(wait):
+		}
+	}
 }
 
 // streamConfigs are the streams' configurations, FERRY_STEPS first, with

@@ -313,9 +313,10 @@ func (c *NATSCluster) ClientURL(i int) string {
 	return (&url.URL{Scheme: "tls", User: c.admin, Host: c.nodes[i].clientAt}).String()
 }
 
-// RoleOptions are the bus options of a ferry process of role: the client
-// URLs of the nodes given (every node without any), tls:// and without
-// user information, the role's user and password file, and the CA.
+// RoleOptions are the bus options of a ferry process of role: the role,
+// the client URLs of the nodes given (every node without any), tls:// and
+// without user information, the role's user and password file, and the
+// CA.
 func (c *NATSCluster) RoleOptions(role events.Role, nodes ...int) events.BusOptions {
 	if len(nodes) == 0 {
 		for i := range c.nodes {
@@ -326,11 +327,12 @@ func (c *NATSCluster) RoleOptions(role events.Role, nodes ...int) events.BusOpti
 	for j, i := range nodes {
 		urls[j] = "tls://" + c.nodes[i].clientAt
 	}
-	return events.BusOptions{URL: strings.Join(urls, ","), User: natsRoleUser(role), PasswordFile: c.passwordFiles[role], TLSCA: c.CA}
+	return events.BusOptions{Role: role, URL: strings.Join(urls, ","), User: natsRoleUser(role), PasswordFile: c.passwordFiles[role], TLSCA: c.CA}
 }
 
 // RoleFlags are RoleOptions(role) as ferry's flags: --nats-url,
-// --nats-user, --nats-password-file and --nats-ca.
+// --nats-user, --nats-password-file and --nats-ca. The role is the
+// command's (run or executor), not a flag.
 func (c *NATSCluster) RoleFlags(role events.Role) []string {
 	o := c.RoleOptions(role)
 	return []string{"--nats-url", o.URL, "--nats-user", o.User, "--nats-password-file", o.PasswordFile, "--nats-ca", o.TLSCA}

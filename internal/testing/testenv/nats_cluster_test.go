@@ -152,7 +152,8 @@ func tlsOnly(t *testing.T, c *testenv.NATSCluster) {
 		}
 	}
 
-	role := c.RoleOptions(events.RoleExecutor)
+	// The reconciler: an executor would wait for the streams it makes.
+	role := c.RoleOptions(events.RoleReconciler)
 	b, err := events.Connect(ctx, role)
 	if err != nil {
 		t.Fatalf("connect as %s with the CA: %v", role.User, err)
