@@ -456,12 +456,12 @@ func (g *GitApprovals) VerifyContent(ctx context.Context, revision, file string,
 	g.contents[file] = c
 	g.mu.Unlock()
 	commit := string(c.Commit.Hash)
-	_, merged, err := g.mergedBy(ctx, commit)
+	pr, merged, err := g.mergedBy(ctx, commit)
 	if err != nil {
 		return Verdict{}, err
 	}
 	if merged {
-		return Verdict{OK: true, Commit: commit}, nil
+		return g.owned(ctx, file, commit, pr)
 	}
 	if g.withinGrace(commit) {
 		return Verdict{}, errMergeNotRecorded{commit: commit}
@@ -476,6 +476,26 @@ func (g *GitApprovals) VerifyContent(ctx context.Context, revision, file string,
 		short(commit), c.Commit.Author.Name, strings.Join(paths, ", "), how, g.Source.Branch())
 	desc := fmt.Sprintf("not acted on: %s changed without a pull request; merge the change through one", file)
 	return g.refuse(ctx, commit, reason, desc)
+}
+
+// owned is VerifyContent's verdict on the content that pull request pr
+// merged in commit: OK unless file has owners (--owners-file) and none of
+// them approved pr, for an owner's word on a plan covers what it does,
+// not only its spec.approve.
+func (g *GitApprovals) owned(ctx context.Context, file, commit string, pr forge.PullRequest) (Verdict, error) {
+	if !g.Policy.asks(file, "") {
+		return Verdict{OK: true, Commit: commit}, nil
+	}
+	approvers, err := reviewApprovers(ctx, g.Forge, pr)
+	if err != nil {
+		return Verdict{}, err
+	}
+	lacks := g.Policy.lacks(file, "", pr.Number, approvers)
+	if len(lacks) == 0 {
+		return Verdict{OK: true, Commit: commit}, nil
+	}
+	return g.refuse(ctx, commit, lacks[0].why+"; nothing of this plan runs until a pull request that one of them approves carries the change",
+		"not acted on: "+file+" "+lacks[0].brief)
 }
 
 // refuse is the verdict refusing what commit did for reason, and sets the

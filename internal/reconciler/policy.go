@@ -25,7 +25,7 @@ type Policy struct {
 
 // asks says whether p asks anything of an approval of phase (a phase, or
 // status.RollbackApproval) in file: whether its reviews must be read.
-func (p Policy) asks(file, phase string) bool {
+func (p Policy) asks(file, phase string) bool { // phase "": a change to file's content
 	return p.Reviews[phase] > 0 || len(p.Owners.Of(file)) > 0
 }
 
@@ -35,7 +35,8 @@ func (p Policy) asks(file, phase string) bool {
 type lack struct{ why, brief string }
 
 // lacks is what the approval of phase in file, made by pull request pr,
-// lacks of p, given the accounts whose approving reviews count
+// or for phase "" what pull request pr's change to file or the files it
+// names (which only owners judge) lacks of p, given the accounts whose approving reviews count
 // (reviewApprovers of pr): none when it has all that p asks. Verify, its
 // fall-back and the merge gate all judge by it.
 func (p Policy) lacks(file, phase string, pr int, approvers []string) []lack {
@@ -55,9 +56,13 @@ func (p Policy) lacks(file, phase string, pr int, approvers []string) []lack {
 		if len(approvers) > 0 {
 			has = "approving reviews by " + strings.Join(approvers, ", ") + " only"
 		}
+		what := approvalName(phase)
+		if phase == "" {
+			what = "a change to it or to the files it names"
+		}
 		out = append(out, lack{
 			why: fmt.Sprintf("%s is owned by %s (--owners-file): %s needs an approving review of #%d's last commit by one of them, with write access and not its author; #%d has %s",
-				file, strings.Join(owners, ", "), approvalName(phase), pr, pr, has),
+				file, strings.Join(owners, ", "), what, pr, pr, has),
 			brief: fmt.Sprintf("needs an approving review by an owner of %s (%s)", file, strings.Join(owners, ", ")),
 		})
 	}

@@ -174,8 +174,8 @@ func TestReviewPolicyOnGitHub(t *testing.T) {
 }
 
 // TestOwnersOnGitHub: on the GitHub stand-in, a pull request that raises
-// spec.approve of a plan whose file has owners, or asks for its rollback,
-// fails the merge gate until an owner approves its last commit: not a
+// spec.approve of a plan whose file has owners, asks for its rollback, or
+// changes it otherwise, fails the merge gate until an owner approves its last commit: not a
 // writer who is no owner, nor an owner who may only read, nor the author
 // (an owner too), nor an owner's approval of an earlier commit.
 func TestOwnersOnGitHub(t *testing.T) {
@@ -201,6 +201,8 @@ func TestOwnersOnGitHub(t *testing.T) {
 	changes := map[string]*pullPlans{
 		"raise":    {files: []changedFile{{path: quickstart, plan: testenv.ExamplePlanDecoded(t, "control-plane")}}},
 		"rollback": {files: []changedFile{{path: quickstart, plan: rollback}}},
+		// A change that approves nothing new is the owners' to judge too.
+		"change": {files: []changedFile{{path: quickstart, plan: testenv.ExamplePlanDecoded(t, "cluster")}}},
 	}
 	for _, r := range []fakegithub.Review{
 		{Login: "bob", State: "APPROVED", Commit: "head5"},
@@ -216,9 +218,13 @@ func TestOwnersOnGitHub(t *testing.T) {
 			t.Errorf("%s, approved by bob alone among those that count: %q, %v; want the gate to say the owners and bob", what, short, err)
 		}
 	}
-	unchanged := &pullPlans{files: []changedFile{{path: quickstart, plan: testenv.ExamplePlanDecoded(t, "cluster")}}}
-	if short, err := p.reviewShortfall(t.Context(), pr, unchanged, base); err != nil || len(short) != 0 {
-		t.Errorf("no new approval: %q, %v; want no reason", short, err)
+	other := &pullPlans{files: []changedFile{{path: "plans/other.yaml", plan: testenv.ExamplePlanDecoded(t, "cluster")}}}
+	p.Policy.Owners, err = ParseOwners("owners", []byte("plans/capi-*.yaml alice carol mallory\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if short, err := p.reviewShortfall(t.Context(), pr, other, base); err != nil || len(short) != 0 {
+		t.Errorf("a plan nobody owns: %q, %v; want no reason", short, err)
 	}
 	gh.AddReview(5, fakegithub.Review{Login: "carol", State: "APPROVED", Commit: "head5"})
 	for what, pp := range changes {

@@ -504,15 +504,15 @@ func (p *Previews) plan(ctx context.Context, f *planfile.File, record func(strin
 }
 
 // reviewShortfall says, for each plan that pull request pr approves (a
-// phase or a rollback; approval), what its approval lacks of the review
-// policy (Policy.lacks): one reason per lack.
+// phase or a rollback; approval) or changes, what its approval or change
+// lacks of the review policy (Policy.lacks): one reason per lack.
 func (p *Previews) reviewShortfall(ctx context.Context, pr forge.PullRequest, pp *pullPlans, bp basePlans) ([]string, error) {
 	var reasons []string
 	var approvers []string
 	asked := false
 	for _, f := range pp.files {
-		phase := f.approval(bp)
-		if phase == "" || !p.Policy.asks(f.path, phase) {
+		phase := f.approval(bp) // "": a change to the plan, which its owners judge
+		if !p.Policy.asks(f.path, phase) {
 			continue
 		}
 		if !asked {
