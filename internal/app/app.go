@@ -8,6 +8,7 @@ import (
 	"log/slog"
 
 	"github.com/go-logr/logr"
+	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
@@ -77,6 +78,7 @@ func (s Streams) logger() *slog.Logger {
 	h = logging.Redacting(h)
 	if s.Process {
 		ctrllog.SetLogger(logr.FromSlogHandler(h))
+		klog.SetLogger(logr.FromSlogHandler(h)) // client-go's reflectors and leader election
 	}
 	return slog.New(h)
 }
