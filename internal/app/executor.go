@@ -152,12 +152,18 @@ func newExecutors(kinds []string, c client.WithWatch, repo func(context.Context,
 	return out, nil
 }
 
-// connect connects to the event bus, giving up after 30 seconds.
-// Credentials that do not go together, or a password file that cannot be
-// read, are usage errors: the --nats-* flags must change.
+// connect connects to the event bus, giving up after 30 seconds; an
+// executor waits for the reconciler to create the streams as long as it
+// runs (events.Connect logs the wait), since a pod that exits for it
+// would only restart into the same wait. Credentials that do not go
+// together, or a password file that cannot be read, are usage errors: the
+// --nats-* flags must change.
 func connect(ctx context.Context, opts events.BusOptions, name string) (*events.Bus, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
+	if opts.Role != events.RoleExecutor {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	opts.Name = name
 	bus, err := events.Connect(ctx, opts)
 	if errors.Is(err, events.ErrCredentials) {
