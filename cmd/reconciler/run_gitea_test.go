@@ -29,9 +29,17 @@ import (
 // ends the outage.
 func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
 	t.Helper()
-	ctx := context.Background()
+	return refuseSecretCreate(t, mgmt, "outage", admissionregistrationv1.Validation{
+		Expression: "object.metadata.name != '" + name + "'", Message: "an outage: this Secret cannot be written now"})
+}
+
+// refuseSecretCreate makes mgmt refuse to create the Secrets that fail
+// check, with an admission policy and binding called policy, and returns
+// what ends the refusal.
+func refuseSecretCreate(t *testing.T, mgmt *testenv.Kube, name string, check admissionregistrationv1.Validation) func() {
+	t.Helper()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "outage"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
@@ -40,19 +48,19 @@ func refuseSecret(t *testing.T, mgmt *testenv.Kube, name string) func() {
 					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
 				},
 			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "object.metadata.name != '" + name + "'", Message: "an outage: this Secret cannot be written now"}},
+			Validations: []admissionregistrationv1.Validation{check},
 		},
 	}
 	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "outage"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "outage",
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
 			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
 	}
 	mustCreate(t, mgmt, policy)
 	mustCreate(t, mgmt, binding)
 	return func() {
-		if err := mgmt.Client.Delete(ctx, binding); err != nil {
-			t.Fatalf("end the outage: %v", err)
+		if err := mgmt.Client.Delete(context.Background(), binding); err != nil {
+			t.Fatalf("end the refusal of %s: %v", name, err)
 		}
 		time.Sleep(2 * time.Second) // the API server's policy informer
 	}

@@ -22,7 +22,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -321,35 +320,10 @@ func startEchoingKeystone(t *testing.T) (string, *atomic.Int64) {
 // shows what it refused does, and returns what ends the refusal.
 func refuseSecretQuoting(t *testing.T, mgmt *testenv.Kube, name, key string) func() {
 	t.Helper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: "quoting"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"secrets"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression:        "object.metadata.name != '" + name + "'",
-				MessageExpression: "'refused, quoting the object: ' + string(object.data['" + key + "']).replace('\\n', ' ')",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "quoting"},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "quoting",
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}},
-	}
-	mustCreate(t, mgmt, policy)
-	mustCreate(t, mgmt, binding)
-	return func() {
-		if err := mgmt.Client.Delete(context.Background(), binding); err != nil {
-			t.Fatalf("end the refusal: %v", err)
-		}
-		time.Sleep(2 * time.Second) // the API server's policy informer
-	}
+	return refuseSecretCreate(t, mgmt, "quoting", admissionregistrationv1.Validation{
+		Expression:        "object.metadata.name != '" + name + "'",
+		MessageExpression: "'refused, quoting the object: ' + string(object.data['" + key + "']).replace('\\n', ' ')",
+	})
 }
 
 // gitObjects adds every commit message and blob of the bare repository at

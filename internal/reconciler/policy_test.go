@@ -136,29 +136,12 @@ func TestPolicyLacks(t *testing.T) {
 // earlier commit, a reader's and the author's do not count) and passes
 // with two; one that approves a phase the policy does not name needs none.
 func TestReviewPolicyOnGitHub(t *testing.T) {
-	gh := fakegithub.New("ferry-dev", "plans", "token")
-	t.Cleanup(gh.Close)
-	gh.SetPermission("bob", forge.PermissionWrite)
-	gh.SetPermission("carol", forge.PermissionWrite)
-	gh.SetPermission("mallory", forge.PermissionRead)
-	gh.AddPR(fakegithub.PR{Number: 5, State: "open", Head: "head5", Base: "main"})
-	fg, err := forge.New(gh.Owner, gh.Repo, gh.Token, gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh, fg := reviewedPR(t)
 	p := &Previews{Forge: fg, Policy: Policy{Reviews: ReviewPolicy{"control-plane": 2}}}
 	pr := forge.PullRequest{Number: 5, Author: "alice", HeadSHA: "head5"}
 	base := basePlans{byName: map[string]*v1alpha1.MigrationPlan{"capi-quickstart": testenv.ExamplePlanDecoded(t, "cluster")}}
 	raise := func(phase string) *pullPlans {
 		return &pullPlans{files: []changedFile{{path: quickstart, plan: testenv.ExamplePlanDecoded(t, phase)}}}
-	}
-	for _, r := range []fakegithub.Review{
-		{Login: "bob", State: "APPROVED", Commit: "head5"},
-		{Login: "carol", State: "APPROVED", Commit: "head4"},
-		{Login: "mallory", State: "APPROVED", Commit: "head5"},
-		{Login: "alice", State: "APPROVED", Commit: "head5"},
-	} {
-		gh.AddReview(5, r)
 	}
 	short, err := p.reviewShortfall(t.Context(), pr, raise("control-plane"), base)
 	if err != nil || len(short) != 1 || !strings.Contains(short[0], "needs 2 approving reviews") || !strings.Contains(short[0], "it has 1 (bob)") {
@@ -179,16 +162,7 @@ func TestReviewPolicyOnGitHub(t *testing.T) {
 // writer who is no owner, nor an owner who may only read, nor the author
 // (an owner too), nor an owner's approval of an earlier commit.
 func TestOwnersOnGitHub(t *testing.T) {
-	gh := fakegithub.New("ferry-dev", "plans", "token")
-	t.Cleanup(gh.Close)
-	gh.SetPermission("bob", forge.PermissionWrite)
-	gh.SetPermission("carol", forge.PermissionWrite)
-	gh.SetPermission("mallory", forge.PermissionRead)
-	gh.AddPR(fakegithub.PR{Number: 5, State: "open", Head: "head5", Base: "main"})
-	fg, err := forge.New(gh.Owner, gh.Repo, gh.Token, gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh, fg := reviewedPR(t)
 	owners, err := ParseOwners("owners", []byte("plans/** alice carol mallory\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -203,14 +177,6 @@ func TestOwnersOnGitHub(t *testing.T) {
 		"rollback": {files: []changedFile{{path: quickstart, plan: rollback}}},
 		// A change that approves nothing new is the owners' to judge too.
 		"change": {files: []changedFile{{path: quickstart, plan: testenv.ExamplePlanDecoded(t, "cluster")}}},
-	}
-	for _, r := range []fakegithub.Review{
-		{Login: "bob", State: "APPROVED", Commit: "head5"},
-		{Login: "carol", State: "APPROVED", Commit: "head4"},
-		{Login: "mallory", State: "APPROVED", Commit: "head5"},
-		{Login: "alice", State: "APPROVED", Commit: "head5"},
-	} {
-		gh.AddReview(5, r)
 	}
 	for what, pp := range changes {
 		short, err := p.reviewShortfall(t.Context(), pr, pp, base)
@@ -232,4 +198,31 @@ func TestOwnersOnGitHub(t *testing.T) {
 			t.Errorf("%s, approved by the owner carol: %q, %v; want no reason", what, short, err)
 		}
 	}
+}
+
+// reviewedPR is the GitHub stand-in with alice's open pull request #5 at
+// head5, where bob and carol may write and mallory may read, approved by
+// bob, mallory and alice at head5 and by carol at head4 (before the last
+// push): only bob's approval counts. It returns ferry's client too.
+func reviewedPR(t *testing.T) (*fakegithub.Server, forge.Forge) {
+	t.Helper()
+	gh := fakegithub.New("ferry-dev", "plans", "token")
+	t.Cleanup(gh.Close)
+	gh.SetPermission("bob", forge.PermissionWrite)
+	gh.SetPermission("carol", forge.PermissionWrite)
+	gh.SetPermission("mallory", forge.PermissionRead)
+	gh.AddPR(fakegithub.PR{Number: 5, State: "open", Head: "head5", Base: "main"})
+	for _, r := range []fakegithub.Review{
+		{Login: "bob", State: "APPROVED", Commit: "head5"},
+		{Login: "carol", State: "APPROVED", Commit: "head4"},
+		{Login: "mallory", State: "APPROVED", Commit: "head5"},
+		{Login: "alice", State: "APPROVED", Commit: "head5"},
+	} {
+		gh.AddReview(5, r)
+	}
+	fg, err := forge.New(gh.Owner, gh.Repo, gh.Token, gh.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gh, fg
 }

@@ -42,13 +42,7 @@ func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	}
 	head := g.Run(t, "rev-parse", statusfile.DefaultBranch)
 
-	gh := fakegithub.New("ferry-dev", "plans", "token")
-	t.Cleanup(gh.Close)
-	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: "Approve cluster", Head: merge, Base: "main"})
-	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh, client := mergedPR(t, merge, "Approve cluster")
 	r := &StatusRecorder{Store: store, Forge: client}
 	if err := r.Restore(ctx, &Loop{}); err != nil {
 		t.Fatal(err)
@@ -110,13 +104,7 @@ func TestRecordedStatusHoldsNoSecrets(t *testing.T) {
 	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
 		t.Fatal(err)
 	}
-	gh := fakegithub.New("ferry-dev", "plans", "token")
-	t.Cleanup(gh.Close)
-	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: "Approve prepare", Head: merge, Base: "main"})
-	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh, client := mergedPR(t, merge, "Approve prepare")
 	r := &StatusRecorder{Store: store, Forge: client}
 	if err := r.Restore(ctx, &Loop{}); err != nil {
 		t.Fatal(err)
@@ -184,13 +172,7 @@ func TestFlushNotesUnrecordedStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	gh := fakegithub.New("ferry-dev", "plans", "token")
-	t.Cleanup(gh.Close)
-	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: "Approve cluster", Head: merge, Base: "main"})
-	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	gh, client := mergedPR(t, merge, "Approve cluster")
 	now := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
 	r := &StatusRecorder{Store: store, Forge: client, NoteAfter: 5 * time.Minute, Now: func() time.Time { return now }}
 	if err := r.Restore(ctx, &Loop{}); err != nil {
@@ -237,4 +219,18 @@ func TestFlushNotesUnrecordedStatus(t *testing.T) {
 	if g.Run(t, "rev-parse", statusfile.DefaultBranch) == head {
 		t.Error("the status branch did not move once pushes were accepted")
 	}
+}
+
+// mergedPR is the GitHub stand-in with pull request #1, titled title,
+// merged as merge, and ferry's client of it.
+func mergedPR(t *testing.T, merge, title string) (*fakegithub.Server, forge.Forge) {
+	t.Helper()
+	gh := fakegithub.New("ferry-dev", "plans", "token")
+	t.Cleanup(gh.Close)
+	gh.AddPR(fakegithub.PR{Number: 1, State: "closed", Title: title, Head: merge, Base: "main"})
+	client, err := forge.New("ferry-dev", "plans", "token", gh.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return gh, client
 }
