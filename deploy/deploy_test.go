@@ -67,6 +67,7 @@ func TestManifests(t *testing.T) {
 			if o.GetKind() != "Deployment" {
 				continue
 			}
+			checkSecretsReadable(t, o)
 			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 			c := containers[0].(map[string]any)
 			if img := c["image"]; img != "ghcr.io/ferry-dev/reconciler:dev" {
@@ -286,4 +287,35 @@ func help(t *testing.T, command string) string {
 		t.Fatalf("reconciler %s --help:\n%s", command, out)
 	}
 	return string(out)
+}
+
+// checkSecretsReadable checks that a Deployment whose pods run as a user
+// other than root can read the Secrets they mount: a kubelet writes a
+// Secret's files owned by root, and gives the pod's fsGroup read access
+// (0400 becomes 0440, group fsGroup) only when it has one, so a mode
+// without read for others is readable only through fsGroup. (Seen on a real kubelet: the clustered
+// overlay's executor, without fsGroup, could not read its credentials.)
+func checkSecretsReadable(t *testing.T, deployment *unstructured.Unstructured) {
+	t.Helper()
+	pod, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template", "spec")
+	user, nonRoot, _ := unstructured.NestedInt64(pod, "securityContext", "runAsUser")
+	if !nonRoot || user == 0 {
+		return
+	}
+	_, hasFSGroup, _ := unstructured.NestedInt64(pod, "securityContext", "fsGroup")
+	volumes, _, _ := unstructured.NestedSlice(pod, "volumes")
+	for _, v := range volumes {
+		secret, ok, _ := unstructured.NestedMap(v.(map[string]any), "secret")
+		if !ok {
+			continue
+		}
+		mode, set, _ := unstructured.NestedInt64(secret, "defaultMode")
+		if !set {
+			mode = 0o644 // the API's default
+		}
+		if mode&0o004 == 0 && !hasFSGroup {
+			t.Errorf("%s mounts Secret %v with mode %#o as user %d and no fsGroup: a kubelet writes it root:root, which the user cannot read; set fsGroup",
+				deployment.GetName(), secret["secretName"], mode, user)
+		}
+	}
 }
