@@ -89,6 +89,37 @@ func TestRegister(t *testing.T) {
 	}
 }
 
+// TestRegisterInBase64: a registered password inside a longer text that
+// is quoted in base64 (a Secret's clouds.yaml, as a refusal that shows the
+// object carries it) is masked at whatever offset it starts: no run of
+// what is left decodes, at any alignment, to text holding it.
+func TestRegisterInBase64(t *testing.T) {
+	t.Cleanup(global.reset)
+	global.reset()
+	const password = "s3cr3t-pa55w0rd"
+	Register(password)
+	for pad := range 6 {
+		yaml := "clouds:\n  ferry:\n    auth:\n      password: " + strings.Repeat("x", pad) + password + "\n      project_name: demo\n"
+		encoded := base64.StdEncoding.EncodeToString([]byte(yaml))
+		got := Scrub(`"data": {"clouds.yaml": "` + encoded + `"}`)
+		if !strings.Contains(got, Mask) {
+			t.Errorf("offset %d: nothing masked in %s", pad, got)
+		}
+		for _, run := range strings.Split(got, Mask) {
+			for cut := range 4 {
+				if cut > len(run) {
+					break
+				}
+				b64 := strings.Trim(run[cut:], `"{}: `)
+				b64 = b64[:len(b64)/4*4]
+				if raw, err := base64.StdEncoding.DecodeString(b64); err == nil && strings.Contains(string(raw), password) {
+					t.Errorf("offset %d: %q decodes to the password", pad, b64)
+				}
+			}
+		}
+	}
+}
+
 // TestRegistryBound: past maxValues the oldest values go.
 func TestRegistryBound(t *testing.T) {
 	t.Cleanup(global.reset)

@@ -42,8 +42,8 @@ var global registry
 // Register adds secret values to the process's registry, and the forms
 // they take when quoted into text: escaped for a URL's query or path, for
 // a JSON string (as gophercloud sends a password) and for Go's %q, and
-// base64-encoded, as a Kubernetes object quoted in an error carries a
-// Secret's data (a value with white space around it, as read from a file,
+// base64-encoded, whole or inside a longer encoded text (inBase64), as a
+// Kubernetes object quoted in an error carries a Secret's data (a value with white space around it, as read from a file,
 // also as it was read). Values shorter than MinLen, after trimming white
 // space, are ignored. It is cheap to call again with values already
 // registered: only a new value rebuilds the Replacer.
@@ -70,9 +70,28 @@ func forms(v string) []string {
 	out := []string{v}
 	js, _ := json.Marshal(v)
 	q := strconv.Quote(v)
-	for _, f := range []string{url.QueryEscape(v), url.PathEscape(v), string(js[1 : len(js)-1]), q[1 : len(q)-1], base64.StdEncoding.EncodeToString([]byte(v))} {
+	quoted := []string{url.QueryEscape(v), url.PathEscape(v), string(js[1 : len(js)-1]), q[1 : len(q)-1], base64.StdEncoding.EncodeToString([]byte(v))}
+	for _, f := range append(quoted, inBase64(v)...) {
 		if !slices.Contains(out, f) {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// inBase64 returns the characters that v's bytes alone decide when v is
+// inside a longer text encoded in base64, at each of the three offsets it
+// may start at modulo 3: a password in a clouds.yaml that a refusal
+// quotes as the Secret's data. The characters at either end, which bytes
+// before or after v share, are left out.
+func inBase64(v string) []string {
+	var out []string
+	for offset := range 3 {
+		enc := base64.StdEncoding.EncodeToString(append(make([]byte, offset), v...))
+		first := []int{0, 2, 3}[offset] // characters holding bits of the offset's bytes
+		last := (offset + len(v)) * 8 / 6
+		if last-first >= 4 {
+			out = append(out, enc[first:last])
 		}
 	}
 	return out
