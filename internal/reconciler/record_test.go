@@ -27,19 +27,9 @@ import (
 // statuses up to the status.
 func TestFlushMirrorsRestoredStatuses(t *testing.T) {
 	ctx := context.Background()
-	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
-	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
-	const merge = "0123456789abcdef0123456789abcdef01234567"
-	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
-		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},
-		Phases: []status.PhaseStatus{
-			{Name: "cluster", State: status.PhaseSucceeded, Done: 11},
-			{Name: "control-plane", State: status.PhasePending, Left: 11},
-		}}
 	// The killed process: committed, never mirrored.
-	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
-		t.Fatal(err)
-	}
+	g, store, st := committedStatus(t, status.PhaseStatus{Name: "cluster", State: status.PhaseSucceeded, Done: 11})
+	merge := st.Revision
 	head := g.Run(t, "rev-parse", statusfile.DefaultBranch)
 
 	gh, client := mergedPR(t, merge, "Approve cluster")
@@ -154,18 +144,8 @@ func TestRecordedStatusHoldsNoSecrets(t *testing.T) {
 // it and why; the first write that succeeds takes the note away.
 func TestFlushNotesUnrecordedStatus(t *testing.T) {
 	ctx := context.Background()
-	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
-	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
-	const merge = "0123456789abcdef0123456789abcdef01234567"
-	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
-		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},
-		Phases: []status.PhaseStatus{
-			{Name: "cluster", State: status.PhaseRunning, Done: 3, Left: 8},
-			{Name: "control-plane", State: status.PhasePending, Left: 11},
-		}}
-	if _, err := store.Write(ctx, []*status.PlanStatus{st}); err != nil {
-		t.Fatal(err)
-	}
+	g, store, st := committedStatus(t, status.PhaseStatus{Name: "cluster", State: status.PhaseRunning, Done: 3, Left: 8})
+	merge := st.Revision
 	head := g.Run(t, "rev-parse", statusfile.DefaultBranch)
 	hook := filepath.Join(g.Dir, "hooks", "pre-receive")
 	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho 'pushes are refused' >&2\nexit 1\n"), 0o755); err != nil {
@@ -233,4 +213,22 @@ func mergedPR(t *testing.T, merge, title string) (*fakegithub.Server, forge.Forg
 		t.Fatal(err)
 	}
 	return gh, client
+}
+
+// committedStatus starts a Git server and commits on its status branch the
+// status of capi-quickstart, approved up to cluster by bob in #1, with
+// cluster as given and control-plane pending; it returns the server, the
+// store and the status (its Revision is #1's merge).
+func committedStatus(t *testing.T, cluster status.PhaseStatus) (*testenv.Git, GitStatusStore, *status.PlanStatus) {
+	t.Helper()
+	g := testenv.StartGit(t, testenv.SeedDir(t, map[string]string{"README.md": "plans\n"}))
+	store := GitStatusStore{Git: &gitsource.Branch{URL: g.URL, Name: statusfile.DefaultBranch, CacheDir: t.TempDir()}}
+	const merge = "0123456789abcdef0123456789abcdef01234567"
+	st := &status.PlanStatus{Plan: "capi-quickstart", Revision: merge, Approve: "cluster",
+		ApprovedBy: []status.Approval{{Phase: "cluster", By: "bob", PR: 1, Commit: merge}},
+		Phases:     []status.PhaseStatus{cluster, {Name: "control-plane", State: status.PhasePending, Left: 11}}}
+	if _, err := store.Write(context.Background(), []*status.PlanStatus{st}); err != nil {
+		t.Fatal(err)
+	}
+	return g, store, st
 }
