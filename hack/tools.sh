@@ -5,8 +5,13 @@
 #
 #   - kube-apiserver and etcd (hack/tools/kube-apiserver, hack/tools/etcd),
 #     and from the same Kubernetes module kube-scheduler,
-#     kube-controller-manager and kubemark, for a workload cluster whose
-#     pods run (kubemark's hollow kubelet, on a fake container runtime);
+#     kube-controller-manager, the kubelet and kube-proxy, for clusters
+#     whose pods run in containers (containerd and runc from Debian, a
+#     kubelet per node in a network namespace of its own), kubemark,
+#     whose hollow kubelets stand in where hundreds of nodes are needed (the
+#     bench), and kubectl, with which the tests install deploy/ as
+#     docs/install.md says (`kubectl apply -k`: Debian's 1.20 client embeds
+#     a kustomize too old for the overlays);
 #   - the Cluster API managers (core, kubeadm bootstrap, KubeadmControlPlane)
 #     and the CAPO manager (hack/tools/capi);
 #   - Gitea, the forge the tests and the demo host the plans repository on
@@ -110,6 +115,16 @@ works() {
 	[[ -x $1 ]] && "$1" --version >/dev/null 2>&1
 }
 
+# kube_works is works for a program of kube_programs: kubectl has no
+# --version, but `kubectl version --client`.
+kube_works() {
+	if [[ $(basename "$1") == kubectl ]]; then
+		[[ -x $1 ]] && "$1" version --client >/dev/null 2>&1
+	else
+		works "$1"
+	fi
+}
+
 # manager_works is works for a controller manager, which has no --version
 # (CAPI's) and exits 2 on --help: it must list its webhook flags.
 manager_works() {
@@ -158,13 +173,13 @@ managers=(
 # The Kubernetes programs built from hack/tools/kube-apiserver besides the
 # API server; they share most of its packages, so each takes seconds to a
 # minute after it.
-kube_programs=(kube-scheduler kube-controller-manager kubemark)
+kube_programs=(kube-scheduler kube-controller-manager kubelet kube-proxy kubemark kubectl)
 
 up_to_date() {
 	works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
 	local m
 	for m in "${kube_programs[@]}"; do
-		works "$dir/$m" || return 1
+		kube_works "$dir/$m" || return 1
 	done
 	for m in "${managers[@]}"; do
 		manager_works "$managers_dir/${m%% *}" || return 1
@@ -243,7 +258,7 @@ k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k
 works "$dir/kube-apiserver" || build "$dir/kube-apiserver" "$apiserver_mod" k8s.io/kubernetes/cmd/kube-apiserver \
 	"$k8s_ldflags" "a cold build takes 3 to 8 minutes on 2 cores"
 for m in "${kube_programs[@]}"; do
-	works "$dir/$m" || build "$dir/$m" "$apiserver_mod" "k8s.io/kubernetes/cmd/$m" "$k8s_ldflags"
+	kube_works "$dir/$m" || build "$dir/$m" "$apiserver_mod" "k8s.io/kubernetes/cmd/$m" "$k8s_ldflags"
 done
 hint="the first takes 2 to 5 minutes cold, the others seconds"
 for m in "${managers[@]}"; do

@@ -16,7 +16,10 @@
 // Beyond those three it starts a real Gitea with its accounts and
 // webhooks (StartGitea), the CAPI and CAPO managers as processes
 // (StartManagers), a scheduler, a controller manager and hollow kubelets
-// for a workload API server (Kube.RunPods), a three-node NATS cluster
+// for a workload API server (Kube.RunPods), real nodes whose pods are
+// containers (NewHost, Host.Network, Host.StartNodes: containerd, runc, a
+// kubelet and kube-proxy per node, each in a network namespace of its
+// own, and the machine put back as it was afterwards), a three-node NATS cluster
 // over TLS whose users have the permissions of ferry's roles
 // (StartNATSCluster), Git over SSH (StartSSHGit), a plans repository whose
 // pull requests the GitHub stand-in serves (NewPlansRepo), the stand-ins for

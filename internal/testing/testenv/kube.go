@@ -38,6 +38,9 @@ type Kube struct {
 	// env is the envtest environment, kept so that RestartAPIServer can
 	// stop and start its kube-apiserver.
 	env *envtest.Environment
+	// pki and nodes are KubeOptions', for real nodes (Host.StartNodes).
+	pki   *PKI
+	nodes bool
 }
 
 // quietControllerRuntime stops controller-runtime from warning, 30 seconds
@@ -61,6 +64,12 @@ type KubeOptions struct {
 	// floating IP of the local OpenStack on a loopback subnet (empty:
 	// 127.0.0.1). It needs a PKI, whose CA signs a certificate for it.
 	Address string
+	// Nodes makes the API server take real kubelets (Host.StartNodes) as
+	// a kubeadm cluster's does: Node authorization and the NodeRestriction
+	// admission plugin, and the ServiceAccount admission plugin that
+	// mounts a pod's token (envtest turns it off). It needs a PKI and an
+	// Address that the nodes reach: a Network's HostIP.
+	Nodes bool
 }
 
 // StartKubeWith is StartKube with opts.
@@ -100,7 +109,7 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 	if err != nil {
 		t.Fatalf("testenv: client for %s: %v", cfg.Host, err)
 	}
-	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: env, AuditLog: auditLog}
+	return &Kube{Config: cfg, Client: c, Scheme: scheme, env: env, AuditLog: auditLog, pki: opts.PKI, nodes: opts.Nodes}
 }
 
 // kubeBinaries returns the directory of kube-apiserver and etcd, failing
@@ -137,6 +146,13 @@ func setUpAPIServer(t T, env *envtest.Environment, opts KubeOptions) string {
 		}
 	}
 	api := env.ControlPlane.GetAPIServer()
+	if opts.Nodes {
+		if opts.PKI == nil || opts.Address == "" {
+			t.Fatalf("testenv: an API server for real nodes needs a PKI and an Address the nodes reach")
+		}
+		api.Configure().Set("authorization-mode", "Node,RBAC").Set("enable-admission-plugins", "NodeRestriction").
+			Disable("disable-admission-plugins")
+	}
 	if api.CertDir == "" {
 		// A certificate directory that envtest creates itself is deleted
 		// when the API server stops; RestartAPIServer needs the serving

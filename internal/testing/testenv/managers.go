@@ -235,6 +235,24 @@ func (ms *Managers) start(name, path string, args []string) (*managerProc, error
 	return p, nil
 }
 
+// terminate stops one program: SIGTERM, then SIGKILL after grace.
+func (ms *Managers) terminate(name string, grace time.Duration) {
+	ms.mu.Lock()
+	p := ms.procs[name]
+	delete(ms.procs, name)
+	ms.mu.Unlock()
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
 // exited names a program that exited, with its last errors, or is nil.
 func (ms *Managers) exited() error {
 	ms.mu.Lock()

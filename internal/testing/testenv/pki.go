@@ -154,7 +154,9 @@ func (kp KeyPair) sign(cn string, organizations []string, hosts ...string) (KeyP
 func (p *PKI) configureAPIServer(t T, api *envtest.APIServer, address string) {
 	t.Helper()
 	dir := t.TempDir()
-	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default.svc"}
+	// 10.0.0.1 is the kubernetes Service's address in envtest's service
+	// range, which pods on real nodes call.
+	hosts := []string{"127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "10.0.0.1"}
 	if address != "" {
 		hosts = append(hosts, address)
 	}

@@ -1,0 +1,555 @@
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Real nodes: containerd, runc and the CNI plugins from Debian
+// (containerd, runc, containernetworking-plugins) and the kubelet and
+// kube-proxy of the pinned Kubernetes version (`make tools`), one set per
+// node, each node in a network namespace of its own, as a server on a
+// network. Their pods are containers: they run the test images
+// (TestImages) or ferry's own (`make image`), listen at their IPs and
+// talk to each other.
+//
+// The layout, for network n and the k-th node of the run:
+//
+//	host                                   network namespace ferry-<node>
+//	  bridge fyb<n> 10.250.n.1/24  ──veth──  fy<n>n<k> 10.250.n.(10+k), default via 10.250.n.1
+//	  route 10.251.k.0/24 via the node       containerd, kubelet, kube-proxy
+//	  (the API server listens on             bridge cni0 10.251.k.1/24: the node's pods
+//	   10.250.n.1: KubeOptions.Address)      routes to the pods of the network's other nodes
+//
+// Nodes of one network reach each other's pods; nodes of two networks
+// reach each other's node addresses through the host (which forwards only
+// what it must: see Network.Route) but not each other's pods.
+
+const (
+	netnsPrefix = "ferry-"
+	linkPrefix  = "fy"
+	// hostLock is the lock that serializes real nodes across the test
+	// binaries of one `go test ./...`: each records and restores the
+	// host, which two at a time would confuse.
+	hostLock = "/run/lock/ferry-real-nodes.lock"
+)
+
+// Host is the machine, claimed by one test for its real nodes: NewHost
+// waits for any other test binary's real nodes to finish, records the
+// machine's state, and at the end of the test puts back what the nodes
+// changed and fails the test when the machine then differs from the
+// record.
+type Host struct {
+	t           T
+	dir         string
+	before      hostState
+	cgroupRoots []string
+	networks    []*Network
+	nodes       int
+}
+
+// NewHost claims the machine for t's real nodes.
+func NewHost(t T) *Host {
+	t.Helper()
+	for _, tool := range []string{"containerd", "ctr", "runc", "nsenter", "ip", "iptables-save"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("testenv: real nodes need %s: apt-get install containerd runc containernetworking-plugins iptables iproute2 util-linux (.ci/run installs them)", tool)
+		}
+	}
+	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
+		t.Fatalf("testenv: real nodes need the CNI plugins in /usr/lib/cni: apt-get install containernetworking-plugins")
+	}
+	lock, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	start := time.Now()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatalf("testenv: lock %s: %v", hostLock, err)
+	}
+	if waited := time.Since(start); waited > time.Second {
+		t.Logf("testenv: waited %s for another test's real nodes (%s)", waited.Round(time.Second), hostLock)
+	}
+	dir, err := os.MkdirTemp("", "ferry-nodes-")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	h := &Host{t: t, dir: dir}
+	h.before = recordHost(nil, []string{dir})
+	t.Cleanup(func() {
+		defer lock.Close()
+		restoreHost(t.Logf, h.before, h.cgroupRoots, []string{dir})
+		if diff := h.before.diff(recordHost(h.cgroupRoots, []string{dir})); diff != "" {
+			t.Errorf("testenv: the real nodes left the machine changed, after putting back what could be:\n%s", diff)
+		}
+		if failed(t) {
+			t.Logf("testenv: the real nodes' logs are in %s", dir)
+		} else {
+			_ = os.RemoveAll(dir)
+		}
+	})
+	return h
+}
+
+// Network is a network of servers: a bridge on the host, whose address
+// the host (and an API server started on it) has on that network.
+type Network struct {
+	Name   string
+	HostIP string
+	index  int
+	nodes  []*RealNode
+}
+
+// Network creates the bridge of network name (the host's n-th, from 0).
+func (h *Host) Network(name string) *Network {
+	h.t.Helper()
+	n := &Network{Name: name, index: len(h.networks)}
+	n.HostIP = fmt.Sprintf("10.250.%d.1", n.index)
+	bridge := n.bridge()
+	h.mustRun("ip", "link", "add", bridge, "type", "bridge")
+	h.mustRun("ip", "addr", "add", n.HostIP+"/24", "dev", bridge)
+	h.mustRun("ip", "link", "set", bridge, "up")
+	h.networks = append(h.networks, n)
+	h.t.Logf("testenv: network %s: bridge %s, host address %s", name, bridge, n.HostIP)
+	return n
+}
+
+func (n *Network) bridge() string { return fmt.Sprintf("%sb%d", linkPrefix, n.index) }
+
+func (h *Host) mustRun(name string, args ...string) {
+	h.t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		h.t.Fatalf("testenv: %s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// inNode runs a command in node's network namespace.
+func (h *Host) inNode(node *RealNode, name string, args ...string) {
+	h.t.Helper()
+	h.mustRun("nsenter", append([]string{"--net=" + node.netnsPath(), name}, args...)...)
+}
+
+// RealNode is a node of RealNodes.
+type RealNode struct {
+	Name, IP, PodCIDR string
+	Network           *Network
+	index             int
+	dir               string
+}
+
+func (n *RealNode) netns() string      { return netnsPrefix + n.Name }
+func (n *RealNode) netnsPath() string  { return "/run/netns/" + n.netns() }
+func (n *RealNode) cgroupRoot() string { return "/" + netnsPrefix + n.Name }
+func (n *RealNode) socket() string     { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+
+// ctr runs containerd's client against the node's containerd, in the
+// namespace of Kubernetes' containers.
+func (n *RealNode) ctr(args ...string) ([]byte, error) {
+	return exec.Command("ctr", append([]string{"--address", n.socket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
+}
+
+// NodeSpec is a real node to start: its name, its network, and the
+// labels and taints it carries once it registered (its kubelet may not
+// set node-role labels itself, as with kubeadm).
+type NodeSpec struct {
+	Name    string
+	Network *Network
+	Labels  map[string]string
+	Taints  []corev1.Taint
+}
+
+// RealNodes are the real nodes of one cluster, with the real scheduler
+// and controller manager that run its Deployments and DaemonSets.
+type RealNodes struct {
+	host   *Host
+	kube   *Kube
+	ms     *Managers
+	images []string
+	nodes  map[string]*RealNode
+}
+
+// StartNodes starts the scheduler and the controller manager of k, whose
+// API server must have been started with KubeOptions{PKI, Address (a
+// network's HostIP), Nodes: true}, and a real node for each spec, with
+// images (image tarballs) and TestImages imported. It returns once every
+// node is Ready. Everything stops when the test ends; the logs of a
+// failed test are kept and named.
+func (h *Host) StartNodes(k *Kube, images []string, specs ...NodeSpec) *RealNodes {
+	t := h.t
+	t.Helper()
+	if k.pki == nil || !k.nodes {
+		t.Fatalf("testenv: real nodes need an API server started with KubeOptions{PKI, Address, Nodes: true}")
+	}
+	bin := kubeBinaries(t)
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager", "kubelet", "kube-proxy"} {
+		if _, err := os.Stat(filepath.Join(bin, name)); err != nil {
+			t.Fatalf("testenv: %s not found in %s: run `make tools` (`make test` builds it when missing)", name, bin)
+		}
+	}
+	logDir, err := os.MkdirTemp(h.dir, "cluster-")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	rn := &RealNodes{host: h, kube: k, images: append(TestImages(t), images...), nodes: map[string]*RealNode{},
+		ms: &Managers{LogDir: logDir, procs: map[string]*managerProc{}, kube: k}}
+	t.Cleanup(rn.stop)
+	pkiDir := filepath.Join(logDir, "pki")
+	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	admin := rn.kubeconfig("admin", "kubernetes-admin", []string{"system:masters"})
+	caFile := filepath.Join(pkiDir, "ca.crt")
+	saKey := filepath.Join(pkiDir, "sa.key")
+	for path, data := range map[string][]byte{caFile: k.pki.CA.Cert, saKey: k.pki.ServiceAccount.Key} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	common := []string{
+		"--kubeconfig=" + admin, "--authentication-kubeconfig=" + admin, "--authorization-kubeconfig=" + admin,
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
+	}
+	for name, args := range map[string][]string{
+		"kube-scheduler": common,
+		"kube-controller-manager": append(common, "--root-ca-file="+caFile, "--service-account-private-key-file="+saKey,
+			"--use-service-account-credentials", "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"),
+	} {
+		if _, err := rn.ms.start(name, filepath.Join(bin, name), args); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+	for _, s := range specs {
+		rn.AddNode(s)
+	}
+	return rn
+}
+
+// kubeconfig writes a kubeconfig for a client certificate of cn in
+// groups, signed by the cluster's CA, and returns its path.
+func (rn *RealNodes) kubeconfig(file, cn string, groups []string) string {
+	t := rn.host.t
+	t.Helper()
+	kp, err := rn.kube.pki.CA.sign(cn, groups)
+	if err != nil {
+		t.Fatalf("testenv: client certificate for %s: %v", cn, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: rn.kube.Config.Host, CertificateAuthorityData: rn.kube.pki.CA.Cert}
+	cfg.AuthInfos["user"] = &clientcmdapi.AuthInfo{ClientCertificateData: kp.Cert, ClientKeyData: kp.Key}
+	cfg.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
+	cfg.CurrentContext = "cluster"
+	path := filepath.Join(rn.ms.LogDir, "pki", file+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return path
+}
+
+// AddNode starts one more real node and returns once it is Ready and
+// carries the spec's labels and taints.
+func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
+	h, t := rn.host, rn.host.t
+	t.Helper()
+	start := time.Now()
+	n := &RealNode{Name: s.Name, Network: s.Network, index: h.nodes}
+	h.nodes++
+	n.IP = fmt.Sprintf("10.250.%d.%d", s.Network.index, 10+n.index)
+	n.PodCIDR = fmt.Sprintf("10.251.%d.0/24", n.index)
+	n.dir = filepath.Join(rn.ms.LogDir, s.Name)
+	rn.nodes[s.Name] = n
+	h.cgroupRoots = append(h.cgroupRoots, n.cgroupRoot())
+	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "kubelet/pods", "kubelet/plugins"} {
+		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+	}
+
+	// The server: a namespace, a veth into the network's bridge, routes
+	// to the other nodes' pods and from the host to this node's.
+	hostEnd, nodeEnd := fmt.Sprintf("%s%dh%d", linkPrefix, s.Network.index, n.index), fmt.Sprintf("%s%dn%d", linkPrefix, s.Network.index, n.index)
+	h.mustRun("ip", "netns", "add", n.netns())
+	h.mustRun("ip", "link", "add", hostEnd, "type", "veth", "peer", "name", nodeEnd, "netns", n.netns())
+	h.mustRun("ip", "link", "set", hostEnd, "master", s.Network.bridge(), "up")
+	h.inNode(n, "ip", "addr", "add", n.IP+"/24", "dev", nodeEnd)
+	h.inNode(n, "ip", "link", "set", nodeEnd, "up")
+	h.inNode(n, "ip", "link", "set", "lo", "up")
+	h.inNode(n, "ip", "route", "add", "default", "via", s.Network.HostIP)
+	for _, other := range s.Network.nodes {
+		h.inNode(n, "ip", "route", "add", other.PodCIDR, "via", other.IP)
+		h.inNode(other, "ip", "route", "add", n.PodCIDR, "via", n.IP)
+	}
+	s.Network.nodes = append(s.Network.nodes, n)
+	h.mustRun("ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", s.Network.bridge())
+
+	// Its cgroup root, in every hierarchy (cpuset's needs its CPUs and
+	// memory nodes copied down).
+	for _, c := range cgroupControllers {
+		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", c, n.cgroupRoot()), 0o755); err != nil && c != "systemd" && c != "hugetlb" {
+			t.Fatalf("testenv: cgroup %s%s: %v", c, n.cgroupRoot(), err)
+		}
+	}
+	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		data, err := os.ReadFile(filepath.Join("/sys/fs/cgroup/cpuset", f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join("/sys/fs/cgroup/cpuset", n.cgroupRoot(), f), data, 0o644)
+		}
+		if err != nil {
+			t.Fatalf("testenv: cgroup cpuset%s: %v", n.cgroupRoot(), err)
+		}
+	}
+
+	rn.startContainerd(n)
+	rn.startKubelet(n, s)
+	rn.startKubeProxy(n)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := rn.ms.nodesReady(ctx, rn.kube.Client, []string{n.Name}); err != nil {
+		t.Fatalf("testenv: real node %s not Ready: %v (logs in %s)", n.Name, err, n.dir)
+	}
+	if len(s.Labels) > 0 || len(s.Taints) > 0 {
+		var node corev1.Node
+		MustGet(t, rn.kube.Client, "", n.Name, &node)
+		if node.Labels == nil {
+			node.Labels = map[string]string{}
+		}
+		maps.Copy(node.Labels, s.Labels)
+		node.Spec.Taints = append(node.Spec.Taints, s.Taints...)
+		if err := rn.kube.Client.Update(ctx, &node); err != nil {
+			t.Fatalf("testenv: label node %s: %v", n.Name, err)
+		}
+	}
+	t.Logf("testenv: real node %s (%s, pods %s, network %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, time.Since(start).Round(100*time.Millisecond))
+	return n
+}
+
+// Node returns the node called name.
+func (rn *RealNodes) Node(name string) *RealNode { return rn.nodes[name] }
+
+func (rn *RealNodes) startContainerd(n *RealNode) {
+	t := rn.host.t
+	t.Helper()
+	c := filepath.Join(n.dir, "containerd")
+	config := fmt.Sprintf(`version = 2
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
+[grpc]
+  address = %[3]q
+[ttrpc]
+  address = "%[3]s.ttrpc"
+[debug]
+  address = ""
+[metrics]
+  address = ""
+[plugins."io.containerd.internal.v1.opt"]
+  path = %[4]q
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = %[5]q
+  # Root here lacks CAP_SYS_RESOURCE: without this every sandbox fails
+  # with "can't get final child's PID from pipe: EOF".
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        Root = %[6]q
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = %[7]q
+    max_conf_num = 1
+`, filepath.Join(c, "root"), filepath.Join(c, "state"), n.socket(), filepath.Join(c, "opt"), PauseImage,
+		filepath.Join(c, "runc"), filepath.Join(n.dir, "cni", "net.d"))
+	// ipMasq off: a pod's calls leave with its own address, which the
+	// tests look at.
+	cni := fmt.Sprintf(`{
+  "cniVersion": "1.0.0",
+  "name": "pods",
+  "plugins": [
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+     "ipam": {"type": "host-local", "dataDir": %q, "ranges": [[{"subnet": %q}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+`, filepath.Join(n.dir, "cni", "ipam"), n.PodCIDR)
+	rn.write(filepath.Join(c, "config.toml"), config)
+	rn.write(filepath.Join(n.dir, "cni", "net.d", "10-pods.conflist"), cni)
+	rn.startIn(n, "containerd", "containerd", "--config", filepath.Join(c, "config.toml"))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := n.ctr("version")
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: containerd of node %s did not answer: %v: %s (log %s)", n.Name, err, out, rn.ms.LogFile(n.Name+"-containerd"))
+		}
+		if err := rn.ms.exited(); err != nil {
+			t.Fatalf("testenv: node %s: %v", n.Name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, img := range rn.images {
+		if out, err := n.ctr("images", "import", "--no-unpack", img); err != nil {
+			t.Fatalf("testenv: import %s into node %s: %v: %s", img, n.Name, err, out)
+		}
+	}
+}
+
+func (rn *RealNodes) startKubelet(n *RealNode, s NodeSpec) {
+	k := filepath.Join(n.dir, "kubelet")
+	kubeconfig := rn.kubeconfig(n.Name+"-kubelet", "system:node:"+n.Name, []string{"system:nodes"})
+	caFile := filepath.Join(rn.ms.LogDir, "pki", "ca.crt")
+	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+cgroupDriver: cgroupfs
+cgroupRoot: %[1]s
+failSwapOn: false
+failCgroupV1: false
+address: %[2]s
+port: 10250
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+readOnlyPort: 0
+podCIDR: %[3]s
+podLogsDir: %[4]s
+containerRuntimeEndpoint: unix://%[5]s
+imageServiceEndpoint: unix://%[5]s
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: %[6]s}
+authorization:
+  mode: Webhook
+evictionHard: {memory.available: "1%%", nodefs.available: "1%%", nodefs.inodesFree: "1%%", imagefs.available: "1%%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+resolvConf: /etc/resolv.conf
+`, n.cgroupRoot(), n.IP, n.PodCIDR, filepath.Join(k, "pods"), n.socket(), caFile)
+	rn.write(filepath.Join(k, "config.yaml"), config)
+	args := []string{"--config", filepath.Join(k, "config.yaml"), "--kubeconfig", kubeconfig,
+		"--root-dir", filepath.Join(k, "root"), "--cert-dir", filepath.Join(k, "pki"), "--volume-plugin-dir", filepath.Join(k, "plugins"),
+		"--hostname-override", n.Name, "--node-ip", n.IP, "-v", "1"}
+	var taints []string
+	for _, taint := range s.Taints {
+		taints = append(taints, taint.ToString())
+	}
+	if len(taints) > 0 {
+		args = append(args, "--register-with-taints="+strings.Join(taints, ","))
+	}
+	rn.startIn(n, "kubelet", filepath.Join(kubeBinaries(rn.host.t), "kubelet"), args...)
+}
+
+func (rn *RealNodes) startKubeProxy(n *RealNode) {
+	kubeconfig := rn.kubeconfig(n.Name+"-kube-proxy", "system:kube-proxy", nil)
+	config := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: %q}
+hostnameOverride: %s
+mode: iptables
+clusterCIDR: 10.251.0.0/16
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+`, kubeconfig, n.Name)
+	path := filepath.Join(n.dir, "kube-proxy.yaml")
+	rn.write(path, config)
+	rn.startIn(n, "kube-proxy", filepath.Join(kubeBinaries(rn.host.t), "kube-proxy"), "--config", path, "-v", "1")
+}
+
+func (rn *RealNodes) write(path, data string) {
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		rn.host.t.Fatalf("testenv: %v", err)
+	}
+}
+
+// startIn starts a program of node n in its network namespace; its log
+// is <node>-<name>.log.
+func (rn *RealNodes) startIn(n *RealNode, name, path string, args ...string) {
+	rn.host.t.Helper()
+	if _, err := rn.ms.start(n.Name+"-"+name, "nsenter", append([]string{"--net=" + n.netnsPath(), path}, args...)); err != nil {
+		rn.host.t.Fatalf("testenv: node %s: %v", n.Name, err)
+	}
+}
+
+// stop ends the nodes as a cluster's operator would: the controllers
+// first, so that nothing recreates pods, then every pod (the kubelets
+// stop their containers and tear their networks down), then the
+// kubelets, kube-proxies and containerds. What still runs is the host's
+// to clean up (NewHost).
+func (rn *RealNodes) stop() {
+	t := rn.host.t
+	for _, name := range []string{"kube-controller-manager", "kube-scheduler"} {
+		rn.ms.terminate(name, 10*time.Second)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pods corev1.PodList
+	if err := rn.kube.Client.List(ctx, &pods); err == nil {
+		for i := range pods.Items {
+			_ = rn.kube.Client.Delete(ctx, &pods.Items[i], client.GracePeriodSeconds(0))
+		}
+	}
+	for _, n := range rn.nodes {
+		for {
+			out, err := n.ctr("tasks", "list", "--quiet")
+			if err != nil || strings.TrimSpace(string(out)) == "" || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	for _, n := range rn.nodes {
+		rn.ms.terminate(n.Name+"-kubelet", 15*time.Second)
+		rn.ms.terminate(n.Name+"-kube-proxy", 10*time.Second)
+		if out, _ := n.ctr("tasks", "list", "--quiet"); len(strings.TrimSpace(string(out))) > 0 {
+			t.Logf("testenv: node %s: containers left running after its pods were deleted: %s", n.Name, strings.Fields(string(out)))
+			for _, id := range strings.Fields(string(out)) {
+				_, _ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
+			}
+		}
+		rn.ms.terminate(n.Name+"-containerd", 15*time.Second)
+	}
+	if failed(t) {
+		for name, p := range rn.ms.procs {
+			t.Logf("testenv: %s's log is %s; its last errors:\n%s", name, p.log, lastErrors(p.log, 10))
+		}
+	}
+}
+
+// PodIP waits for a pod of namespace/name to have an IP and returns it.
+func (rn *RealNodes) PodIP(ctx context.Context, namespace, name string) (string, error) {
+	for {
+		var p corev1.Pod
+		err := rn.kube.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p)
+		if err == nil && p.Status.PodIP != "" {
+			return p.Status.PodIP, nil
+		}
+		last := "no IP yet"
+		if err != nil {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("pod %s/%s has no IP: %w (last: %s)", namespace, name, ctx.Err(), last)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package testenv_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
+)
+
+// TestRealNodes starts two real nodes (containerd, runc, a kubelet and
+// kube-proxy each, in network namespaces of their own) on one network,
+// with the real scheduler and controller manager: a Deployment of the test
+// server on one node, behind a Service, answers a client pod on the other
+// through the Service's address (kube-proxy's rules), the answers name the
+// client's own pod address (no masquerading between pods), and the host
+// reaches both pods. The machine is recorded before the nodes start and
+// compared after they stopped: nothing they changed may be left.
+func TestRealNodes(t *testing.T) {
+	before := testenv.RecordHost()
+	t.Run("cluster", func(t *testing.T) {
+		h := testenv.NewHost(t)
+		lan := h.Network("lan")
+		k := testenv.StartKubeWith(t, testenv.KubeOptions{PKI: testenv.NewPKI(t, "real"), Address: lan.HostIP, Nodes: true})
+		rn := h.StartNodes(k, nil, testenv.NodeSpec{Name: "node-a", Network: lan}, testenv.NodeSpec{Name: "node-b", Network: lan})
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+
+		labels := map[string]string{"app": "web"}
+		server := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To[int32](2),
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       testApp("node-b", []string{"serve"}, 8080),
+				},
+			},
+		}
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		}
+		for _, o := range []client.Object{server, svc} {
+			if err := k.Client.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+		clientPod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "client"},
+			Spec:       testApp("node-a", []string{"client", "http://" + svc.Spec.ClusterIP + "/"}, 8081),
+		}
+		if err := k.Client.Create(ctx, clientPod); err != nil {
+			t.Fatal(err)
+		}
+		clientIP, err := rn.PodIP(ctx, "default", "client")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var counts struct {
+			Calls, OK, Failed int
+			Answers           map[string]int
+			LastError         string
+		}
+		for {
+			err := getJSON("http://"+clientIP+":8081/counts", &counts)
+			if err == nil && len(counts.Answers) == 2 && counts.OK >= 10 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the client did not get answers from both servers through the Service: %+v, %v", counts, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		for answer := range counts.Answers {
+			server, caller, _ := strings.Cut(answer, " ")
+			if !strings.HasPrefix(server, "web-") || caller != clientIP {
+				t.Errorf("answer %q: want a web pod answering the client's own address %s", answer, clientIP)
+			}
+		}
+		var pods corev1.PodList
+		if err := k.Client.List(ctx, &pods, client.MatchingLabels(labels)); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName != "node-b" || !testenv.Serving(&p) {
+				t.Errorf("pod %s: on %q, serving %t", p.Name, p.Spec.NodeName, testenv.Serving(&p))
+			}
+			resp, err := http.Get("http://" + p.Status.PodIP + ":8080/")
+			if err != nil {
+				t.Errorf("the host cannot reach pod %s at %s: %v", p.Name, p.Status.PodIP, err)
+				continue
+			}
+			resp.Body.Close()
+		}
+		t.Logf("client: %d calls, %d ok, %d failed, answers %v", counts.Calls, counts.OK, counts.Failed, counts.Answers)
+	})
+	if diff := before.Diff(testenv.RecordHost()); diff != "" {
+		t.Errorf("the machine after the real nodes differs from before:\n%s", diff)
+	}
+}
+
+// testApp is a pod of the test application on node, with args, ready
+// when it answers /ready on port.
+func testApp(node string, args []string, port int32) corev1.PodSpec {
+	return corev1.PodSpec{
+		NodeSelector:                  map[string]string{"kubernetes.io/hostname": node},
+		TerminationGracePeriodSeconds: ptr.To[int64](2),
+		Containers: []corev1.Container{{
+			Name: "app", Image: testenv.TestAppImage, ImagePullPolicy: corev1.PullNever, Args: args,
+			ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
+				HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(port)}}},
+		}},
+	}
+}
+
+func getJSON(url string, v any) error {
+	hc := &http.Client{Timeout: 2 * time.Second}
+	resp, err := hc.Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(v)
+}
