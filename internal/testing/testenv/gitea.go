@@ -73,6 +73,13 @@ type Gitea struct {
 // `make tools`. A *Program is a T: the demo starts it the same way.
 func StartGitea(t T, seed string) *Gitea {
 	t.Helper()
+	return StartGiteaOn(t, seed, "127.0.0.1")
+}
+
+// StartGiteaOn is StartGitea listening on ip, e.g. a Network's HostIP,
+// where pods on real nodes reach it.
+func StartGiteaOn(t T, seed, ip string) *Gitea {
+	t.Helper()
 	start := time.Now()
 	dir, err := toolsScriptDir("FERRY_GITEA_DIR", "--gitea-dir")
 	if err != nil {
@@ -89,7 +96,7 @@ func StartGitea(t T, seed string) *Gitea {
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	addr := FreeAddr(t)
+	addr := freeAddrOn(t, ip)
 	g := &Gitea{
 		URL: "http://" + addr, Owner: GiteaOwner, Repo: GiteaRepo,
 		Dir: work, LogFile: filepath.Join(work, "gitea.log"),

@@ -335,6 +335,37 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 	return n
 }
 
+// ContainerLog returns what a container of a pod on one of the nodes
+// wrote, as `kubectl logs` would (its current and earlier runs, in
+// order), read from the node's pod logs.
+func (rn *RealNodes) ContainerLog(namespace, pod, container string) string {
+	var out strings.Builder
+	for _, n := range rn.nodes {
+		files, _ := filepath.Glob(filepath.Join(n.dir, "kubelet", "pods", namespace+"_"+pod+"_*", container, "*.log"))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				fmt.Fprintf(&out, "%s: %v\n", f, err)
+				continue
+			}
+			out.Write(data)
+		}
+	}
+	return out.String()
+}
+
+// Kubectl is the path of the kubectl of the pinned Kubernetes version
+// (`make tools`), whose `apply -k` installs deploy/ as docs/install.md
+// says.
+func Kubectl(t T) string {
+	t.Helper()
+	path := filepath.Join(kubeBinaries(t), "kubectl")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("testenv: kubectl not found in %s: run `make tools` (`make test` builds it when missing)", filepath.Dir(path))
+	}
+	return path
+}
+
 // Node returns the node called name.
 func (rn *RealNodes) Node(name string) *RealNode { return rn.nodes[name] }
 
