@@ -15,7 +15,8 @@ import (
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
-// TestCreateOpenStackInfrastructure: the OpenStackCluster and a machine
+// TestCreateCAPOInfrastructure (not named ...OpenStack..., which `make
+// test-openstack` would run again though it needs no cloud): the OpenStackCluster and a machine
 // template are built from the step alone, as the planner writes it (no
 // plan): the network, subnets, external network, flags, zone and identity
 // from the parameters, CAPO's security groups whole from the inputs
@@ -23,7 +24,7 @@ import (
 // apiServerFloatingIP its address unless the inputs' control plane is
 // Kamaji's. Each create runs twice; a step without a flag is refused and
 // creates nothing.
-func TestCreateOpenStackInfrastructure(t *testing.T) {
+func TestCreateCAPOInfrastructure(t *testing.T) {
 	k := testenv.StartKube(t)
 	e := newExecutor(t, k)
 	endpoint := clusterv1.APIEndpoint{Host: "10.0.0.10", Port: 6443}

@@ -416,7 +416,8 @@ func splitRule(rule string) []string {
 // for a test that compares the machine before and after them.
 type HostRecord struct{ s hostState }
 
-// RecordHost records the machine.
+// RecordHost records the machine; hold LockHost around it and the
+// comparison, so that no other test's nodes come and go between them.
 func RecordHost() HostRecord { return HostRecord{recordHost(nil, nil)} }
 
 // Diff names what differs between r and after ("" when nothing does).

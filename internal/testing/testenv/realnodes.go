@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -71,17 +72,7 @@ func NewHost(t T) *Host {
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		t.Fatalf("testenv: real nodes need the CNI plugins in /usr/lib/cni: apt-get install containernetworking-plugins")
 	}
-	lock, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	start := time.Now()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("testenv: lock %s: %v", hostLock, err)
-	}
-	if waited := time.Since(start); waited > time.Second {
-		t.Logf("testenv: waited %s for another test's real nodes (%s)", waited.Round(time.Second), hostLock)
-	}
+	release := LockHost(t)
 	dir, err := os.MkdirTemp("", "ferry-nodes-")
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -89,7 +80,7 @@ func NewHost(t T) *Host {
 	h := &Host{t: t, dir: dir}
 	h.before = recordHost(nil, []string{dir})
 	t.Cleanup(func() {
-		defer lock.Close()
+		defer release()
 		restoreHost(t.Logf, h.before, h.cgroupRoots, []string{dir})
 		if diff := h.before.diff(recordHost(h.cgroupRoots, []string{dir})); diff != "" {
 			t.Errorf("testenv: the real nodes left the machine changed, after putting back what could be:\n%s", diff)
@@ -101,6 +92,51 @@ func NewHost(t T) *Host {
 		}
 	})
 	return h
+}
+
+// hostLocked is the process's hold on hostLock: flock's locks belong to
+// an open file, so a second open in the same process would wait for the
+// first; holds within the process are counted instead.
+var hostLocked struct {
+	sync.Mutex
+	file  *os.File
+	holds int
+}
+
+// LockHost waits until no other test binary has real nodes, and keeps
+// them out until release is called: NewHost takes it, and a test that
+// records the machine before and after its nodes takes it around both.
+func LockHost(t T) (release func()) {
+	t.Helper()
+	hostLocked.Lock()
+	defer hostLocked.Unlock()
+	if hostLocked.holds == 0 {
+		f, err := os.OpenFile(hostLock, os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		start := time.Now()
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+			f.Close()
+			t.Fatalf("testenv: lock %s: %v", hostLock, err)
+		}
+		if waited := time.Since(start); waited > time.Second {
+			t.Logf("testenv: waited %s for another test's real nodes (%s)", waited.Round(time.Second), hostLock)
+		}
+		hostLocked.file = f
+	}
+	hostLocked.holds++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			hostLocked.Lock()
+			defer hostLocked.Unlock()
+			if hostLocked.holds--; hostLocked.holds == 0 {
+				hostLocked.file.Close() // and with it the lock
+				hostLocked.file = nil
+			}
+		})
+	}
 }
 
 // Network is a network of servers: a bridge on the host, whose address

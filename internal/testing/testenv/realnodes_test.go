@@ -28,6 +28,8 @@ import (
 // reaches both pods. The machine is recorded before the nodes start and
 // compared after they stopped: nothing they changed may be left.
 func TestRealNodes(t *testing.T) {
+	release := testenv.LockHost(t) // no other test's nodes meanwhile
+	defer release()
 	before := testenv.RecordHost()
 	t.Run("cluster", func(t *testing.T) {
 		h := testenv.NewHost(t)
