@@ -4,7 +4,8 @@ SHELL := /usr/bin/env bash
 .SHELLFLAGS := -euo pipefail -c
 .DEFAULT_GOAL := help
 
-# kube-apiserver, etcd, kube-scheduler, kube-controller-manager and kubemark,
+# kube-apiserver, etcd, kube-scheduler, kube-controller-manager, the kubelet,
+# kube-proxy, kubemark and kubectl,
 # the Cluster API and CAPO managers, and promtool (deploy/monitoring's rule
 # tests), for the test environment, built by `make tools` into cache
 # directories outside the repository.
@@ -112,7 +113,7 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	go run ./hack/schemagen
 
 .PHONY: tools
-tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, kubemark, the CAPI and CAPO managers, Gitea and promtool for the test environment, and golangci-lint (idempotent).
+tools: ## Build kube-apiserver, etcd, kube-scheduler, kube-controller-manager, the kubelet, kube-proxy, kubemark, kubectl, the CAPI and CAPO managers, Gitea and promtool for the test environment, and golangci-lint (idempotent).
 	hack/tools.sh
 
 .PHONY: lint
