@@ -69,6 +69,12 @@ func NewHost(t T) *Host {
 			t.Fatalf("testenv: real nodes need %s: apt-get install containerd runc containernetworking-plugins iptables iproute2 util-linux (.ci/run installs them)", tool)
 		}
 	}
+	// The nodes' cgroup roots are made in cgroup v1's hierarchies; on a
+	// unified (v2) hierarchy the same paths would be child cgroups of the
+	// root named after v1's controllers.
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		t.Fatalf("testenv: real nodes need cgroup v1 (this machine mounts cgroup v2 at /sys/fs/cgroup), which is what they were built and tried on")
+	}
 	if _, err := os.Stat("/usr/lib/cni/bridge"); err != nil {
 		t.Fatalf("testenv: real nodes need the CNI plugins in /usr/lib/cni: apt-get install containernetworking-plugins")
 	}
