@@ -1,0 +1,76 @@
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestRestoreHost plants on the machine one of each thing a real node can
+// leave behind (an iptables chain and the rules that jump to it, a sysctl
+// changed, a link, a network namespace, a mount under the run's
+// directory, a fixed path that was not there, a process of the run), and
+// checks that the record sees each one and that restoreHost puts the
+// machine back to the record: the nodes' own runs exercise only the kinds
+// their kubelets happen to leave.
+func TestRestoreHost(t *testing.T) {
+	release := LockHost(t)
+	defer release()
+	dir := t.TempDir()
+	before := recordHost(nil, []string{dir})
+	if !strings.Contains(before["paths"], "/var/lib/kubelet absent") {
+		t.Fatalf("/var/lib/kubelet exists before the test; this test plants it")
+	}
+	// Put back even when the test stops half-way.
+	t.Cleanup(func() { restoreHost(t.Logf, before, nil, []string{dir}) })
+	run := func(name string, args ...string) {
+		t.Helper()
+		if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+			t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+		}
+	}
+	run("iptables", "-t", "filter", "-N", "FERRY-TEST-LEAK")
+	run("iptables", "-t", "filter", "-A", "FERRY-TEST-LEAK", "-s", "198.51.100.254/32", "-m", "comment", "--comment", "ferry test leak", "-j", "DROP")
+	run("iptables", "-t", "filter", "-A", "INPUT", "-s", "198.51.100.254/32", "-j", "FERRY-TEST-LEAK")
+	panicPath := "/proc/sys/kernel/panic"
+	was, err := os.ReadFile(panicPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(was)))
+	if err := os.WriteFile(panicPath, []byte(strconv.Itoa(n+7)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run("ip", "link", "add", linkPrefix+"leak0", "type", "bridge")
+	run("ip", "netns", "add", netnsPrefix+"leak")
+	mnt := filepath.Join(dir, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", mnt, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll("/var/lib/kubelet/device-plugins", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("sh", "-c", "sleep 300; : "+dir)
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sleeper.Wait() }()
+
+	planted := before.diff(recordHost(nil, []string{dir}))
+	for _, aspect := range []string{"iptables-save", "sysctls", "links", "netns", "mounts", "paths", "processes"} {
+		if !strings.Contains(planted, aspect+":\n") {
+			t.Errorf("the record does not see what was planted in %s; the difference:\n%s", aspect, planted)
+		}
+	}
+	restoreHost(t.Logf, before, nil, []string{dir})
+	if diff := before.diff(recordHost(nil, []string{dir})); diff != "" {
+		t.Errorf("after restoreHost the machine still differs from the record:\n%s", diff)
+	}
+}
