@@ -112,7 +112,7 @@ configMapGenerator:
 	// The process as the kernel sees it: deploy/'s runAsUser, runAsGroup
 	// and fsGroup (a supplementary group, through which it reads its
 	// Secret's 0440 files).
-	status := processStatus(t, "/usr/local/bin/reconciler\x00run\x00")
+	status := testenv.ProcessStatus(t, "/usr/local/bin/reconciler run ")
 	for field, want := range map[string]string{"Uid": "65532\t65532\t65532\t65532", "Gid": "65532\t65532\t65532\t65532", "Groups": "65532"} {
 		if got := status[field]; got != want {
 			t.Errorf("reconciler process %s = %q; want %q (deploy/base/deployment.yaml's securityContext)", field, got, want)
@@ -183,34 +183,6 @@ func makeImage(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// processStatus finds the one process whose command line starts with
-// prefix and returns the fields of its /proc status.
-func processStatus(t *testing.T, prefix string) map[string]string {
-	t.Helper()
-	entries, _ := os.ReadDir("/proc")
-	var found []string
-	for _, e := range entries {
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.HasPrefix(string(cmdline), prefix) {
-			found = append(found, e.Name())
-		}
-	}
-	if len(found) != 1 {
-		t.Fatalf("processes %q: %v; want one", strings.ReplaceAll(prefix, "\x00", " "), found)
-	}
-	data, err := os.ReadFile(filepath.Join("/proc", found[0], "status"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	fields := map[string]string{}
-	for _, l := range strings.Split(string(data), "\n") {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			fields[k] = strings.TrimSpace(v)
-		}
-	}
-	return fields
 }
 
 func write(t *testing.T, path, data string) {

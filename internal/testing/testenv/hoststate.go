@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -207,6 +208,15 @@ type process struct {
 // dirs (a containerd shim names its containerd's socket), sorted by
 // command line.
 func processesUnder(dirs []string) []process {
+	return processes(func(cmdline string) bool {
+		return slices.ContainsFunc(dirs, func(d string) bool { return strings.Contains(cmdline, d) })
+	})
+}
+
+// processes lists the machine's processes, but this one, whose command
+// line (its arguments joined by spaces) match keeps, sorted by command
+// line.
+func processes(match func(cmdline string) bool) []process {
 	var out []process
 	entries, _ := os.ReadDir("/proc")
 	self := os.Getpid()
@@ -220,11 +230,8 @@ func processesUnder(dirs []string) []process {
 			continue
 		}
 		cmdline := string(bytes.ReplaceAll(bytes.TrimRight(data, "\x00"), []byte{0}, []byte{' '}))
-		for _, d := range dirs {
-			if strings.Contains(cmdline, d) {
-				out = append(out, process{pid, cmdline})
-				break
-			}
+		if match(cmdline) {
+			out = append(out, process{pid, cmdline})
 		}
 	}
 	slices.SortFunc(out, func(a, b process) int { return strings.Compare(a.cmdline, b.cmdline) })
@@ -422,3 +429,26 @@ func RecordHost() HostRecord { return HostRecord{recordHost(nil, nil)} }
 
 // Diff names what differs between r and after ("" when nothing does).
 func (r HostRecord) Diff(after HostRecord) string { return r.s.diff(after.s) }
+
+// ProcessStatus returns the fields of /proc/<pid>/status (Uid, Gid,
+// Groups, CapEff, …) of the one process whose command line (arguments
+// joined by spaces) starts with prefix: a container's process as the
+// kernel runs it, whatever its pod's spec says.
+func ProcessStatus(t T, prefix string) map[string]string {
+	t.Helper()
+	found := processes(func(cmdline string) bool { return strings.HasPrefix(cmdline, prefix) })
+	if len(found) != 1 {
+		t.Fatalf("testenv: %d processes whose command line starts with %q; want one: %v", len(found), prefix, found)
+	}
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(found[0].pid), "status"))
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	fields := map[string]string{}
+	for _, l := range lines(string(data)) {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			fields[k] = strings.TrimSpace(v)
+		}
+	}
+	return fields
+}

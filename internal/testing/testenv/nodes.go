@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,7 +70,9 @@ func (k *Kube) RunNodes(t T, nodes ...Node) *Managers {
 	}
 	ms := &Managers{LogDir: logDir, procs: map[string]*managerProc{}, kube: k, kubemark: filepath.Join(bin, "kubemark"), kubeconfig: kubeconfig}
 	t.Cleanup(func() { ms.stop(t) })
-	for name, args := range controlPlanePrograms(kubeconfig) {
+	// The service account token controller is off: envtest's API server
+	// issues no service account keys to sign with.
+	for name, args := range controlPlanePrograms(kubeconfig, "--controllers=*,-serviceaccount-token") {
 		if _, err := ms.start(name, filepath.Join(bin, name), args); err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
@@ -135,17 +138,16 @@ func (ms *Managers) registerNode(ctx context.Context, n Node) error {
 }
 
 // controlPlanePrograms are the scheduler's and the controller manager's
-// arguments. Neither serves anything the tests read, and the service
-// account token controller is off: envtest's API server issues no
-// service account keys to sign with.
-func controlPlanePrograms(kubeconfig string) map[string][]string {
+// arguments, the controller manager's own last. Neither serves anything
+// the tests read.
+func controlPlanePrograms(kubeconfig string, controllerManager ...string) map[string][]string {
 	common := []string{
 		"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
 		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
 	}
 	return map[string][]string{
 		"kube-scheduler":          common,
-		"kube-controller-manager": append(common, "--controllers=*,-serviceaccount-token"),
+		"kube-controller-manager": append(slices.Clip(common), controllerManager...),
 	}
 }
 

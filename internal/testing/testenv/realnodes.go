@@ -259,15 +259,8 @@ func (h *Host) StartNodes(k *Kube, images []string, specs ...NodeSpec) *RealNode
 			t.Fatalf("testenv: %v", err)
 		}
 	}
-	common := []string{
-		"--kubeconfig=" + admin, "--authentication-kubeconfig=" + admin, "--authorization-kubeconfig=" + admin,
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--secure-port=0",
-	}
-	for name, args := range map[string][]string{
-		"kube-scheduler": common,
-		"kube-controller-manager": append(common, "--root-ca-file="+caFile, "--service-account-private-key-file="+saKey,
-			"--use-service-account-credentials", "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller"),
-	} {
+	for name, args := range controlPlanePrograms(admin, "--root-ca-file="+caFile, "--service-account-private-key-file="+saKey,
+		"--use-service-account-credentials", "--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller") {
 		if _, err := rn.ms.start(name, filepath.Join(bin, name), args); err != nil {
 			t.Fatalf("testenv: %v", err)
 		}
