@@ -202,9 +202,10 @@ func (n *RealNode) ctr(args ...string) ([]byte, error) {
 	return exec.Command("ctr", append([]string{"--address", n.socket(), "--namespace", "k8s.io"}, args...)...).CombinedOutput()
 }
 
-// NodeSpec is a real node to start: its name, its network, and the
-// labels and taints it carries once it registered (its kubelet may not
-// set node-role labels itself, as with kubeadm).
+// NodeSpec is a real node to start: its name, its network, the taints
+// its kubelet registers it with, and the labels it carries once it
+// registered (its kubelet may not set node-role labels itself, as with
+// kubeadm).
 type NodeSpec struct {
 	Name    string
 	Network *Network
@@ -354,14 +355,13 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 	if err := rn.ms.nodesReady(ctx, rn.kube.Client, []string{n.Name}); err != nil {
 		t.Fatalf("testenv: real node %s not Ready: %v (logs in %s)", n.Name, err, n.dir)
 	}
-	if len(s.Labels) > 0 || len(s.Taints) > 0 {
+	if len(s.Labels) > 0 { // the taints the kubelet registered itself
 		var node corev1.Node
 		MustGet(t, rn.kube.Client, "", n.Name, &node)
 		if node.Labels == nil {
 			node.Labels = map[string]string{}
 		}
 		maps.Copy(node.Labels, s.Labels)
-		node.Spec.Taints = append(node.Spec.Taints, s.Taints...)
 		if err := rn.kube.Client.Update(ctx, &node); err != nil {
 			t.Fatalf("testenv: label node %s: %v", n.Name, err)
 		}

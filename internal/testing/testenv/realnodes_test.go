@@ -21,6 +21,7 @@ import (
 
 // TestRealNodes starts two real nodes (containerd, runc, a kubelet and
 // kube-proxy each, in network namespaces of their own) on one network,
+// one with a label and a taint of its spec,
 // with the real scheduler and controller manager: a Deployment of the test
 // server on one node, behind a Service, answers a client pod on the other
 // through the Service's address (kube-proxy's rules), the answers name the
@@ -35,7 +36,10 @@ func TestRealNodes(t *testing.T) {
 		h := testenv.NewHost(t)
 		lan := h.Network("lan")
 		k := testenv.StartKubeWith(t, testenv.KubeOptions{PKI: testenv.NewPKI(t, "real"), Address: lan.HostIP, Nodes: true})
-		rn := h.StartNodes(k, nil, testenv.NodeSpec{Name: "node-a", Network: lan}, testenv.NodeSpec{Name: "node-b", Network: lan})
+		dedicated := corev1.Taint{Key: "ferry.test/dedicated", Value: "client", Effect: corev1.TaintEffectNoSchedule}
+		rn := h.StartNodes(k, nil,
+			testenv.NodeSpec{Name: "node-a", Network: lan, Labels: map[string]string{"ferry.test/role": "client"}, Taints: []corev1.Taint{dedicated}},
+			testenv.NodeSpec{Name: "node-b", Network: lan})
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()
 
@@ -60,10 +64,16 @@ func TestRealNodes(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var nodeA corev1.Node
+		testenv.MustGet(t, k.Client, "", "node-a", &nodeA)
+		if nodeA.Labels["ferry.test/role"] != "client" || len(nodeA.Spec.Taints) != 1 || !nodeA.Spec.Taints[0].MatchTaint(&dedicated) {
+			t.Errorf("node-a: labels %v, taints %v; want its spec's label and its one taint", nodeA.Labels, nodeA.Spec.Taints)
+		}
 		clientPod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "client"},
 			Spec:       testApp("node-a", []string{"client", "http://" + svc.Spec.ClusterIP + "/"}, 8081),
 		}
+		clientPod.Spec.Tolerations = []corev1.Toleration{{Key: dedicated.Key, Operator: corev1.TolerationOpEqual, Value: dedicated.Value, Effect: dedicated.Effect}}
 		if err := k.Client.Create(ctx, clientPod); err != nil {
 			t.Fatal(err)
 		}
