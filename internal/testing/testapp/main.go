@@ -16,7 +16,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: testapp pause | serve [addr] | client url [addr]")
+		fmt.Fprintln(os.Stderr, "usage: testapp pause | serve [addr] | client url [addr] | overlay")
 		os.Exit(2)
 	}
 	arg := func(i int, def string) string {
@@ -37,8 +37,10 @@ func main() {
 			os.Exit(2)
 		}
 		err = client(os.Args[2], arg(3, ":8081"))
+	case "overlay":
+		err = overlay()
 	default:
-		fmt.Fprintf(os.Stderr, "testapp: unknown role %q (pause, serve, client)\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "testapp: unknown role %q (pause, serve, client, overlay)\n", os.Args[1])
 		os.Exit(2)
 	}
 	if err != nil {

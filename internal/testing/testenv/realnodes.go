@@ -29,14 +29,18 @@ import (
 // The layout, for network n and the k-th node of the run:
 //
 //	host                                   network namespace ferry-<node>
-//	  bridge fyb<n> 10.250.n.1/24  ──veth──  fy<n>n<k> 10.250.n.(10+k), default via 10.250.n.1
+//	  bridge fyb<n> 10.250.n.1/24  ──veth──  fy<n>n<k> 10.250.n.(10+k)
 //	  route 10.251.k.0/24 via the node       containerd, kubelet, kube-proxy
 //	  (the API server listens on             bridge cni0 10.251.k.1/24: the node's pods
-//	   10.250.n.1: KubeOptions.Address)      routes to the pods of the network's other nodes
+//	   10.250.n.1: KubeOptions.Address)      routes to the pods of the network's other nodes,
+//	                                         to the Services (10.0.0.0/24) via 10.250.n.1,
+//	                                         to routed networks' nodes via 10.250.n.1
 //
-// Nodes of one network reach each other's pods; nodes of two networks
-// reach each other's node addresses through the host (which forwards only
-// what it must: see Network.Route) but not each other's pods.
+// Nodes of one network reach each other's pods. A node has no default
+// route: nodes of two networks reach each other's node addresses only
+// once Host.Route joins the networks (the host then forwards between
+// them), and never each other's pods, unless an overlay carries them
+// (OverlayManifest).
 
 const (
 	netnsPrefix = "ferry-"
@@ -152,6 +156,35 @@ type Network struct {
 	HostIP string
 	index  int
 	nodes  []*RealNode
+	// reach are the other networks' subnets its nodes route through
+	// the host (Host.Route).
+	reach []string
+}
+
+// Subnet is the network's node addresses.
+func (n *Network) Subnet() string { return fmt.Sprintf("10.250.%d.0/24", n.index) }
+
+// serviceCIDR is the API server's Service addresses (envtest's
+// --service-cluster-ip-range).
+const serviceCIDR = "10.0.0.0/24"
+
+// Route joins two networks as two clouds on a WAN: the host forwards
+// between them (net.ipv4.ip_forward, set back when the test ends), and
+// their nodes, those there and those to come, route the other's subnet
+// through it. Pods' addresses stay unrouted between them.
+func (h *Host) Route(a, b *Network) {
+	h.t.Helper()
+	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
+		h.t.Fatalf("testenv: forward between networks %s and %s: %v", a.Name, b.Name, err)
+	}
+	for _, p := range [][2]*Network{{a, b}, {b, a}} {
+		from, to := p[0], p[1]
+		from.reach = append(from.reach, to.Subnet())
+		for _, n := range from.nodes {
+			h.inNode(n, "ip", "route", "add", to.Subnet(), "via", from.HostIP)
+		}
+	}
+	h.t.Logf("testenv: networks %s (%s) and %s (%s) routed through the host", a.Name, a.Subnet(), b.Name, b.Subnet())
 }
 
 // Network creates the bridge of network name (the host's n-th, from 0).
@@ -321,7 +354,9 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 	h.inNode(n, "ip", "addr", "add", n.IP+"/24", "dev", nodeEnd)
 	h.inNode(n, "ip", "link", "set", nodeEnd, "up")
 	h.inNode(n, "ip", "link", "set", "lo", "up")
-	h.inNode(n, "ip", "route", "add", "default", "via", s.Network.HostIP)
+	for _, dst := range append([]string{serviceCIDR}, s.Network.reach...) {
+		h.inNode(n, "ip", "route", "add", dst, "via", s.Network.HostIP)
+	}
 	for _, other := range s.Network.nodes {
 		h.inNode(n, "ip", "route", "add", other.PodCIDR, "via", other.IP)
 		h.inNode(other, "ip", "route", "add", n.PodCIDR, "via", n.IP)
@@ -355,16 +390,18 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 	if err := rn.ms.nodesReady(ctx, rn.kube.Client, []string{n.Name}); err != nil {
 		t.Fatalf("testenv: real node %s not Ready: %v (logs in %s)", n.Name, err, n.dir)
 	}
-	if len(s.Labels) > 0 { // the taints the kubelet registered itself
-		var node corev1.Node
-		MustGet(t, rn.kube.Client, "", n.Name, &node)
-		if node.Labels == nil {
-			node.Labels = map[string]string{}
-		}
-		maps.Copy(node.Labels, s.Labels)
-		if err := rn.kube.Client.Update(ctx, &node); err != nil {
-			t.Fatalf("testenv: label node %s: %v", n.Name, err)
-		}
+	// Its labels (the taints the kubelet registered itself) and its pod
+	// addresses, as the controller manager's node IPAM would set them
+	// (switched off: the node's CNI configuration holds them already).
+	var node corev1.Node
+	MustGet(t, rn.kube.Client, "", n.Name, &node)
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	maps.Copy(node.Labels, s.Labels)
+	node.Spec.PodCIDR, node.Spec.PodCIDRs = n.PodCIDR, []string{n.PodCIDR}
+	if err := rn.kube.Client.Update(ctx, &node); err != nil {
+		t.Fatalf("testenv: label node %s and set its podCIDR: %v", n.Name, err)
 	}
 	t.Logf("testenv: real node %s (%s, pods %s, network %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, time.Since(start).Round(100*time.Millisecond))
 	return n

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -81,11 +84,7 @@ func TestRealNodes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var counts struct {
-			Calls, OK, Failed int
-			Answers           map[string]int
-			LastError         string
-		}
+		var counts clientCounts
 		for {
 			err := getJSON("http://"+clientIP+":8081/counts", &counts)
 			if err == nil && len(counts.Answers) == 2 && counts.OK >= 10 {
@@ -118,10 +117,128 @@ func TestRealNodes(t *testing.T) {
 			resp.Body.Close()
 		}
 		t.Logf("client: %d calls, %d ok, %d failed, answers %v", counts.Calls, counts.OK, counts.Failed, counts.Answers)
+
+		twoClouds(t, ctx, h, lan, k, rn, dedicated)
 	})
 	if diff := before.Diff(testenv.RecordHost()); diff != "" {
 		t.Errorf("the machine after the real nodes differs from before:\n%s", diff)
 	}
+}
+
+// twoClouds joins a second network, "cloud", to lan through the host, as
+// the replace scenario's new cloud, and starts node-c on it. A client on
+// node-a calls a Service whose server runs on node-c: every call fails
+// (lan's nodes have no route to cloud's pods), until the overlay
+// (testenv.OverlayManifest) is applied; then the calls succeed, answered
+// with the client's own pod address (nothing rewrote it on the way), and
+// node-a's tunnel counted the packets. With the overlay deleted, its
+// tunnel is gone and the calls fail again.
+func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.Network, k *testenv.Kube, rn *testenv.RealNodes, dedicated corev1.Taint) {
+	cloud := h.Network("cloud")
+	h.Route(lan, cloud)
+	rn.AddNode(testenv.NodeSpec{Name: "node-c", Network: cloud})
+	labels := map[string]string{"app": "far"}
+	far := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "far", Labels: labels}, Spec: testApp("node-c", []string{"serve"}, 8080)}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "far"},
+		Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+	}
+	for _, o := range []client.Object{far, svc} {
+		if err := k.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rn.PodIP(ctx, "default", "far"); err != nil {
+		t.Fatal(err)
+	}
+	caller := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "far-client"},
+		Spec:       testApp("node-a", []string{"client", "http://" + svc.Spec.ClusterIP + "/"}, 8081),
+	}
+	caller.Spec.Tolerations = []corev1.Toleration{{Key: dedicated.Key, Operator: corev1.TolerationOpEqual, Value: dedicated.Value, Effect: dedicated.Effect}}
+	if err := k.Client.Create(ctx, caller); err != nil {
+		t.Fatal(err)
+	}
+	callerIP, err := rn.PodIP(ctx, "default", "far-client")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := func(what string, done func(c clientCounts) bool) clientCounts {
+		t.Helper()
+		var c clientCounts
+		for {
+			err := getJSON("http://"+callerIP+":8081/counts", &c)
+			if err == nil && done(c) {
+				return c
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s: %+v, %v", what, c, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	before := counts("calls across the clouds before the overlay", func(c clientCounts) bool { return c.Calls >= 8 })
+	if before.OK != 0 {
+		t.Fatalf("before the overlay, %d of %d calls from lan reached cloud's pod: the networks route pods' addresses (%v)", before.OK, before.Calls, before.Answers)
+	}
+	t.Logf("before the overlay: %d calls, none answered (%s)", before.Calls, before.LastError)
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, k.Kubeconfig(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(stdin string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(ctx, testenv.Kubectl(t), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	kubectl(testenv.OverlayManifest(), "apply", "-f", "-")
+	kubectl("", "-n", "kube-system", "rollout", "status", "daemonset/ferry-overlay", "--timeout=2m")
+	with := counts("calls across the clouds through the overlay", func(c clientCounts) bool { return c.OK >= 10 })
+	for answer := range with.Answers {
+		if server, from, _ := strings.Cut(answer, " "); server != "far" || from != callerIP {
+			t.Errorf("answer %q through the overlay: want far answering the client's own address %s", answer, callerIP)
+		}
+	}
+	tunnel := func() (packets int, err error) {
+		out, err := exec.Command("ip", "-n", "ferry-node-a", "-s", "-j", "link", "show", "ferry-vx").Output()
+		if err != nil {
+			return 0, err
+		}
+		var links []struct {
+			Stats64 struct{ TX struct{ Packets int } } `json:"stats64"`
+		}
+		if err := json.Unmarshal(out, &links); err != nil {
+			return 0, fmt.Errorf("ip -j link show: %w", err)
+		}
+		if len(links) != 1 {
+			return 0, fmt.Errorf("ip -j link show: %q", out)
+		}
+		return links[0].Stats64.TX.Packets, nil
+	}
+	if sent, err := tunnel(); err != nil || sent < with.OK {
+		t.Errorf("node-a's tunnel sent %d packets (%v) for %d answered calls: the calls did not go through the overlay", sent, err, with.OK)
+	}
+	t.Logf("through the overlay: %d calls answered, %d failed before", with.OK, with.Failed)
+
+	kubectl("", "-n", "kube-system", "delete", "daemonset", "ferry-overlay", "--cascade=foreground", "--wait")
+	if _, err := tunnel(); err == nil {
+		t.Errorf("node-a's tunnel is still there after the overlay's pods went")
+	}
+	after := counts("calls across the clouds after the overlay went", func(c clientCounts) bool { return c.Failed >= with.Failed+5 })
+	if gained := after.OK - with.OK; gained > 10 { // calls answered while the pods terminated
+		t.Errorf("%d calls answered after the overlay went", gained)
+	}
+}
+
+// clientCounts is what the test application's client serves.
+type clientCounts struct {
+	Calls, OK, Failed int
+	Answers           map[string]int
+	LastError         string
 }
 
 // testApp is a pod of the test application on node, with args, ready
