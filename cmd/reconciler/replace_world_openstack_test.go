@@ -37,7 +37,7 @@ func createHeld(ctx context.Context, t *testing.T, wl *testenv.Kube, node string
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To[int32](1), Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Affinity: prefer, Containers: []corev1.Container{{Name: "db", Image: "registry.example.com/db:1.0"}}}}}},
+				Spec: dbPod(prefer)}}},
 		&policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "db"}, Spec: policyv1.PodDisruptionBudgetSpec{
 			MaxUnavailable: ptr.To(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: labels}}},
 	}
@@ -54,6 +54,13 @@ func createHeld(ctx context.Context, t *testing.T, wl *testenv.Kube, node string
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("the db pod never served on %s: %v", node, ctx.Err())
+}
+
+// dbPod is the db's pod: the test server, preferring a node.
+func dbPod(prefer *corev1.Affinity) corev1.PodSpec {
+	spec := testenv.TestAppPod([]string{"serve"}, 8080)
+	spec.Affinity = prefer
+	return spec
 }
 
 // drained reports whether every node is cordoned and runs nothing but

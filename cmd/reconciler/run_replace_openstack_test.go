@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,12 @@ import (
 // Cluster API controllers built them; CAPD's own controller is a labelled
 // stand-in, as is Kamaji's for the hosted control plane) moves its
 // workload onto a new pool that the real CAPO builds in the local Nova.
-// The workload cluster runs pods (real scheduler and controller manager,
-// hollow kubelets). Pull requests approve prepare, network-bridge (the
+// The workload cluster runs pods on real nodes, the old cloud's and the new
+// one's on two networks whose pods reach each other only through the VPN
+// overlay the plan brings (a kernel VXLAN tunnel per node), and a caller on
+// an old node of no Machine calls the web application's Service every
+// 100 ms from before the first pull request to after cleanup (checkCalls).
+// Pull requests approve prepare, network-bridge (the
 // VPN client DaemonSet Running on every node), infrastructure, workers
 // (three new servers ACTIVE, their nodes joined), cutover (each old node
 // cordoned and drained through the eviction API with a budget of one
@@ -48,6 +53,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	}
 	x.probe = f.Workload.NewProbe()
 	t.Cleanup(x.probe.Close)
+	x.startCaller()
 	x.m = startClusteredMigration(t, ctx, f.Mgmt, "tenant-a", testenv.MergeRebase,
 		map[string]string{"plans/tenant-a.yaml": x.plan(`""`), "manifests/vpn-client.yaml": testenv.VPNClientManifest},
 		"--interval", "2s", "--comment-interval", "200ms")
@@ -55,12 +61,12 @@ func TestRunReplaceOpenStack(t *testing.T) {
 
 	m.approve("prepare", x.plan("prepare"), map[string]status.PhaseState{"prepare": S, "network-bridge": P})
 	m.approve("network-bridge", x.plan("network-bridge"), map[string]status.PhaseState{"network-bridge": S, "infrastructure": P})
-	checkDaemonSet(ctx, t, f.Workload, "vpn-client", len(f.OldNodes))
+	checkDaemonSet(ctx, t, f.Workload, "vpn-client", len(f.OldNodes)+1) // and the edge node
 	x.resizeGateway()
 	m.approve("infrastructure", x.plan("infrastructure"), map[string]status.PhaseState{"infrastructure": S, "workers": P})
 	m.approve("workers", x.plan("workers"), map[string]status.PhaseState{"workers": S, "cutover": P})
 	t.Logf("new nodes joined: %v", f.Booted())
-	checkDaemonSet(ctx, t, f.Workload, "vpn-client", len(f.OldNodes)+3)
+	checkDaemonSet(ctx, t, f.Workload, "vpn-client", len(f.OldNodes)+1+3)
 	x.cutover()
 	if n := x.gw.freeze(); n < 1 {
 		t.Errorf("%d gateway servers ACTIVE at the worst between the bridge and cleanup; the new one must be ACTIVE before the old one goes", n)
@@ -69,6 +75,7 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	checkCleanedUp(ctx, t, f)
 	x.gw.waitNone(t)
 	checkBridgeKept(t, m, st)
+	x.checkCalls()
 	t.Logf("the old cloud's inventory in the status: %+v", st.Inventory)
 	if len(st.Inventory) == 0 {
 		t.Errorf("the status after cleanup has no inventory of the old cloud")
@@ -83,8 +90,70 @@ type replaceRun struct {
 	f             *ostest.Replaceable
 	m             *migration
 	probe         *testenv.Probe
+	caller        *testenv.Caller
 	gw            *gatewayWatch
 	gatewayFlavor string
+}
+
+// callOutage bounds the longest run of failed calls of the caller: the
+// web pods leave one at a time under their budget, each answering for
+// 3 s after SIGTERM (testapp serve) while the kube-proxies take it out of
+// the Service, so no call need fail; a bound above zero leaves room for
+// one call lost on a loaded machine (a call gives up after 1 s).
+const callOutage = 2 * time.Second
+
+// startCaller runs the caller on the old cloud's edge node, calling the
+// web Service.
+func (x *replaceRun) startCaller() {
+	var svc corev1.Service
+	testenv.MustGet(x.t, x.f.Workload.Client, "default", "web", &svc)
+	c, err := x.f.Workload.RunCaller(x.ctx, "caller", x.f.Edge, "http://"+svc.Spec.ClusterIP+"/")
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	x.caller = c
+}
+
+// checkCalls checks what the caller counted through the whole migration:
+// every call counted once, no run of failures longer than callOutage,
+// answers from the web pods now on the new nodes, each naming the caller's
+// own address (nothing rewrote it on the way), and the edge node's tunnel
+// sent at least a packet per such answer: they crossed through the
+// overlay.
+func (x *replaceRun) checkCalls() {
+	t, f := x.t, x.f
+	c, err := x.caller.Counts(x.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the caller on %s: %d calls, %d answered, %d failed, longest outage %s (last error %q)", f.Edge, c.Calls, c.OK, c.Failed, c.LongestOutage, c.LastError)
+	if c.Calls != c.OK+c.Failed || c.Calls == 0 {
+		t.Errorf("the caller made %d calls, %d answered and %d failed: every call is counted once", c.Calls, c.OK, c.Failed)
+	}
+	if c.LongestOutage > callOutage {
+		t.Errorf("the caller's calls failed for %s in a row (bound %s; last error %q)", c.LongestOutage, callOutage, c.LastError)
+	}
+	pods, err := f.Workload.Pods(x.ctx, "default", testenv.WebLabels, testenv.Serving)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromNew := 0
+	for _, p := range pods {
+		if !slices.Contains(f.Booted(), p.Spec.NodeName) {
+			t.Errorf("web pod %s runs on %s after cleanup, not on a new node", p.Name, p.Spec.NodeName)
+		}
+		fromNew += c.Answers[p.Name+" "+x.caller.IP()]
+	}
+	for answer := range c.Answers {
+		if _, from, _ := strings.Cut(answer, " "); from != x.caller.IP() {
+			t.Errorf("answer %q: the web pod saw the call from %s, not from the caller's address %s", answer, from, x.caller.IP())
+		}
+	}
+	_, sent, err := f.Nodes.LinkStats(f.Edge, testenv.VPNTunnel)
+	t.Logf("answers from the web pods on the new nodes: %d; the edge node's tunnel sent %d packets", fromNew, sent)
+	if err != nil || fromNew == 0 || sent < fromNew {
+		t.Errorf("%d answers from web pods on the new nodes, the edge node's tunnel sent %d packets (%v): want answers from the new cloud, through the overlay", fromNew, sent, err)
+	}
 }
 
 // plan is the replace plan approved up to approve, with a VPN gateway of

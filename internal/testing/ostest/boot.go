@@ -22,13 +22,13 @@ import (
 // boot only: it watches the Machines in namespace of the management
 // cluster and, for each that the real controllers built (CAPO set an
 // openstack:/// provider ID once the Nova server was ACTIVE), starts a
-// hollow kubelet on the workload cluster of nodes (testenv.RunNodes) named
-// like the server, with that provider ID. What comes before (bootstrap
+// node of nodes (a hollow kubelet of testenv.RunNodes or a real one of
+// RealNodes.On) named like the server, with that provider ID. What comes before (bootstrap
 // data, the server) and after (the Machine's nodeRef, Running, the
 // MachineDeployment's ready count) is the real controllers' work.
 //
 // It returns the names of the nodes it started so far, for checks.
-func Boot(t testenv.T, mgmt *testenv.Kube, nodes *testenv.Managers, namespace string) func() []string {
+func Boot(t testenv.T, mgmt *testenv.Kube, nodes testenv.NodePool, namespace string) func() []string {
 	b := &booter{started: map[string]bool{}}
 	testenv.Poll(t, time.Second, func(ctx context.Context) { b.pass(ctx, t, mgmt, nodes, namespace) })
 	return b.names
@@ -46,8 +46,8 @@ func (b *booter) names() []string {
 	return append([]string(nil), b.order...)
 }
 
-// pass starts a hollow kubelet for each built Machine that has none.
-func (b *booter) pass(ctx context.Context, t testenv.T, mgmt *testenv.Kube, nodes *testenv.Managers, namespace string) {
+// pass starts a node for each built Machine that has none.
+func (b *booter) pass(ctx context.Context, t testenv.T, mgmt *testenv.Kube, nodes testenv.NodePool, namespace string) {
 	var machines clusterv1.MachineList
 	if err := mgmt.Client.List(ctx, &machines, client.InNamespace(namespace)); err != nil {
 		return
@@ -62,7 +62,7 @@ func (b *booter) pass(ctx context.Context, t testenv.T, mgmt *testenv.Kube, node
 		if _, ok := m.Labels[clusterv1.MachineControlPlaneLabel]; ok {
 			node.Labels = map[string]string{"node-role.kubernetes.io/control-plane": ""}
 		}
-		// AddNode starts one hollow kubelet per name; called again after a
+		// AddNode starts one node per name; called again after a
 		// failure, it waits for that one.
 		if err := nodes.AddNode(ctx, t, node); err != nil {
 			if ctx.Err() == nil {
@@ -74,7 +74,7 @@ func (b *booter) pass(ctx context.Context, t testenv.T, mgmt *testenv.Kube, node
 		b.started[name] = true
 		b.order = append(b.order, name)
 		b.mu.Unlock()
-		t.Logf("ostest: boot stand-in: Machine %s's server %s joined as Node %s (hollow kubelet)", m.Name, strings.TrimPrefix(id, step.ProviderIDPrefix), name)
+		t.Logf("ostest: boot stand-in: Machine %s's server %s joined as Node %s (%s)", m.Name, strings.TrimPrefix(id, step.ProviderIDPrefix), name, nodes.Kind())
 	}
 }
 

@@ -23,22 +23,32 @@ import (
 // KamajiControlPlane, whose API server is the workload API server) and one
 // pool of workers on another infrastructure, CAPD's Docker machines,
 // built by the real Cluster API controllers. The workload cluster runs
-// pods: the real scheduler and controller manager, and a hollow kubelet
-// per node.
+// pods on real nodes (testenv.Host): the old cloud is a network of its
+// own, the new one (OpenStack) another, joined through the host for the
+// nodes' addresses only, as two clouds over a WAN; pods of one reach the
+// other's only through the plan's VPN overlay (testenv.VPNClientManifest).
+// The old cloud also has a node of no Machine, Edge, where a caller of
+// the web application stays through the whole migration (RunCaller).
 //
 // Two controllers cannot run here and have labelled stand-ins: CAPD's (no
 // Docker engine; testenv.StartDockerStandIn) and Kamaji's (its module is
 // not served; testenv.StartKamajiStandIn). The new servers' boot, which
-// would run kubeadm join, is ostest.Boot.
+// would run kubeadm join, is ostest.Boot: each starts a real node on the
+// new cloud's network.
 type Replaceable struct {
 	*Fixture
 	// Name is the cluster's name, in namespace default.
 	Name           string
 	Mgmt, Workload *testenv.Kube
 	PKI            *testenv.PKI
-	// Nodes runs the workload cluster's scheduler, controller manager and
-	// hollow kubelets.
-	Nodes *testenv.Managers
+	// Nodes are the workload cluster's real nodes, with its scheduler and
+	// controller manager; Old and New the two clouds' networks.
+	Nodes    *testenv.RealNodes
+	Old, New *testenv.Network
+	// Edge is the old cloud's node of no Machine, tainted
+	// ferry.test/edge: nothing but DaemonSets and the caller run there,
+	// and no migration touches it.
+	Edge string
 	// OldMD is the old pool's MachineDeployment; OldNodes its nodes, sorted.
 	OldMD    string
 	OldNodes []string
@@ -51,10 +61,13 @@ type Replaceable struct {
 // with every node Ready; everything goes when t ends.
 func NewReplaceable(t testenv.T, name string, workers int) *Replaceable {
 	t.Helper()
-	r := &Replaceable{Fixture: New(t, name), Name: name, OldMD: name + "-md-0"}
+	r := &Replaceable{Fixture: New(t, name), Name: name, OldMD: name + "-md-0", Edge: name + "-edge"}
+	host := testenv.NewHost(t)
+	r.Old, r.New = host.Network("old-cloud"), host.Network("openstack")
+	host.Route(r.Old, r.New)
 	r.PKI = testenv.NewPKI(t, name)
 	r.Mgmt = testenv.StartKube(t)
-	r.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: r.PKI})
+	r.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: r.PKI, Address: r.Old.HostIP, Nodes: true})
 	testenv.Orphan(t, r.Mgmt, r.Workload, testenv.OrphanedCluster{Name: name, Namespace: "default", KubeletVersion: "v1.31.4", PKI: r.PKI})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -63,11 +76,12 @@ func NewReplaceable(t testenv.T, name string, workers int) *Replaceable {
 		Data:       map[string][]byte{"clouds.yaml": r.Creds.CloudsYAML},
 	}
 	must(t, "create the identity Secret", r.Mgmt.Client.Create(ctx, secret))
-	r.Nodes = r.Workload.RunNodes(t)
+	r.Nodes = host.StartNodes(r.Workload, nil, testenv.NodeSpec{Name: r.Edge, Network: r.Old,
+		Taints: []corev1.Taint{{Key: "ferry.test/edge", Effect: corev1.TaintEffectNoSchedule}}})
 	testenv.StartManagers(t, r.Mgmt)
 	testenv.StartKamajiStandIn(t, r.Mgmt)
-	testenv.StartDockerStandIn(t, r.Mgmt, r.Nodes)
-	r.Booted = Boot(t, r.Mgmt, r.Nodes, "default")
+	testenv.StartDockerStandIn(t, r.Mgmt, r.Nodes.On(r.Old))
+	r.Booted = Boot(t, r.Mgmt, r.Nodes.On(r.New), "default")
 	for _, obj := range r.oldCluster(t, workers) {
 		must(t, fmt.Sprintf("create %s %s", obj.GetObjectKind().GroupVersionKind().Kind, obj.GetName()), r.Mgmt.Client.Create(ctx, obj))
 	}

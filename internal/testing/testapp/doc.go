@@ -6,7 +6,8 @@
 //	testapp pause             a pod sandbox's first process: it waits for
 //	                          SIGTERM and reaps the children it inherits
 //	testapp serve [addr]      an HTTP server (default :8080): /ready answers
-//	                          200, / answers "<hostname> <caller's IP>"
+//	                          200, / answers "<hostname> <caller's IP>"; on
+//	                          SIGTERM /ready answers 503 and / goes on for 3 s
 //	testapp client url [addr] calls url every 100 ms and serves its counts
 //	                          as JSON on addr (default :8081): calls, ok,
 //	                          failed, the longest run of failures and the

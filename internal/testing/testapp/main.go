@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -67,15 +68,30 @@ func pause() {
 	}
 }
 
+// stopDelay is how long serve goes on answering after SIGTERM, not ready
+// any more, as a well-behaved server does: the kube-proxies of every node
+// take a moment to stop sending it new connections.
+const stopDelay = 3 * time.Second
+
 func serve(addr string) error {
 	host, _ := os.Hostname()
+	var stopping atomic.Bool
 	mux := http.NewServeMux()
-	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ready") })
+	mux.HandleFunc("/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if stopping.Load() {
+			http.Error(w, "stopping", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
 		fmt.Fprintf(w, "%s %s\n", host, ip)
 	})
-	return listenUntilTerm(addr, mux)
+	return listenUntilTerm(addr, mux, func() {
+		stopping.Store(true)
+		time.Sleep(stopDelay)
+	})
 }
 
 // Counts are what client serves: every call is counted once, as ok or
@@ -126,7 +142,7 @@ func client(url, addr string) error {
 		defer mu.Unlock()
 		_ = json.NewEncoder(w).Encode(c)
 	})
-	return listenUntilTerm(addr, mux)
+	return listenUntilTerm(addr, mux, nil)
 }
 
 func call(hc *http.Client, url string) (string, error) {
@@ -145,8 +161,9 @@ func call(hc *http.Client, url string) (string, error) {
 	return strings.TrimSpace(string(body)), nil
 }
 
-// listenUntilTerm serves h on addr until SIGTERM.
-func listenUntilTerm(addr string, h http.Handler) error {
+// listenUntilTerm serves h on addr until SIGTERM, then calls stopping
+// (when not nil) and ends.
+func listenUntilTerm(addr string, h http.Handler, stopping func()) error {
 	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	errs := make(chan error, 1)
 	go func() { errs <- srv.ListenAndServe() }()
@@ -156,6 +173,9 @@ func listenUntilTerm(addr string, h http.Handler) error {
 	case err := <-errs:
 		return err
 	case <-sig:
+		if stopping != nil {
+			stopping()
+		}
 		return srv.Close()
 	}
 }

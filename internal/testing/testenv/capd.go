@@ -18,12 +18,13 @@ const DockerProviderID = "docker:///"
 // Docker engine, which these machines lack. It plays CAPD's part and the
 // containers' boot, nothing more: a DockerCluster reports ready; a
 // DockerMachine gets the provider ID docker:///<name> and reports ready,
-// and its "container" joins the workload cluster of nodes (RunNodes) as a
-// hollow kubelet named like it, carrying that provider ID. Everything
+// and its "container" joins the workload cluster as a node of nodes (a
+// hollow kubelet of RunNodes or a real one of RealNodes.On) named like it,
+// carrying that provider ID. Everything
 // else (MachineSets, Machines, bootstrap data, nodeRefs) is the real
 // Cluster API controllers' work. When a DockerMachine is gone, its
 // node's kubelet stops. Each change is logged, marked as a stand-in's.
-func StartDockerStandIn(t T, mgmt *Kube, nodes *Managers) {
+func StartDockerStandIn(t T, mgmt *Kube, nodes NodePool) {
 	t.Helper()
 	joined := map[string]bool{} // only the poll's goroutine touches it
 	Poll(t, 500*time.Millisecond, func(ctx context.Context) { dockerPass(ctx, t, mgmt.Client, nodes, joined) })
@@ -37,7 +38,7 @@ func dockerList(kind string) *unstructured.UnstructuredList {
 
 // dockerPass moves each DockerCluster and DockerMachine once; joined
 // remembers the machines whose node was started.
-func dockerPass(ctx context.Context, t T, c client.Client, nodes *Managers, joined map[string]bool) {
+func dockerPass(ctx context.Context, t T, c client.Client, nodes NodePool, joined map[string]bool) {
 	logf := func(format string, args ...any) {
 		t.Logf("stand-in CAPD controller (not the real one): "+format, args...)
 	}
@@ -77,14 +78,14 @@ func dockerPass(ctx context.Context, t T, c client.Client, nodes *Managers, join
 			logf("DockerMachine %s/%s: %v", u.GetNamespace(), u.GetName(), err)
 		} else if err == nil && !joined[u.GetName()] {
 			joined[u.GetName()] = true
-			logf("DockerMachine %s/%s is ready; its node joined (hollow kubelet)", u.GetNamespace(), u.GetName())
+			logf("DockerMachine %s/%s is ready; its node joined (%s)", u.GetNamespace(), u.GetName(), nodes.Kind())
 		}
 	}
 }
 
 // dockerMachine sets m's provider ID, starts its node and reports it
 // ready, each once.
-func dockerMachine(ctx context.Context, t T, c client.Client, nodes *Managers, m *unstructured.Unstructured, joined map[string]bool) error {
+func dockerMachine(ctx context.Context, t T, c client.Client, nodes NodePool, m *unstructured.Unstructured, joined map[string]bool) error {
 	id := DockerProviderID + m.GetName()
 	if got, _, _ := unstructured.NestedString(m.Object, "spec", "providerID"); got == "" {
 		_ = unstructured.SetNestedField(m.Object, id, "spec", "providerID")

@@ -221,6 +221,9 @@ func nodeReady(n *corev1.Node) bool {
 // StopNode stops node name's hollow kubelet, as a machine that was
 // deleted stops its kubelet; the Node object stays until someone deletes
 // it, as with a real machine.
+// Kind says what Managers' nodes are: NodePool.
+func (ms *Managers) Kind() string { return "hollow kubelet" }
+
 func (ms *Managers) StopNode(name string) {
 	ms.mu.Lock()
 	p := ms.procs["kubelet-"+name]

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -40,7 +41,7 @@ import (
 // route: nodes of two networks reach each other's node addresses only
 // once Host.Route joins the networks (the host then forwards between
 // them), and never each other's pods, unless an overlay carries them
-// (OverlayManifest).
+// (VPNClientManifest).
 
 const (
 	netnsPrefix = "ferry-"
@@ -57,8 +58,10 @@ const (
 // changed and fails the test when the machine then differs from the
 // record.
 type Host struct {
-	t           T
-	dir         string
+	t   T
+	dir string
+	// mu guards what nodes started from a stand-in's goroutine change.
+	mu          sync.Mutex
 	before      hostState
 	cgroupRoots []string
 	networks    []*Network
@@ -177,11 +180,15 @@ func (h *Host) Route(a, b *Network) {
 	if err := os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0o644); err != nil {
 		h.t.Fatalf("testenv: forward between networks %s and %s: %v", a.Name, b.Name, err)
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	for _, p := range [][2]*Network{{a, b}, {b, a}} {
 		from, to := p[0], p[1]
 		from.reach = append(from.reach, to.Subnet())
 		for _, n := range from.nodes {
-			h.inNode(n, "ip", "route", "add", to.Subnet(), "via", from.HostIP)
+			if err := inNode(n, "ip", "route", "add", to.Subnet(), "via", from.HostIP); err != nil {
+				h.t.Fatalf("testenv: %v", err)
+			}
 		}
 	}
 	h.t.Logf("testenv: networks %s (%s) and %s (%s) routed through the host", a.Name, a.Subnet(), b.Name, b.Subnet())
@@ -205,15 +212,22 @@ func (n *Network) bridge() string { return fmt.Sprintf("%sb%d", linkPrefix, n.in
 
 func (h *Host) mustRun(name string, args ...string) {
 	h.t.Helper()
-	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
-		h.t.Fatalf("testenv: %s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	if err := run(name, args...); err != nil {
+		h.t.Fatalf("testenv: %v", err)
 	}
 }
 
+// run runs a command on the host.
+func run(name string, args ...string) error {
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
 // inNode runs a command in node's network namespace.
-func (h *Host) inNode(node *RealNode, name string, args ...string) {
-	h.t.Helper()
-	h.mustRun("nsenter", append([]string{"--net=" + node.netnsPath(), name}, args...)...)
+func inNode(node *RealNode, name string, args ...string) error {
+	return run("nsenter", append([]string{"--net=" + node.netnsPath(), name}, args...)...)
 }
 
 // RealNode is a node of RealNodes.
@@ -244,6 +258,10 @@ type NodeSpec struct {
 	Network *Network
 	Labels  map[string]string
 	Taints  []corev1.Taint
+	// ProviderID is the kubelet's --provider-id: none, as with kubeadm
+	// without a cloud provider, or the machine's, as a cloud's image
+	// sets it.
+	ProviderID string
 }
 
 // RealNodes are the real nodes of one cluster, with the real scheduler
@@ -252,7 +270,9 @@ type RealNodes struct {
 	host   *Host
 	kube   *Kube
 	ms     *Managers
+	bin    string // the Kubernetes programs
 	images []string
+	mu     sync.Mutex
 	nodes  map[string]*RealNode
 }
 
@@ -278,14 +298,17 @@ func (h *Host) StartNodes(k *Kube, images []string, specs ...NodeSpec) *RealNode
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	rn := &RealNodes{host: h, kube: k, images: append(TestImages(t), images...), nodes: map[string]*RealNode{},
+	rn := &RealNodes{host: h, kube: k, bin: bin, images: append(TestImages(t), images...), nodes: map[string]*RealNode{},
 		ms: &Managers{LogDir: logDir, procs: map[string]*managerProc{}, kube: k}}
 	t.Cleanup(rn.stop)
 	pkiDir := filepath.Join(logDir, "pki")
 	if err := os.MkdirAll(pkiDir, 0o700); err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	admin := rn.kubeconfig("admin", "kubernetes-admin", []string{"system:masters"})
+	admin, err := rn.kubeconfig("admin", "kubernetes-admin", []string{"system:masters"})
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	caFile := filepath.Join(pkiDir, "ca.crt")
 	saKey := filepath.Join(pkiDir, "sa.key")
 	for path, data := range map[string][]byte{caFile: k.pki.CA.Cert, saKey: k.pki.ServiceAccount.Key} {
@@ -305,14 +328,65 @@ func (h *Host) StartNodes(k *Kube, images []string, specs ...NodeSpec) *RealNode
 	return rn
 }
 
+// NodePool is where a stand-in for a machine's boot (the Docker
+// stand-in, ostest.Boot) starts the machine's node: hollow kubelets
+// (Managers) or real ones on a network (RealNodes.On).
+type NodePool interface {
+	// AddNode starts a node and returns once it is Ready; called again
+	// for a node that started, it does nothing.
+	AddNode(ctx context.Context, t T, n Node) error
+	// StopNode ends a node as its machine's deletion would.
+	StopNode(name string)
+	// Kind says what a node of the pool is, for logs.
+	Kind() string
+}
+
+// On is the pool of real nodes on network: the stand-ins' machines
+// become servers there.
+func (rn *RealNodes) On(network *Network) NodePool { return realPool{rn, network} }
+
+type realPool struct {
+	rn  *RealNodes
+	net *Network
+}
+
+func (p realPool) Kind() string { return "real kubelet on network " + p.net.Name }
+
+func (p realPool) AddNode(ctx context.Context, _ T, n Node) error {
+	if p.rn.Node(n.Name) != nil { // started before: wait for it
+		return p.rn.ms.nodesReady(ctx, p.rn.kube.Client, []string{n.Name})
+	}
+	var taints []corev1.Taint
+	for _, text := range n.Taints {
+		ts, _, err := taintsOf(text)
+		if err != nil {
+			return err
+		}
+		taints = append(taints, ts...)
+	}
+	_, err := p.rn.addNode(ctx, NodeSpec{Name: n.Name, Network: p.net, Labels: n.Labels, Taints: taints, ProviderID: n.ProviderID})
+	return err
+}
+
+func (p realPool) StopNode(name string) { p.rn.StopNode(name) }
+
+// taintsOf reads a taint as Node.Taints has it: "<key>=<value>:<effect>"
+// or "<key>:<effect>".
+func taintsOf(text string) ([]corev1.Taint, string, error) {
+	kv, effect, ok := strings.Cut(text, ":")
+	if !ok {
+		return nil, "", fmt.Errorf("taint %q: want <key>[=<value>]:<effect>", text)
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	return []corev1.Taint{{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}}, effect, nil
+}
+
 // kubeconfig writes a kubeconfig for a client certificate of cn in
 // groups, signed by the cluster's CA, and returns its path.
-func (rn *RealNodes) kubeconfig(file, cn string, groups []string) string {
-	t := rn.host.t
-	t.Helper()
+func (rn *RealNodes) kubeconfig(file, cn string, groups []string) (string, error) {
 	kp, err := rn.kube.pki.CA.sign(cn, groups)
 	if err != nil {
-		t.Fatalf("testenv: client certificate for %s: %v", cn, err)
+		return "", fmt.Errorf("client certificate for %s: %w", cn, err)
 	}
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["cluster"] = &clientcmdapi.Cluster{Server: rn.kube.Config.Host, CertificateAuthorityData: rn.kube.pki.CA.Cert}
@@ -320,55 +394,111 @@ func (rn *RealNodes) kubeconfig(file, cn string, groups []string) string {
 	cfg.Contexts["cluster"] = &clientcmdapi.Context{Cluster: "cluster", AuthInfo: "user"}
 	cfg.CurrentContext = "cluster"
 	path := filepath.Join(rn.ms.LogDir, "pki", file+".kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	return path
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
 
 // AddNode starts one more real node and returns once it is Ready and
 // carries the spec's labels and taints.
 func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
-	h, t := rn.host, rn.host.t
+	t := rn.host.t
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := rn.addNode(ctx, s)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	return n
+}
+
+// addNode is AddNode, safe to call from a stand-in's goroutine.
+func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (*RealNode, error) {
 	start := time.Now()
-	n := &RealNode{Name: s.Name, Network: s.Network, index: h.nodes}
-	h.nodes++
-	n.IP = fmt.Sprintf("10.250.%d.%d", s.Network.index, 10+n.index)
-	n.PodCIDR = fmt.Sprintf("10.251.%d.0/24", n.index)
-	n.dir = filepath.Join(rn.ms.LogDir, s.Name)
+	n, err := rn.host.server(s.Name, s.Network, rn.ms.LogDir)
+	if err != nil {
+		return nil, fmt.Errorf("real node %s: %w", s.Name, err)
+	}
+	rn.mu.Lock()
 	rn.nodes[s.Name] = n
+	rn.mu.Unlock()
+	for _, start := range []func() error{
+		func() error { return rn.startContainerd(ctx, n) },
+		func() error { return rn.startKubelet(n, s) },
+		func() error { return rn.startKubeProxy(n) },
+	} {
+		if err := start(); err != nil {
+			return nil, fmt.Errorf("real node %s: %w (logs in %s)", n.Name, err, n.dir)
+		}
+	}
+	if err := rn.ms.nodesReady(ctx, rn.kube.Client, []string{n.Name}); err != nil {
+		return nil, fmt.Errorf("real node %s not Ready: %w (logs in %s)", n.Name, err, n.dir)
+	}
+	// Its labels (the taints the kubelet registered itself) and its pod
+	// addresses, as the controller manager's node IPAM would set them
+	// (switched off: the node's CNI configuration holds them already).
+	var node corev1.Node
+	if err := rn.kube.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
+		return nil, err
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	maps.Copy(node.Labels, s.Labels)
+	node.Spec.PodCIDR, node.Spec.PodCIDRs = n.PodCIDR, []string{n.PodCIDR}
+	if err := rn.kube.Client.Update(ctx, &node); err != nil {
+		return nil, fmt.Errorf("label node %s and set its podCIDR: %w", n.Name, err)
+	}
+	rn.host.t.Logf("testenv: real node %s (%s, pods %s, network %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, time.Since(start).Round(100*time.Millisecond))
+	return n, nil
+}
+
+// server makes the machine of a node called name on network: a network
+// namespace, a veth into the network's bridge, routes to the other
+// nodes' pods and from the host to its own, and its cgroup root.
+func (h *Host) server(name string, network *Network, logDir string) (*RealNode, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := &RealNode{Name: name, Network: network, index: h.nodes}
+	h.nodes++
+	n.IP = fmt.Sprintf("10.250.%d.%d", network.index, 10+n.index)
+	n.PodCIDR = fmt.Sprintf("10.251.%d.0/24", n.index)
+	n.dir = filepath.Join(logDir, name)
 	h.cgroupRoots = append(h.cgroupRoots, n.cgroupRoot())
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "kubelet/pods", "kubelet/plugins"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
-			t.Fatalf("testenv: %v", err)
+			return nil, err
 		}
 	}
-
-	// The server: a namespace, a veth into the network's bridge, routes
-	// to the other nodes' pods and from the host to this node's.
-	hostEnd, nodeEnd := fmt.Sprintf("%s%dh%d", linkPrefix, s.Network.index, n.index), fmt.Sprintf("%s%dn%d", linkPrefix, s.Network.index, n.index)
-	h.mustRun("ip", "netns", "add", n.netns())
-	h.mustRun("ip", "link", "add", hostEnd, "type", "veth", "peer", "name", nodeEnd, "netns", n.netns())
-	h.mustRun("ip", "link", "set", hostEnd, "master", s.Network.bridge(), "up")
-	h.inNode(n, "ip", "addr", "add", n.IP+"/24", "dev", nodeEnd)
-	h.inNode(n, "ip", "link", "set", nodeEnd, "up")
-	h.inNode(n, "ip", "link", "set", "lo", "up")
-	for _, dst := range append([]string{serviceCIDR}, s.Network.reach...) {
-		h.inNode(n, "ip", "route", "add", dst, "via", s.Network.HostIP)
+	hostEnd, nodeEnd := n.links()
+	cmds := [][]string{
+		{"ip", "netns", "add", n.netns()},
+		{"ip", "link", "add", hostEnd, "type", "veth", "peer", "name", nodeEnd, "netns", n.netns()},
+		{"ip", "link", "set", hostEnd, "master", network.bridge(), "up"},
+		{"nsenter", "--net=" + n.netnsPath(), "ip", "addr", "add", n.IP + "/24", "dev", nodeEnd},
+		{"nsenter", "--net=" + n.netnsPath(), "ip", "link", "set", nodeEnd, "up"},
+		{"nsenter", "--net=" + n.netnsPath(), "ip", "link", "set", "lo", "up"},
 	}
-	for _, other := range s.Network.nodes {
-		h.inNode(n, "ip", "route", "add", other.PodCIDR, "via", other.IP)
-		h.inNode(other, "ip", "route", "add", n.PodCIDR, "via", n.IP)
+	for _, dst := range append([]string{serviceCIDR}, network.reach...) {
+		cmds = append(cmds, []string{"nsenter", "--net=" + n.netnsPath(), "ip", "route", "add", dst, "via", network.HostIP})
 	}
-	s.Network.nodes = append(s.Network.nodes, n)
-	h.mustRun("ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", s.Network.bridge())
+	for _, other := range network.nodes {
+		cmds = append(cmds,
+			[]string{"nsenter", "--net=" + n.netnsPath(), "ip", "route", "add", other.PodCIDR, "via", other.IP},
+			[]string{"nsenter", "--net=" + other.netnsPath(), "ip", "route", "add", n.PodCIDR, "via", n.IP})
+	}
+	cmds = append(cmds, []string{"ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", network.bridge()})
+	for _, c := range cmds {
+		if err := run(c[0], c[1:]...); err != nil {
+			return nil, err
+		}
+	}
+	network.nodes = append(network.nodes, n)
 
 	// Its cgroup root, in every hierarchy (cpuset's needs its CPUs and
 	// memory nodes copied down).
 	for _, c := range cgroupControllers {
 		if err := os.MkdirAll(filepath.Join("/sys/fs/cgroup", c, n.cgroupRoot()), 0o755); err != nil && c != "systemd" && c != "hugetlb" {
-			t.Fatalf("testenv: cgroup %s%s: %v", c, n.cgroupRoot(), err)
+			return nil, fmt.Errorf("cgroup %s%s: %w", c, n.cgroupRoot(), err)
 		}
 	}
 	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
@@ -377,34 +507,38 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 			err = os.WriteFile(filepath.Join("/sys/fs/cgroup/cpuset", n.cgroupRoot(), f), data, 0o644)
 		}
 		if err != nil {
-			t.Fatalf("testenv: cgroup cpuset%s: %v", n.cgroupRoot(), err)
+			return nil, fmt.Errorf("cgroup cpuset%s: %w", n.cgroupRoot(), err)
 		}
 	}
+	return n, nil
+}
 
-	rn.startContainerd(n)
-	rn.startKubelet(n, s)
-	rn.startKubeProxy(n)
+// links are the names of the node's veth: its end on the host's bridge
+// and its own.
+func (n *RealNode) links() (hostEnd, nodeEnd string) {
+	return fmt.Sprintf("%s%dh%d", linkPrefix, n.Network.index, n.index), fmt.Sprintf("%s%dn%d", linkPrefix, n.Network.index, n.index)
+}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := rn.ms.nodesReady(ctx, rn.kube.Client, []string{n.Name}); err != nil {
-		t.Fatalf("testenv: real node %s not Ready: %v (logs in %s)", n.Name, err, n.dir)
+// StopNode ends a node as its machine's deletion would: its containers
+// are killed, its kubelet, kube-proxy and containerd stop, and its link
+// to the network goes down. The Node object stays, NotReady, for its
+// Machine's deletion to remove.
+func (rn *RealNodes) StopNode(name string) {
+	n := rn.Node(name)
+	if n == nil {
+		return
 	}
-	// Its labels (the taints the kubelet registered itself) and its pod
-	// addresses, as the controller manager's node IPAM would set them
-	// (switched off: the node's CNI configuration holds them already).
-	var node corev1.Node
-	MustGet(t, rn.kube.Client, "", n.Name, &node)
-	if node.Labels == nil {
-		node.Labels = map[string]string{}
+	rn.ms.terminate(name+"-kubelet", 5*time.Second)
+	rn.ms.terminate(name+"-kube-proxy", 5*time.Second)
+	if out, err := n.ctr("tasks", "list", "--quiet"); err == nil {
+		for _, id := range strings.Fields(string(out)) {
+			_, _ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
+		}
 	}
-	maps.Copy(node.Labels, s.Labels)
-	node.Spec.PodCIDR, node.Spec.PodCIDRs = n.PodCIDR, []string{n.PodCIDR}
-	if err := rn.kube.Client.Update(ctx, &node); err != nil {
-		t.Fatalf("testenv: label node %s and set its podCIDR: %v", n.Name, err)
-	}
-	t.Logf("testenv: real node %s (%s, pods %s, network %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, time.Since(start).Round(100*time.Millisecond))
-	return n
+	rn.ms.terminate(name+"-containerd", 5*time.Second)
+	hostEnd, _ := n.links()
+	_ = run("ip", "link", "set", hostEnd, "down")
+	rn.host.t.Logf("testenv: real node %s stopped", name)
 }
 
 // ContainerLog returns what a container of a pod on one of the nodes
@@ -439,11 +573,13 @@ func Kubectl(t T) string {
 }
 
 // Node returns the node called name.
-func (rn *RealNodes) Node(name string) *RealNode { return rn.nodes[name] }
+func (rn *RealNodes) Node(name string) *RealNode {
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	return rn.nodes[name]
+}
 
-func (rn *RealNodes) startContainerd(n *RealNode) {
-	t := rn.host.t
-	t.Helper()
+func (rn *RealNodes) startContainerd(ctx context.Context, n *RealNode) error {
 	c := filepath.Join(n.dir, "containerd")
 	config := fmt.Sprintf(`version = 2
 root = %[1]q
@@ -491,33 +627,43 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   ]
 }
 `, filepath.Join(n.dir, "cni", "ipam"), n.PodCIDR)
-	rn.write(filepath.Join(c, "config.toml"), config)
-	rn.write(filepath.Join(n.dir, "cni", "net.d", "10-pods.conflist"), cni)
-	rn.startIn(n, "containerd", "containerd", "--config", filepath.Join(c, "config.toml"))
+	if err := write(filepath.Join(c, "config.toml"), config); err != nil {
+		return err
+	}
+	if err := write(filepath.Join(n.dir, "cni", "net.d", "10-pods.conflist"), cni); err != nil {
+		return err
+	}
+	if err := rn.startIn(n, "containerd", "containerd", "--config", filepath.Join(c, "config.toml")); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		out, err := n.ctr("version")
 		if err == nil {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("testenv: containerd of node %s did not answer: %v: %s (log %s)", n.Name, err, out, rn.ms.LogFile(n.Name+"-containerd"))
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("containerd did not answer: %w: %s (log %s)", err, out, rn.ms.LogFile(n.Name+"-containerd"))
 		}
 		if err := rn.ms.exited(); err != nil {
-			t.Fatalf("testenv: node %s: %v", n.Name, err)
+			return err
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	for _, img := range rn.images {
 		if out, err := n.ctr("images", "import", "--no-unpack", img); err != nil {
-			t.Fatalf("testenv: import %s into node %s: %v: %s", img, n.Name, err, out)
+			return fmt.Errorf("import %s: %w: %s", img, err, out)
 		}
 	}
+	return nil
 }
 
-func (rn *RealNodes) startKubelet(n *RealNode, s NodeSpec) {
+func (rn *RealNodes) startKubelet(n *RealNode, s NodeSpec) error {
 	k := filepath.Join(n.dir, "kubelet")
-	kubeconfig := rn.kubeconfig(n.Name+"-kubelet", "system:node:"+n.Name, []string{"system:nodes"})
+	kubeconfig, err := rn.kubeconfig(n.Name+"-kubelet", "system:node:"+n.Name, []string{"system:nodes"})
+	if err != nil {
+		return err
+	}
 	caFile := filepath.Join(rn.ms.LogDir, "pki", "ca.crt")
 	config := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
@@ -546,7 +692,9 @@ imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 resolvConf: /etc/resolv.conf
 `, n.cgroupRoot(), n.IP, n.PodCIDR, filepath.Join(k, "pods"), n.socket(), caFile)
-	rn.write(filepath.Join(k, "config.yaml"), config)
+	if err := write(filepath.Join(k, "config.yaml"), config); err != nil {
+		return err
+	}
 	args := []string{"--config", filepath.Join(k, "config.yaml"), "--kubeconfig", kubeconfig,
 		"--root-dir", filepath.Join(k, "root"), "--cert-dir", filepath.Join(k, "pki"), "--volume-plugin-dir", filepath.Join(k, "plugins"),
 		"--hostname-override", n.Name, "--node-ip", n.IP, "-v", "1"}
@@ -557,11 +705,17 @@ resolvConf: /etc/resolv.conf
 	if len(taints) > 0 {
 		args = append(args, "--register-with-taints="+strings.Join(taints, ","))
 	}
-	rn.startIn(n, "kubelet", filepath.Join(kubeBinaries(rn.host.t), "kubelet"), args...)
+	if s.ProviderID != "" {
+		args = append(args, "--provider-id", s.ProviderID)
+	}
+	return rn.startIn(n, "kubelet", filepath.Join(rn.bin, "kubelet"), args...)
 }
 
-func (rn *RealNodes) startKubeProxy(n *RealNode) {
-	kubeconfig := rn.kubeconfig(n.Name+"-kube-proxy", "system:kube-proxy", nil)
+func (rn *RealNodes) startKubeProxy(n *RealNode) error {
+	kubeconfig, err := rn.kubeconfig(n.Name+"-kube-proxy", "system:kube-proxy", nil)
+	if err != nil {
+		return err
+	}
 	config := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %q}
@@ -573,23 +727,19 @@ metricsBindAddress: 127.0.0.1:10249
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 `, kubeconfig, n.Name)
 	path := filepath.Join(n.dir, "kube-proxy.yaml")
-	rn.write(path, config)
-	rn.startIn(n, "kube-proxy", filepath.Join(kubeBinaries(rn.host.t), "kube-proxy"), "--config", path, "-v", "1")
+	if err := write(path, config); err != nil {
+		return err
+	}
+	return rn.startIn(n, "kube-proxy", filepath.Join(rn.bin, "kube-proxy"), "--config", path, "-v", "1")
 }
 
-func (rn *RealNodes) write(path, data string) {
-	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
-		rn.host.t.Fatalf("testenv: %v", err)
-	}
-}
+func write(path, data string) error { return os.WriteFile(path, []byte(data), 0o600) }
 
 // startIn starts a program of node n in its network namespace; its log
 // is <node>-<name>.log.
-func (rn *RealNodes) startIn(n *RealNode, name, path string, args ...string) {
-	rn.host.t.Helper()
-	if _, err := rn.ms.start(n.Name+"-"+name, "nsenter", append([]string{"--net=" + n.netnsPath(), path}, args...)); err != nil {
-		rn.host.t.Fatalf("testenv: node %s: %v", n.Name, err)
-	}
+func (rn *RealNodes) startIn(n *RealNode, name, path string, args ...string) error {
+	_, err := rn.ms.start(n.Name+"-"+name, "nsenter", append([]string{"--net=" + n.netnsPath(), path}, args...))
+	return err
 }
 
 // stop ends the nodes as a cluster's operator would: the controllers
@@ -635,6 +785,29 @@ func (rn *RealNodes) stop() {
 			t.Logf("testenv: %s's log is %s; its last errors:\n%s", name, p.log, lastErrors(p.log, 10))
 		}
 	}
+}
+
+// LinkStats are the packets a link of a node received and sent, as its
+// kernel counts them (`ip -s link`).
+func (rn *RealNodes) LinkStats(node, link string) (rx, tx int, err error) {
+	n := rn.Node(node)
+	if n == nil {
+		return 0, 0, fmt.Errorf("no real node %s", node)
+	}
+	out, err := exec.Command("ip", "-n", n.netns(), "-s", "-j", "link", "show", link).Output()
+	if err != nil {
+		return 0, 0, fmt.Errorf("link %s of node %s: %w", link, node, err)
+	}
+	var links []struct {
+		Stats64 struct{ RX, TX struct{ Packets int } } `json:"stats64"`
+	}
+	if err := json.Unmarshal(out, &links); err != nil {
+		return 0, 0, fmt.Errorf("ip -j link show: %w", err)
+	}
+	if len(links) != 1 {
+		return 0, 0, fmt.Errorf("ip -j link show %s on node %s: %q", link, node, out)
+	}
+	return links[0].Stats64.RX.Packets, links[0].Stats64.TX.Packets, nil
 }
 
 // PodIP waits for a pod of namespace/name to have an IP and returns it.

@@ -2,8 +2,6 @@ package testenv_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -72,33 +70,15 @@ func TestRealNodes(t *testing.T) {
 		if nodeA.Labels["ferry.test/role"] != "client" || len(nodeA.Spec.Taints) != 1 || !nodeA.Spec.Taints[0].MatchTaint(&dedicated) {
 			t.Errorf("node-a: labels %v, taints %v; want its spec's label and its one taint", nodeA.Labels, nodeA.Spec.Taints)
 		}
-		clientPod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "client"},
-			Spec:       testApp("node-a", []string{"client", "http://" + svc.Spec.ClusterIP + "/"}, 8081),
-		}
-		clientPod.Spec.Tolerations = []corev1.Toleration{{Key: dedicated.Key, Operator: corev1.TolerationOpEqual, Value: dedicated.Value, Effect: dedicated.Effect}}
-		if err := k.Client.Create(ctx, clientPod); err != nil {
-			t.Fatal(err)
-		}
-		clientIP, err := rn.PodIP(ctx, "default", "client")
+		caller, err := k.RunCaller(ctx, "client", "node-a", "http://"+svc.Spec.ClusterIP+"/")
 		if err != nil {
 			t.Fatal(err)
 		}
-		var counts clientCounts
-		for {
-			err := getJSON("http://"+clientIP+":8081/counts", &counts)
-			if err == nil && len(counts.Answers) == 2 && counts.OK >= 10 {
-				break
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("the client did not get answers from both servers through the Service: %+v, %v", counts, err)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		counts := waitCounts(t, ctx, caller, "answers from both servers through the Service", func(c testenv.CallerCounts) bool { return len(c.Answers) == 2 && c.OK >= 10 })
 		for answer := range counts.Answers {
-			server, caller, _ := strings.Cut(answer, " ")
-			if !strings.HasPrefix(server, "web-") || caller != clientIP {
-				t.Errorf("answer %q: want a web pod answering the client's own address %s", answer, clientIP)
+			server, from, _ := strings.Cut(answer, " ")
+			if !strings.HasPrefix(server, "web-") || from != caller.IP() {
+				t.Errorf("answer %q: want a web pod answering the client's own address %s", answer, caller.IP())
 			}
 		}
 		var pods corev1.PodList
@@ -118,7 +98,7 @@ func TestRealNodes(t *testing.T) {
 		}
 		t.Logf("client: %d calls, %d ok, %d failed, answers %v", counts.Calls, counts.OK, counts.Failed, counts.Answers)
 
-		twoClouds(t, ctx, h, lan, k, rn, dedicated)
+		twoClouds(t, ctx, h, lan, k, rn)
 	})
 	if diff := before.Diff(testenv.RecordHost()); diff != "" {
 		t.Errorf("the machine after the real nodes differs from before:\n%s", diff)
@@ -129,11 +109,11 @@ func TestRealNodes(t *testing.T) {
 // the replace scenario's new cloud, and starts node-c on it. A client on
 // node-a calls a Service whose server runs on node-c: every call fails
 // (lan's nodes have no route to cloud's pods), until the overlay
-// (testenv.OverlayManifest) is applied; then the calls succeed, answered
+// (testenv.VPNClientManifest) is applied; then the calls succeed, answered
 // with the client's own pod address (nothing rewrote it on the way), and
 // node-a's tunnel counted the packets. With the overlay deleted, its
 // tunnel is gone and the calls fail again.
-func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.Network, k *testenv.Kube, rn *testenv.RealNodes, dedicated corev1.Taint) {
+func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.Network, k *testenv.Kube, rn *testenv.RealNodes) {
 	cloud := h.Network("cloud")
 	h.Route(lan, cloud)
 	rn.AddNode(testenv.NodeSpec{Name: "node-c", Network: cloud})
@@ -151,33 +131,16 @@ func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.
 	if _, err := rn.PodIP(ctx, "default", "far"); err != nil {
 		t.Fatal(err)
 	}
-	caller := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "far-client"},
-		Spec:       testApp("node-a", []string{"client", "http://" + svc.Spec.ClusterIP + "/"}, 8081),
-	}
-	caller.Spec.Tolerations = []corev1.Toleration{{Key: dedicated.Key, Operator: corev1.TolerationOpEqual, Value: dedicated.Value, Effect: dedicated.Effect}}
-	if err := k.Client.Create(ctx, caller); err != nil {
-		t.Fatal(err)
-	}
-	callerIP, err := rn.PodIP(ctx, "default", "far-client")
+	caller, err := k.RunCaller(ctx, "far-client", "node-a", "http://"+svc.Spec.ClusterIP+"/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	counts := func(what string, done func(c clientCounts) bool) clientCounts {
+	callerIP := caller.IP()
+	counts := func(what string, done func(c testenv.CallerCounts) bool) testenv.CallerCounts {
 		t.Helper()
-		var c clientCounts
-		for {
-			err := getJSON("http://"+callerIP+":8081/counts", &c)
-			if err == nil && done(c) {
-				return c
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: %+v, %v", what, c, err)
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
+		return waitCounts(t, ctx, caller, what, done)
 	}
-	before := counts("calls across the clouds before the overlay", func(c clientCounts) bool { return c.Calls >= 8 })
+	before := counts("calls across the clouds before the overlay", func(c testenv.CallerCounts) bool { return c.Calls >= 8 })
 	if before.OK != 0 {
 		t.Fatalf("before the overlay, %d of %d calls from lan reached cloud's pod: the networks route pods' addresses (%v)", before.OK, before.Calls, before.Answers)
 	}
@@ -195,75 +158,53 @@ func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.
 			t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	kubectl(testenv.OverlayManifest(), "apply", "-f", "-")
-	kubectl("", "-n", "kube-system", "rollout", "status", "daemonset/ferry-overlay", "--timeout=2m")
-	with := counts("calls across the clouds through the overlay", func(c clientCounts) bool { return c.OK >= 10 })
+	kubectl(testenv.VPNClientManifest, "apply", "-f", "-")
+	kubectl("", "-n", "kube-system", "rollout", "status", "daemonset/vpn-client", "--timeout=2m")
+	with := counts("calls across the clouds through the overlay", func(c testenv.CallerCounts) bool { return c.OK >= 10 })
 	for answer := range with.Answers {
 		if server, from, _ := strings.Cut(answer, " "); server != "far" || from != callerIP {
 			t.Errorf("answer %q through the overlay: want far answering the client's own address %s", answer, callerIP)
 		}
 	}
-	tunnel := func() (packets int, err error) {
-		out, err := exec.Command("ip", "-n", "ferry-node-a", "-s", "-j", "link", "show", "ferry-vx").Output()
-		if err != nil {
-			return 0, err
-		}
-		var links []struct {
-			Stats64 struct{ TX struct{ Packets int } } `json:"stats64"`
-		}
-		if err := json.Unmarshal(out, &links); err != nil {
-			return 0, fmt.Errorf("ip -j link show: %w", err)
-		}
-		if len(links) != 1 {
-			return 0, fmt.Errorf("ip -j link show: %q", out)
-		}
-		return links[0].Stats64.TX.Packets, nil
+	tunnel := func() (sent int, err error) {
+		_, sent, err = rn.LinkStats("node-a", "ferry-vx")
+		return sent, err
 	}
 	if sent, err := tunnel(); err != nil || sent < with.OK {
 		t.Errorf("node-a's tunnel sent %d packets (%v) for %d answered calls: the calls did not go through the overlay", sent, err, with.OK)
 	}
 	t.Logf("through the overlay: %d calls answered, %d failed before", with.OK, with.Failed)
 
-	kubectl("", "-n", "kube-system", "delete", "daemonset", "ferry-overlay", "--cascade=foreground", "--wait")
+	kubectl("", "-n", "kube-system", "delete", "daemonset", "vpn-client", "--cascade=foreground", "--wait")
 	if _, err := tunnel(); err == nil {
 		t.Errorf("node-a's tunnel is still there after the overlay's pods went")
 	}
-	after := counts("calls across the clouds after the overlay went", func(c clientCounts) bool { return c.Failed >= with.Failed+5 })
+	after := counts("calls across the clouds after the overlay went", func(c testenv.CallerCounts) bool { return c.Failed >= with.Failed+5 })
 	if gained := after.OK - with.OK; gained > 10 { // calls answered while the pods terminated
 		t.Errorf("%d calls answered after the overlay went", gained)
 	}
 }
 
-// clientCounts is what the test application's client serves.
-type clientCounts struct {
-	Calls, OK, Failed int
-	Answers           map[string]int
-	LastError         string
+// waitCounts waits until what the caller counted is done, and returns it.
+func waitCounts(t *testing.T, ctx context.Context, c *testenv.Caller, what string, done func(testenv.CallerCounts) bool) testenv.CallerCounts {
+	t.Helper()
+	for {
+		counts, err := c.Counts(ctx)
+		if err == nil && done(counts) {
+			return counts
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: %+v, %v", what, counts, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 }
 
 // testApp is a pod of the test application on node, with args, ready
 // when it answers /ready on port.
 func testApp(node string, args []string, port int32) corev1.PodSpec {
-	return corev1.PodSpec{
-		NodeSelector:                  map[string]string{"kubernetes.io/hostname": node},
-		TerminationGracePeriodSeconds: ptr.To[int64](2),
-		Containers: []corev1.Container{{
-			Name: "app", Image: testenv.TestAppImage, ImagePullPolicy: corev1.PullNever, Args: args,
-			ReadinessProbe: &corev1.Probe{PeriodSeconds: 1, ProbeHandler: corev1.ProbeHandler{
-				HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(port)}}},
-		}},
-	}
-}
-
-func getJSON(url string, v any) error {
-	hc := &http.Client{Timeout: 2 * time.Second}
-	resp, err := hc.Get(url)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(v)
+	spec := testenv.TestAppPod(args, port)
+	spec.NodeSelector = map[string]string{"kubernetes.io/hostname": node}
+	spec.TerminationGracePeriodSeconds = ptr.To[int64](2)
+	return spec
 }
