@@ -21,10 +21,12 @@ import (
 
 // drainWatch follows the replace scenario's cutover on the workload
 // cluster: whether an old node is being drained, the fewest healthy web
-// replicas, the evictions, the cordoned nodes and the probe's answers.
+// replicas, the evictions, the cordoned nodes, the probe's answers and
+// the caller's counts.
 type drainWatch struct {
-	f     *ostest.Replaceable
-	probe *testenv.Probe
+	f      *ostest.Replaceable
+	probe  *testenv.Probe
+	caller *testenv.Caller
 	// least stops the count of healthy web replicas and returns the
 	// fewest seen.
 	least func() int
@@ -78,6 +80,7 @@ func (d *drainWatch) checks(ctx context.Context) []ostest.Check {
 	add("old pool gone", err == nil && gone == "", "old MachineDeployment %s, its Machines and Nodes deleted%s%s", d.f.OldMD, gone, errText(err))
 	booted := d.f.Booted()
 	add("new nodes joined", len(booted) == replaceWorkers, "%d new nodes on servers the real CAPO built: %s", len(booted), strings.Join(booted, ", "))
+	checks = append(checks, d.f.CallsKept(ctx, d.caller)...)
 	return checks
 }
 

@@ -33,13 +33,18 @@ func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixtu
 	p := f.Workload.NewProbe()
 	r.Cleanup(p.Close)
 	out.say("    probe: %s/healthz (200 while a web pod serves)", p.URL)
+	caller, err := f.RunCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.say("    caller: pod %s on %s, an old-cloud node of no Machine, calls Service web every 100 ms (its counts follow each phase)", caller.Pod, f.Edge)
 	extra := "  manifests:\n    vpnOverlay: [" + vpnClientPath + "]\n" +
 		"  cutover: {drainTimeout: 60s, probeURL: \"" + p.URL + "/healthz\"}\n"
 	gateway := "    gateway: {name: vpn, flavor: " + f.Flavor + ", image: " + f.Image + "}\n"
 	// The least healthy count runs from now until the checks read it.
 	watchCtx, stopWatch := context.WithCancel(context.Background())
 	r.Cleanup(stopWatch)
-	d := &drainWatch{f: f, probe: p, least: onceInt(f.Workload.WatchLeastHealthy(watchCtx, "default", testenv.WebLabels))}
+	d := &drainWatch{f: f, probe: p, caller: caller, least: onceInt(f.Workload.WatchLeastHealthy(watchCtx, "default", testenv.WebLabels))}
 	return &fixture{
 		cloud:     &ostest.Adoptable{Fixture: f.Fixture, Name: f.Name, Mgmt: f.Mgmt, Workload: f.Workload, PKI: f.PKI},
 		plan:      func(approve, more string) string { return f.Plan(approve, replaceWorkers, gateway, extra+more) },
@@ -47,6 +52,9 @@ func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixtu
 		checks:    func(ctx context.Context) []ostest.Check { return d.checks(ctx) },
 		normalize: normalizeGenerated,
 		drain:     d,
+		progress: func(ctx context.Context) string {
+			return "the caller on " + f.Edge + ": " + f.Calls(ctx, caller)
+		},
 	}, nil
 }
 

@@ -92,6 +92,8 @@ func rollbackReplace(ctx context.Context, w *world) error {
 	checks := []ostest.Check{d.budgetKept(), d.evictedOnce(),
 		d.probeAnswered(len(d.f.OldNodes)+len(built), "one probe after each old node drained by the cutover and each new node drained by the rollback")}
 	checks = append(checks, w.oldNodesBack(ctx), w.serversBack(ctx, kept, built), w.poolsGone(ctx, pools))
+	answered, _ := d.f.CallsAnswered(ctx, d.caller)
+	checks = append(checks, answered...)
 	failed := 0
 	for _, c := range checks {
 		out.say("    %s", c)

@@ -60,6 +60,9 @@ type fixture struct {
 	normalize func(string) string
 	// drain follows the replace scenario's cutover (nil for the others).
 	drain *drainWatch
+	// progress, when set, says in a line how the workload fares, after
+	// each phase (the replace scenario's caller).
+	progress func(ctx context.Context) string
 }
 
 // The phases of the two strategies' plans.

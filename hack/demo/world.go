@@ -381,6 +381,9 @@ func (w *world) approve(ctx context.Context, phases []string, full bool) (unpaus
 		if err := w.showComment(ctx, n, w.sc.progressKey(), "progress", want, full); err != nil {
 			return time.Time{}, err
 		}
+		if w.fx.progress != nil {
+			out.say("==> %s", w.fx.progress(ctx))
+		}
 	}
 	return unpaused, nil
 }

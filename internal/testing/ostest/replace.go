@@ -44,6 +44,7 @@ type Replaceable struct {
 	// Nodes are the workload cluster's real nodes, with its scheduler and
 	// controller manager; Old and New the two clouds' networks.
 	Nodes    *testenv.RealNodes
+	Host     *testenv.Host
 	Old, New *testenv.Network
 	// Edge is the old cloud's node of no Machine, tainted
 	// ferry.test/edge: nothing but DaemonSets and the caller run there,
@@ -63,6 +64,7 @@ func NewReplaceable(t testenv.T, name string, workers int) *Replaceable {
 	t.Helper()
 	r := &Replaceable{Fixture: New(t, name), Name: name, OldMD: name + "-md-0", Edge: name + "-edge"}
 	host := testenv.NewHost(t)
+	r.Host = host
 	r.Old, r.New = host.Network("old-cloud"), host.Network("openstack")
 	host.Route(r.Old, r.New)
 	r.PKI = testenv.NewPKI(t, name)

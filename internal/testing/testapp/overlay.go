@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -32,6 +34,13 @@ import (
 // published. Nodes of the same network are left to their own routes.
 // On SIGTERM the device goes, and with it every route through it: pods of
 // the two clouds no longer reach each other.
+//
+// Its health is judged by traffic: each pass it calls the overlay pod of
+// every far node at that node's tunnel address, through the tunnel, and
+// /ready (on peerPort, the pod's readiness probe) answers 200 only while
+// every far node answered within readyWithin. A tunnel whose packets do
+// not cross (a firewall on the WAN, a wrong VXLAN port) leaves the pods
+// Running and not Ready, and the DaemonSet short of available pods.
 const (
 	vxlanName = "ferry-vx"
 	vxlanID   = 4242
@@ -39,6 +48,8 @@ const (
 	// vxlanOverhead is what VXLAN over IPv4 adds to a packet.
 	vxlanOverhead = 50
 	overlayEvery  = 2 * time.Second
+	peerPort      = "9420"
+	readyWithin   = 10 * time.Second
 )
 
 func overlay() error {
@@ -50,15 +61,20 @@ func overlay() error {
 	if err != nil {
 		return err
 	}
+	h := &health{answered: map[string]time.Time{}}
+	// Not ready before the first pass.
+	h.set(nil)
+	go func() { _ = http.ListenAndServe(":"+peerPort, h) }() //nolint:gosec // a test's probe port
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
 	tick := time.NewTicker(overlayEvery)
 	defer tick.Stop()
 	last := ""
 	for {
-		state, err := syncOverlay(api, self)
+		state, err := syncOverlay(api, self, h)
 		if err != nil {
 			state = "error: " + err.Error()
+			h.set(nil)
 		}
 		if state != last { // say what changed, not every pass
 			fmt.Println("overlay:", state)
@@ -99,9 +115,54 @@ func (n node) internalIP() net.IP {
 	return nil
 }
 
-// syncOverlay makes the tunnel and its routes what the Nodes say, and
-// describes them.
-func syncOverlay(api *apiClient, self string) (string, error) {
+// health is what the overlay pod knows of its far nodes: when each last
+// answered through the tunnel.
+type health struct {
+	mu       sync.Mutex
+	far      []string // node names
+	answered map[string]time.Time
+}
+
+// set makes far the nodes to reach (nil: none reachable, not ready).
+func (h *health) set(far map[string]bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.far = nil
+	if far == nil {
+		h.far = []string{"(no tunnel)"}
+	}
+	for name, ok := range far {
+		h.far = append(h.far, name)
+		if ok {
+			h.answered[name] = time.Now()
+		}
+	}
+	slices.Sort(h.far)
+}
+
+func (h *health) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/peer" {
+		fmt.Fprintln(w, "ok")
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var silent []string
+	for _, name := range h.far {
+		if time.Since(h.answered[name]) > readyWithin {
+			silent = append(silent, name)
+		}
+	}
+	if len(silent) > 0 {
+		http.Error(w, "no answer through the tunnel from "+strings.Join(silent, ", "), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintf(w, "%d far nodes answered through the tunnel\n", len(h.far))
+}
+
+// syncOverlay makes the tunnel and its routes what the Nodes say, calls
+// each far node's overlay pod through it, and describes them.
+func syncOverlay(api *apiClient, self string, h *health) (string, error) {
 	var list struct{ Items []node }
 	if err := api.get("/api/v1/nodes", &list); err != nil {
 		return "", err
@@ -125,6 +186,7 @@ func syncOverlay(api *apiClient, self string) (string, error) {
 		return "", err
 	}
 	want := map[string]bool{}
+	peers := map[string]bool{}
 	desc := fmt.Sprintf("node %s (%s), tunnel %s on %s", self, ip, vxlanName, parent.Attrs().Name)
 	for _, n := range list.Items {
 		far := n.internalIP()
@@ -142,7 +204,9 @@ func syncOverlay(api *apiClient, self string) (string, error) {
 			}
 		}
 		want[cidr.String()] = true
-		desc += fmt.Sprintf("; %s via %s (%s)", cidr, n.Metadata.Name, far)
+		reached := callPeer(vtep)
+		peers[n.Metadata.Name] = reached
+		desc += fmt.Sprintf("; %s via %s (%s, answers: %t)", cidr, n.Metadata.Name, far, reached)
 	}
 	routes, err := netlink.RouteList(vx, netlink.FAMILY_V4)
 	if err != nil {
@@ -155,7 +219,23 @@ func syncOverlay(api *apiClient, self string) (string, error) {
 			}
 		}
 	}
+	h.set(peers)
 	return desc, nil
+}
+
+// peerClient calls far overlay pods; a call that takes longer counts as
+// no answer.
+var peerClient = &http.Client{Timeout: time.Second}
+
+// callPeer reports whether the overlay pod at tunnel address vtep
+// answers.
+func callPeer(vtep net.IP) bool {
+	resp, err := peerClient.Get("http://" + net.JoinHostPort(vtep.String(), peerPort) + "/peer")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // linkOf is the link that holds ip and the network it is on.

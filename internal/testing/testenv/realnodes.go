@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -192,6 +193,26 @@ func (h *Host) Route(a, b *Network) {
 		}
 	}
 	h.t.Logf("testenv: networks %s (%s) and %s (%s) routed through the host", a.Name, a.Subnet(), b.Name, b.Subnet())
+}
+
+// Drop makes the host drop what it forwards between networks a and b
+// (both ways) to a port of a protocol, as a firewall on the WAN between
+// two clouds would, until undo is called (or the test ends).
+func (h *Host) Drop(a, b *Network, proto string, port int) (undo func()) {
+	h.t.Helper()
+	rule := func(from, to *Network) []string {
+		return []string{"FORWARD", "-i", from.bridge(), "-o", to.bridge(), "-p", proto, "--dport", strconv.Itoa(port), "-j", "DROP"}
+	}
+	for _, r := range [][]string{rule(a, b), rule(b, a)} {
+		h.mustRun("iptables", append([]string{"-I"}, r...)...)
+	}
+	h.t.Logf("testenv: the host drops %s to port %d between networks %s and %s", proto, port, a.Name, b.Name)
+	return func() {
+		for _, r := range [][]string{rule(a, b), rule(b, a)} {
+			h.mustRun("iptables", append([]string{"-D"}, r...)...)
+		}
+		h.t.Logf("testenv: the host forwards %s to port %d between networks %s and %s again", proto, port, a.Name, b.Name)
+	}
 }
 
 // Network creates the bridge of network name (the host's n-th, from 0).

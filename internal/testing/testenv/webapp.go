@@ -37,7 +37,9 @@ var WebLabels = map[string]string{"app": "web"}
 // on these machines (no WireGuard or GRE module, no registry for an
 // OpenVPN image), and it carries pod traffic between the clouds as that
 // VPN does, unencrypted. Host.Route joins the networks' node addresses,
-// not their pods'.
+// not their pods'. A pod is ready only while the overlay pods of every
+// node of the other network answer it through the tunnel: the
+// DaemonSet's availability is the overlay's traffic, not its processes.
 const VPNClientManifest = `apiVersion: v1
 kind: ServiceAccount
 metadata: {name: vpn-client, namespace: kube-system}
@@ -78,10 +80,18 @@ spec:
         - name: NODE_NAME
           valueFrom: {fieldRef: {fieldPath: spec.nodeName}}
         securityContext: {privileged: true}
+        ports: [{name: peer, containerPort: 9420}]
+        readinessProbe:
+          httpGet: {path: /ready, port: 9420}
+          periodSeconds: 2
 `
 
-// VPNTunnel is the overlay's tunnel device on each node (testapp overlay).
-const VPNTunnel = "ferry-vx"
+// VPNTunnel is the overlay's tunnel device on each node (testapp overlay),
+// VPNPort the UDP port its packets travel to between the clouds.
+const (
+	VPNTunnel = "ferry-vx"
+	VPNPort   = 4789
+)
 
 // RunWeb runs the web application in namespace default: a Deployment of
 // three replicas of the test server (testapp serve) under a
