@@ -12,12 +12,13 @@ import (
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
 )
 
-// TestPlanOpenStack runs `reconciler plan` for a seed 000 cluster whose
-// nodes run on servers of the local OpenStack: the plan names the cloud's
-// real networks, flavor and image, and the steps carry the servers'
-// provider IDs, looked up in Nova by node name.
-func TestPlanOpenStack(t *testing.T) {
-	f := ostest.NewAdoptable(t, "capi-quickstart")
+// checkPlanOnCloud runs `reconciler plan` for the seed 000 cluster of f,
+// whose nodes run on servers of the local OpenStack, before anything is
+// migrated (TestRunOpenStack's world): the plan names the cloud's real
+// networks, flavor and image, and the steps carry the servers' provider
+// IDs, looked up in Nova by node name.
+func checkPlanOnCloud(t *testing.T, f *ostest.Adoptable) {
+	t.Helper()
 	mgmt, cp := f.Mgmt, f.ControlPlane
 
 	dir := t.TempDir()

@@ -26,8 +26,9 @@ import (
 // the migration on. The management and
 // workload clusters are real API servers, and the real Cluster API (core,
 // kubeadm bootstrap, KubeadmControlPlane) and CAPO managers act on what
-// ferry creates; the nodes' servers are in the local OpenStack. Pull
-// request 1 approves cluster (preview, merge, phase runs), 2 the control
+// ferry creates; the nodes' servers are in the local OpenStack. First,
+// before anything moves, `reconciler plan` reads that world
+// (checkPlanOnCloud). Pull request 1 approves cluster (preview, merge, phase runs), 2 the control
 // plane, 3 the workers; the status lands on the status branch and in one
 // progress comment per pull request. Then the adoption is checked against
 // the world as it was before (ostest.Verify: the same servers, every
@@ -41,6 +42,7 @@ func TestRunOpenStack(t *testing.T) {
 	f := ostest.NewAdoptable(t, "capi-quickstart")
 	mgmt := f.Mgmt
 	before := f.Record(t)
+	checkPlanOnCloud(t, f)
 	testenv.StartManagers(t, mgmt)
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sync"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -29,29 +28,19 @@ const (
 	TestAppImage = "ferry.local/testapp:test"
 )
 
-var testImages struct {
-	once  sync.Once
-	paths []string
-	err   error
-}
 
 // TestImages builds testapp (static, for this machine's architecture) and
-// writes PauseImage and TestAppImage as image tarballs, once per test
-// binary, and returns their paths.
+// writes PauseImage and TestAppImage as image tarballs in a directory of
+// t's, and returns their paths. (A build of the process's, kept for later
+// calls, would be left in the machine's temporary directory when the
+// process ends.)
 func TestImages(t T) []string {
 	t.Helper()
-	testImages.once.Do(func() {
-		dir, err := os.MkdirTemp("", "ferry-images-")
-		if err != nil {
-			testImages.err = err
-			return
-		}
-		testImages.paths, testImages.err = buildTestImages(dir)
-	})
-	if testImages.err != nil {
-		t.Fatalf("testenv: test images: %v", testImages.err)
+	paths, err := buildTestImages(t.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: test images: %v", err)
 	}
-	return testImages.paths
+	return paths
 }
 
 func buildTestImages(dir string) ([]string, error) {

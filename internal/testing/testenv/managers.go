@@ -267,6 +267,22 @@ func (ms *Managers) exited() error {
 	return nil
 }
 
+// exitedOne is exited for the program called name only.
+func (ms *Managers) exitedOne(name string) error {
+	ms.mu.Lock()
+	p := ms.procs[name]
+	ms.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
+	default:
+		return nil
+	}
+}
+
 // stop ends every manager (SIGTERM, then SIGKILL after 10 s) and keeps the
 // logs of a failed test.
 func (ms *Managers) stop(t T) {

@@ -256,13 +256,16 @@ type RealNode struct {
 	Name, IP, PodCIDR string
 	Network           *Network
 	index             int
-	dir               string
+	dir, sockets      string
 }
 
 func (n *RealNode) netns() string      { return netnsPrefix + n.Name }
 func (n *RealNode) netnsPath() string  { return "/run/netns/" + n.netns() }
 func (n *RealNode) cgroupRoot() string { return "/" + netnsPrefix + n.Name }
-func (n *RealNode) socket() string     { return filepath.Join(n.dir, "containerd", "containerd.sock") }
+// socket is containerd's socket: in the host's directory by the node's
+// index, since a socket's path has at most 104 bytes, and a path under
+// the node's directory, named after a Machine, can be longer.
+func (n *RealNode) socket() string { return filepath.Join(n.sockets, fmt.Sprintf("containerd-%d.sock", n.index)) }
 
 // ctr runs containerd's client against the node's containerd, in the
 // namespace of Kubernetes' containers.
@@ -483,7 +486,7 @@ func (h *Host) server(name string, network *Network, logDir string) (*RealNode, 
 	h.nodes++
 	n.IP = fmt.Sprintf("10.250.%d.%d", network.index, 10+n.index)
 	n.PodCIDR = fmt.Sprintf("10.251.%d.0/24", n.index)
-	n.dir = filepath.Join(logDir, name)
+	n.dir, n.sockets = filepath.Join(logDir, name), h.dir
 	h.cgroupRoots = append(h.cgroupRoots, n.cgroupRoot())
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "kubelet/pods", "kubelet/plugins"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
@@ -666,7 +669,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 		if time.Now().After(deadline) || ctx.Err() != nil {
 			return fmt.Errorf("containerd did not answer: %w: %s (log %s)", err, out, rn.ms.LogFile(n.Name+"-containerd"))
 		}
-		if err := rn.ms.exited(); err != nil {
+		if err := rn.ms.exitedOne(n.Name + "-containerd"); err != nil {
 			return err
 		}
 		time.Sleep(200 * time.Millisecond)
