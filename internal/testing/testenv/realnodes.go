@@ -298,6 +298,7 @@ type RealNodes struct {
 	images []string
 	mu     sync.Mutex
 	nodes  map[string]*RealNode
+	failed map[string]error // the nodes that did not start, and why
 }
 
 // StartNodes starts the scheduler and the controller manager of k, whose
@@ -322,7 +323,7 @@ func (h *Host) StartNodes(k *Kube, images []string, specs ...NodeSpec) *RealNode
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
-	rn := &RealNodes{host: h, kube: k, bin: bin, images: append(TestImages(t), images...), nodes: map[string]*RealNode{},
+	rn := &RealNodes{host: h, kube: k, bin: bin, images: append(TestImages(t), images...), nodes: map[string]*RealNode{}, failed: map[string]error{},
 		ms: &Managers{LogDir: logDir, procs: map[string]*managerProc{}, kube: k}}
 	t.Cleanup(rn.stop)
 	pkiDir := filepath.Join(logDir, "pki")
@@ -378,6 +379,12 @@ func (p realPool) Kind() string { return "real kubelet on network " + p.net.Name
 
 func (p realPool) AddNode(ctx context.Context, _ T, n Node) error {
 	if p.rn.Node(n.Name) != nil { // started before: wait for it
+		p.rn.mu.Lock()
+		err := p.rn.failed[n.Name]
+		p.rn.mu.Unlock()
+		if err != nil {
+			return err
+		}
 		return p.rn.ms.nodesReady(ctx, p.rn.kube.Client, []string{n.Name})
 	}
 	var taints []corev1.Taint
@@ -436,7 +443,7 @@ func (rn *RealNodes) AddNode(s NodeSpec) *RealNode {
 }
 
 // addNode is AddNode, safe to call from a stand-in's goroutine.
-func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (*RealNode, error) {
+func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (_ *RealNode, err error) {
 	start := time.Now()
 	n, err := rn.host.server(s.Name, s.Network, rn.ms.LogDir)
 	if err != nil {
@@ -445,6 +452,13 @@ func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (*RealNode, error)
 	rn.mu.Lock()
 	rn.nodes[s.Name] = n
 	rn.mu.Unlock()
+	defer func() {
+		if err != nil { // for a second call: a node starts once
+			rn.mu.Lock()
+			rn.failed[s.Name] = err
+			rn.mu.Unlock()
+		}
+	}()
 	for _, start := range []func() error{
 		func() error { return rn.startContainerd(ctx, n) },
 		func() error { return rn.startKubelet(n, s) },
@@ -472,7 +486,7 @@ func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (*RealNode, error)
 	if err := rn.kube.Client.Update(ctx, &node); err != nil {
 		return nil, fmt.Errorf("label node %s and set its podCIDR: %w", n.Name, err)
 	}
-	rn.host.t.Logf("testenv: real node %s (%s, pods %s, network %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, time.Since(start).Round(100*time.Millisecond))
+	rn.host.t.Logf("testenv: real node %s (%s, pods %s, network %s, files %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, n.dir, time.Since(start).Round(100*time.Millisecond))
 	return n, nil
 }
 
@@ -486,7 +500,10 @@ func (h *Host) server(name string, network *Network, logDir string) (*RealNode, 
 	h.nodes++
 	n.IP = fmt.Sprintf("10.250.%d.%d", network.index, 10+n.index)
 	n.PodCIDR = fmt.Sprintf("10.251.%d.0/24", n.index)
-	n.dir, n.sockets = filepath.Join(logDir, name), h.dir
+	// Its directory by index: sockets live under it (the kubelet's pod
+	// resources among them), and a socket's path has at most 104 bytes,
+	// which a Machine's name can use up.
+	n.dir, n.sockets = filepath.Join(logDir, fmt.Sprintf("node-%d", n.index)), h.dir
 	h.cgroupRoots = append(h.cgroupRoots, n.cgroupRoot())
 	for _, d := range []string{"containerd", "cni/net.d", "cni/ipam", "kubelet/root", "kubelet/pki", "kubelet/pods", "kubelet/plugins"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o755); err != nil {
