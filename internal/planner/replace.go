@@ -244,7 +244,11 @@ func (c *planCtx) nodesReady(md string) bool {
 }
 
 // oldNodes are the nodes of the old pools, sorted: the nodes of their
-// Machines, and worker nodes not on OpenStack (whose Machines may be gone).
+// Machines, and worker nodes not on OpenStack whose Machine (the one
+// Cluster API wrote on the node) is gone, as the old pool's are once
+// cleanup deleted it. A node no Machine ever matched (one joined by hand,
+// an edge node) or one of a pool the plan does not name is not the
+// migration's: it is never cordoned, drained or deleted.
 func (c *planCtx) oldNodes() []string {
 	set := map[string]bool{}
 	for _, md := range c.plan.Spec.Replace.OldMachineDeployments {
@@ -256,7 +260,7 @@ func (c *planCtx) oldNodes() []string {
 	}
 	if c.snap.Workload != nil {
 		for _, n := range c.snap.Workload.Nodes {
-			if !n.ControlPlane && !strings.HasPrefix(n.ProviderID, step.ProviderIDPrefix) {
+			if !n.ControlPlane && !strings.HasPrefix(n.ProviderID, step.ProviderIDPrefix) && n.Machine != "" && c.snap.Machine(n.Machine) == nil {
 				set[n.Name] = true
 			}
 		}
