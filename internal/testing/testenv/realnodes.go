@@ -257,6 +257,7 @@ type RealNode struct {
 	Network           *Network
 	index             int
 	dir, sockets      string
+	stopped           bool // by StopNode
 }
 
 func (n *RealNode) netns() string      { return netnsPrefix + n.Name }
@@ -566,9 +567,10 @@ func (n *RealNode) links() (hostEnd, nodeEnd string) {
 // Machine's deletion to remove.
 func (rn *RealNodes) StopNode(name string) {
 	n := rn.Node(name)
-	if n == nil {
+	if n == nil || n.stopped {
 		return
 	}
+	n.stopped = true
 	rn.ms.terminate(name+"-kubelet", 5*time.Second)
 	rn.ms.terminate(name+"-kube-proxy", 5*time.Second)
 	if out, err := n.ctr("tasks", "list", "--quiet"); err == nil {
@@ -802,7 +804,7 @@ func (rn *RealNodes) stop() {
 		}
 	}
 	for _, n := range rn.nodes {
-		for {
+		for !n.stopped {
 			out, err := n.ctr("tasks", "list", "--quiet")
 			if err != nil || strings.TrimSpace(string(out)) == "" || ctx.Err() != nil {
 				break
@@ -811,9 +813,12 @@ func (rn *RealNodes) stop() {
 		}
 	}
 	for _, n := range rn.nodes {
+		if n.stopped {
+			continue
+		}
 		rn.ms.terminate(n.Name+"-kubelet", 15*time.Second)
 		rn.ms.terminate(n.Name+"-kube-proxy", 10*time.Second)
-		if out, _ := n.ctr("tasks", "list", "--quiet"); len(strings.TrimSpace(string(out))) > 0 {
+		if out, err := n.ctr("tasks", "list", "--quiet"); err == nil && len(strings.TrimSpace(string(out))) > 0 {
 			t.Logf("testenv: node %s: containers left running after its pods were deleted: %s", n.Name, strings.Fields(string(out)))
 			for _, id := range strings.Fields(string(out)) {
 				_, _ = n.ctr("tasks", "kill", "--signal", "SIGKILL", id)
