@@ -23,7 +23,7 @@ const replaceWorkers = 3
 // VPN gateway server (seed 002) and the VPN client.
 func buildReplace(ctx context.Context, r *testenv.Program, out *display) (*fixture, error) {
 	out.say("==> building the cluster to move: a hosted control plane, %d workers on CAPD machines, a project in the local OpenStack, two API servers", replaceWorkers)
-	out.say("    with the real Cluster API and CAPO managers, and the labelled stand-ins for CAPD's and Kamaji's controllers and for the new servers' boot")
+	out.say("    with the real Cluster API and CAPO managers, real kubelets on two networks (the old cloud's and OpenStack's, whose pods reach each other only through the plan's VPN overlay), and the labelled stand-ins for CAPD's and Kamaji's controllers and for the new servers' boot")
 	f := ostest.NewReplaceable(r, "tenant-a", replaceWorkers)
 	out.say("    old nodes: %s", strings.Join(f.OldNodes, ", "))
 	out.say("==> running the application: Deployment web (3 replicas) under PodDisruptionBudget web (maxUnavailable 1), and a probe of its public URL")
