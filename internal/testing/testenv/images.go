@@ -28,7 +28,6 @@ const (
 	TestAppImage = "ferry.local/testapp:test"
 )
 
-
 // TestImages builds testapp (static, for this machine's architecture) and
 // writes PauseImage and TestAppImage as image tarballs in a directory of
 // t's, and returns their paths. (A build of the process's, kept for later

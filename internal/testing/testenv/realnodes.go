@@ -263,10 +263,13 @@ type RealNode struct {
 func (n *RealNode) netns() string      { return netnsPrefix + n.Name }
 func (n *RealNode) netnsPath() string  { return "/run/netns/" + n.netns() }
 func (n *RealNode) cgroupRoot() string { return "/" + netnsPrefix + n.Name }
+
 // socket is containerd's socket: in the host's directory by the node's
 // index, since a socket's path has at most 104 bytes, and a path under
 // the node's directory, named after a Machine, can be longer.
-func (n *RealNode) socket() string { return filepath.Join(n.sockets, fmt.Sprintf("containerd-%d.sock", n.index)) }
+func (n *RealNode) socket() string {
+	return filepath.Join(n.sockets, fmt.Sprintf("containerd-%d.sock", n.index))
+}
 
 // ctr runs containerd's client against the node's containerd, in the
 // namespace of Kubernetes' containers.
