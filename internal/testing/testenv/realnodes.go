@@ -482,12 +482,15 @@ func (rn *RealNodes) addNode(ctx context.Context, s NodeSpec) (_ *RealNode, err 
 	if err := rn.kube.Client.Get(ctx, client.ObjectKey{Name: n.Name}, &node); err != nil {
 		return nil, err
 	}
+	// A patch, not an update: the kubelet writes the Node meanwhile, and
+	// a conflict here would leave the node unlabelled for good.
+	base := node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
 	maps.Copy(node.Labels, s.Labels)
 	node.Spec.PodCIDR, node.Spec.PodCIDRs = n.PodCIDR, []string{n.PodCIDR}
-	if err := rn.kube.Client.Update(ctx, &node); err != nil {
+	if err := rn.kube.Client.Patch(ctx, &node, client.MergeFrom(base)); err != nil {
 		return nil, fmt.Errorf("label node %s and set its podCIDR: %w", n.Name, err)
 	}
 	rn.host.t.Logf("testenv: real node %s (%s, pods %s, network %s, files %s) Ready in %s", n.Name, n.IP, n.PodCIDR, s.Network.Name, n.dir, time.Since(start).Round(100*time.Millisecond))
