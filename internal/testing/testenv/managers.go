@@ -258,13 +258,21 @@ func (ms *Managers) exited() error {
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
 	for name, p := range ms.procs {
-		select {
-		case <-p.exited:
-			return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
-		default:
+		if err := p.exitErr(name); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// exitErr says how the program called name ended, or nil while it runs.
+func (p *managerProc) exitErr(name string) error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
+	default:
+		return nil
+	}
 }
 
 // exitedOne is exited for the program called name only.
@@ -275,12 +283,7 @@ func (ms *Managers) exitedOne(name string) error {
 	if p == nil {
 		return nil
 	}
-	select {
-	case <-p.exited:
-		return fmt.Errorf("%s exited: %v; its last errors:\n%s", name, p.cmd.ProcessState, lastErrors(p.log, 10))
-	default:
-		return nil
-	}
+	return p.exitErr(name)
 }
 
 // stop ends every manager (SIGTERM, then SIGKILL after 10 s) and keeps the

@@ -248,7 +248,14 @@ func run(name string, args ...string) error {
 
 // inNode runs a command in node's network namespace.
 func inNode(node *RealNode, name string, args ...string) error {
-	return run("nsenter", append([]string{"--net=" + node.netnsPath(), name}, args...)...)
+	c := node.command(append([]string{name}, args...)...)
+	return run(c[0], c[1:]...)
+}
+
+// command is a command line that runs args in the node's network
+// namespace.
+func (n *RealNode) command(args ...string) []string {
+	return append([]string{"nsenter", "--net=" + n.netnsPath()}, args...)
 }
 
 // RealNode is a node of RealNodes.
@@ -522,17 +529,17 @@ func (h *Host) server(name string, network *Network, logDir string) (*RealNode, 
 		{"ip", "netns", "add", n.netns()},
 		{"ip", "link", "add", hostEnd, "type", "veth", "peer", "name", nodeEnd, "netns", n.netns()},
 		{"ip", "link", "set", hostEnd, "master", network.bridge(), "up"},
-		{"nsenter", "--net=" + n.netnsPath(), "ip", "addr", "add", n.IP + "/24", "dev", nodeEnd},
-		{"nsenter", "--net=" + n.netnsPath(), "ip", "link", "set", nodeEnd, "up"},
-		{"nsenter", "--net=" + n.netnsPath(), "ip", "link", "set", "lo", "up"},
+		n.command("ip", "addr", "add", n.IP+"/24", "dev", nodeEnd),
+		n.command("ip", "link", "set", nodeEnd, "up"),
+		n.command("ip", "link", "set", "lo", "up"),
 	}
 	for _, dst := range append([]string{serviceCIDR}, network.reach...) {
-		cmds = append(cmds, []string{"nsenter", "--net=" + n.netnsPath(), "ip", "route", "add", dst, "via", network.HostIP})
+		cmds = append(cmds, n.command("ip", "route", "add", dst, "via", network.HostIP))
 	}
 	for _, other := range network.nodes {
 		cmds = append(cmds,
-			[]string{"nsenter", "--net=" + n.netnsPath(), "ip", "route", "add", other.PodCIDR, "via", other.IP},
-			[]string{"nsenter", "--net=" + other.netnsPath(), "ip", "route", "add", n.PodCIDR, "via", n.IP})
+			n.command("ip", "route", "add", other.PodCIDR, "via", other.IP),
+			other.command("ip", "route", "add", n.PodCIDR, "via", n.IP))
 	}
 	cmds = append(cmds, []string{"ip", "route", "add", n.PodCIDR, "via", n.IP, "dev", network.bridge()})
 	for _, c := range cmds {
@@ -787,7 +794,8 @@ func write(path, data string) error { return os.WriteFile(path, []byte(data), 0o
 // startIn starts a program of node n in its network namespace; its log
 // is <node>-<name>.log.
 func (rn *RealNodes) startIn(n *RealNode, name, path string, args ...string) error {
-	_, err := rn.ms.start(n.Name+"-"+name, "nsenter", append([]string{"--net=" + n.netnsPath(), path}, args...))
+	c := n.command(append([]string{path}, args...)...)
+	_, err := rn.ms.start(n.Name+"-"+name, c[0], c[1:])
 	return err
 }
 
