@@ -19,7 +19,7 @@ stop_openstack() {
 	fi
 }
 trap stop_openstack EXIT
-if ! curl -fsS -o /dev/null --max-time 3 http://127.0.0.1:5050/v3 2>/dev/null; then
+if ! curl -fsS -o /dev/null --max-time 3 "http://$(hack/openstack-up.sh --address):5050/v3" 2>/dev/null; then
 	echo "==> starting the local OpenStack services (hack/openstack-up.sh; the first time installs Debian packages, about 7 minutes)"
 	started=1
 	hack/openstack-up.sh

@@ -5,7 +5,9 @@
 # stopped (TERM, then KILL after 10 seconds). A group is signalled only while
 # its leader is the process that was started (same PID and start time), or,
 # once the leader has exited, while members of its group remain; a recycled
-# PID is never signalled. The state directory is kept; --purge removes it.
+# PID is never signalled. Then the local route that made 10.128.0.0/10 this
+# machine's goes (hack/openstack-up.sh --range). The state directory is
+# kept; --purge removes it.
 set -euo pipefail
 
 STATE=$("$(dirname "${BASH_SOURCE[0]}")/openstack-up.sh" --dir)
@@ -50,6 +52,13 @@ for pidfile in "$STATE"/run/*.pid; do
 	rm -f "$pidfile"
 done
 echo "==> stopped $stopped service(s)"
+range=$("$(dirname "${BASH_SOURCE[0]}")/openstack-up.sh" --range)
+if ip route show table local | grep -q "^local $range dev lo"; then
+	sudo=()
+	if [[ $(id -u) != 0 ]]; then sudo=(sudo); fi
+	"${sudo[@]}" ip route del local "$range" dev lo table local
+	echo "==> removed the local route of $range"
+fi
 if $purge; then
 	rm -rf "$STATE"
 	echo "==> removed $STATE"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # hack/openstack-up.sh: run real OpenStack services (Keystone, Neutron,
 # Placement, Glance, Nova with the fake virt driver, RabbitMQ) from Debian's
-# packages on 127.0.0.1, for ferry's OpenStack tests.
+# packages on 10.128.0.1, for ferry's OpenStack tests.
 #
 # It installs the packages when missing, writes the configuration into a
 # state directory, creates the SQLite databases, bootstraps Keystone with
@@ -15,6 +15,19 @@
 #                                  does it in the background while Go builds)
 #   hack/openstack-up.sh --dir     print the state directory
 #   hack/openstack-up.sh --clouds  print the path of the admin clouds.yaml
+#   hack/openstack-up.sh --address print the address the APIs listen on
+#   hack/openstack-up.sh --range   print the range made this machine's
+#
+# The APIs listen on 10.128.0.1, not on loopback, so that pods on the test
+# environment's real nodes (each node in a network namespace of its own,
+# internal/testing/testenv/realnodes.go) reach the cloud as a cluster in a
+# data centre does. 10.128.0.0/10 is made an address range of this machine
+# (`ip route add local 10.128.0.0/10 dev lo`, as 127.0.0.0/8 is): the
+# services bind 10.128.0.1 and the floating IPs of the tests' external
+# networks (10.<128..191>.<n>.0/24, not 10.128.0.0/24) are this machine's addresses, where a
+# test's API server listens as a cluster's endpoint does; real nodes route
+# the range through their network's host address. hack/openstack-down.sh
+# removes the route. RabbitMQ stays on 127.0.0.1: only Nova talks to it.
 #
 # FERRY_OPENSTACK_DIR overrides the state directory. Services run as the
 # invoking user (root on CI).
@@ -23,12 +36,15 @@ set -euo pipefail
 STATE=${FERRY_OPENSTACK_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/ferry/openstack}
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PY=/usr/bin/python3 # the services' Python, not another one on the PATH
+RANGE=10.128.0.0/10 ADDR=10.128.0.1
 
 case "${1:-}" in
 --dir) echo "$STATE"; exit 0 ;;
 --clouds) echo "$STATE/clouds.yaml"; exit 0 ;;
+--address) echo "$ADDR"; exit 0 ;;
+--range) echo "$RANGE"; exit 0 ;;
 "" | --install) ;;
-*) echo "usage: $0 [--dir|--clouds|--install]" >&2; exit 2 ;;
+*) echo "usage: $0 [--dir|--clouds|--address|--range|--install]" >&2; exit 2 ;;
 esac
 
 PACKAGES=(keystone python3-openstackclient neutron-server placement-api
@@ -122,7 +138,7 @@ apt_progress() {
 # render copies a template from hack/openstack with the state directory and
 # password filled in.
 render() {
-	sed -e "s#@STATE@#$STATE#g" -e "s#@PASSWORD@#$PASSWORD#g" "$HERE/openstack/$1" >"$STATE/etc/$1"
+	sed -e "s#@STATE@#$STATE#g" -e "s#@PASSWORD@#$PASSWORD#g" -e "s#@ADDR@#$ADDR#g" "$HERE/openstack/$1" >"$STATE/etc/$1"
 }
 
 # wal turns on SQLite's write-ahead log; without it the services answer 500
@@ -171,6 +187,14 @@ wait_for() {
 http_up() { curl -s -o /dev/null --max-time 5 "$1"; }
 tcp_up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# local_range makes RANGE addresses of this machine (see the top).
+local_range() {
+	if ! ip route show table local | grep -q "^local $RANGE dev lo"; then
+		log "ip route add local $RANGE dev lo (the APIs' address and the tests' floating IPs)"
+		"${sudo[@]}" ip route add local "$RANGE" dev lo table local
+	fi
+}
+
 mkdir -p "$STATE"/{etc,log,run,done,keystone,neutron/lock,placement,glance/images,glance/staging,glance/tasks,nova/lock,nova/instances,rabbit}
 install_packages
 if [[ ${1:-} == --install ]]; then
@@ -181,9 +205,16 @@ if [[ ! -s $STATE/admin-password ]]; then
 	(umask 077 && "$PY" -c 'import secrets; print(secrets.token_urlsafe(18))' >"$STATE/admin-password")
 fi
 PASSWORD=$(cat "$STATE/admin-password")
+# A state directory bootstrapped on another address (loopback, before)
+# has that address in its Keystone catalog: start again from scratch.
+if [[ -e $STATE/done/keystone-bootstrap && $(cat "$STATE/address" 2>/dev/null) != "$ADDR" ]]; then
+	die "$STATE was set up for another address than $ADDR: run hack/openstack-down.sh --purge, then this again"
+fi
+echo "$ADDR" >"$STATE/address"
+local_range
 for f in keystone.conf neutron.conf ml2_conf.ini placement.conf glance-api.conf nova.conf; do render "$f"; done
 
-export OS_AUTH_URL=http://127.0.0.1:5050/v3 OS_USERNAME=admin OS_PASSWORD=$PASSWORD OS_PROJECT_NAME=admin \
+export OS_AUTH_URL=http://$ADDR:5050/v3 OS_USERNAME=admin OS_PASSWORD=$PASSWORD OS_PROJECT_NAME=admin \
 	OS_USER_DOMAIN_ID=default OS_PROJECT_DOMAIN_ID=default OS_IDENTITY_API_VERSION=3 OS_REGION_NAME=RegionOne
 
 # RabbitMQ, for Nova. epmd is started here in the foreground so that it is
@@ -205,11 +236,11 @@ keystone_keys() {
 }
 once keystone-keys keystone_keys
 once keystone-bootstrap "${K[@]}" bootstrap --bootstrap-password "$PASSWORD" \
-	--bootstrap-admin-url http://127.0.0.1:5050/v3/ --bootstrap-public-url http://127.0.0.1:5050/v3/ \
-	--bootstrap-internal-url http://127.0.0.1:5050/v3/ --bootstrap-region-id RegionOne
+	--bootstrap-admin-url "http://$ADDR:5050/v3/" --bootstrap-public-url "http://$ADDR:5050/v3/" \
+	--bootstrap-internal-url "http://$ADDR:5050/v3/" --bootstrap-region-id RegionOne
 once keystone-wal wal "$STATE/keystone/keystone.db"
-start keystone env OS_KEYSTONE_CONFIG_FILES="$STATE/etc/keystone.conf" keystone-wsgi-public --host 127.0.0.1 --port 5050
-wait_for Keystone 60 http_up http://127.0.0.1:5050/v3
+start keystone env OS_KEYSTONE_CONFIG_FILES="$STATE/etc/keystone.conf" keystone-wsgi-public --host "$ADDR" --port 5050
+wait_for Keystone 60 http_up "http://$ADDR:5050/v3"
 
 endpoints() {
 	local name type url
@@ -219,10 +250,10 @@ endpoints() {
 			openstack endpoint create --region RegionOne "$type" "$iface" "$url"
 		done
 	done <<-EOF
-		neutron network http://127.0.0.1:9696
-		placement placement http://127.0.0.1:8778
-		nova compute http://127.0.0.1:8774/v2.1
-		glance image http://127.0.0.1:9292
+		neutron network http://$ADDR:9696
+		placement placement http://$ADDR:8778
+		nova compute http://$ADDR:8774/v2.1
+		glance image http://$ADDR:9292
 	EOF
 }
 once keystone-endpoints endpoints
@@ -261,7 +292,7 @@ placement_db() {
 	wal "$STATE/placement/placement.db"
 }
 once placement-db placement_db
-start placement env OS_PLACEMENT_CONFIG_DIR="$STATE/etc" placement-api --host 127.0.0.1 --port 8778
+start placement env OS_PLACEMENT_CONFIG_DIR="$STATE/etc" placement-api --host "$ADDR" --port 8778
 
 # Glance.
 glance_db() {
@@ -286,10 +317,10 @@ for s in nova-conductor nova-scheduler nova-compute nova-api; do
 	start "$s" "$s" --config-file "$STATE/etc/nova.conf"
 done
 
-wait_for Neutron 90 http_up http://127.0.0.1:9696/
-wait_for Placement 60 http_up http://127.0.0.1:8778/
-wait_for Glance 60 http_up http://127.0.0.1:9292/
-wait_for "Nova API" 120 http_up http://127.0.0.1:8774/
+wait_for Neutron 90 http_up "http://$ADDR:9696/"
+wait_for Placement 60 http_up "http://$ADDR:8778/"
+wait_for Glance 60 http_up "http://$ADDR:9292/"
+wait_for "Nova API" 120 http_up "http://$ADDR:8774/"
 compute_registered() { openstack compute service list --service nova-compute -f value -c State | grep -q up; }
 wait_for "nova-compute" 120 compute_registered
 once nova-discover "${N[@]}" cell_v2 discover_hosts --verbose
@@ -302,7 +333,7 @@ cat >"$STATE/clouds.yaml" <<EOF
 clouds:
   ferry-admin:
     auth:
-      auth_url: http://127.0.0.1:5050/v3
+      auth_url: http://$ADDR:5050/v3
       username: admin
       password: $PASSWORD
       project_name: admin

@@ -104,11 +104,23 @@ func plantAppCredential(ctx context.Context, c client.Client, key client.ObjectK
 	if yaml.Unmarshal(sec.Data["clouds.yaml"], &doc) != nil || doc.Clouds == nil {
 		return "", fmt.Errorf("the identity Secret %s holds no clouds.yaml", key)
 	}
+	// The same Keystone as the Secret's own cloud.
+	var authURL any
+	for _, c := range doc.Clouds {
+		if c, ok := c.(map[string]any); ok {
+			if auth, ok := c["auth"].(map[string]any); ok && auth["auth_url"] != nil {
+				authURL = auth["auth_url"]
+			}
+		}
+	}
+	if authURL == nil {
+		return "", fmt.Errorf("the identity Secret %s's clouds.yaml names no auth_url", key)
+	}
 	secret := "demo-appcred-secret-" + randomHex(12)
 	doc.Clouds["demo-application-credential"] = map[string]any{
 		"auth_type": "v3applicationcredential",
 		"auth": map[string]any{
-			"auth_url":                      "http://127.0.0.1:5050/v3",
+			"auth_url":                      authURL,
 			"application_credential_id":     "demo-" + randomHex(8),
 			"application_credential_secret": secret,
 		},

@@ -44,9 +44,17 @@ type Adoptable struct {
 // when t ends.
 func NewAdoptable(t testenv.T, name string) *Adoptable {
 	t.Helper()
+	return NewAdoptableWith(t, name, testenv.KubeOptions{})
+}
+
+// NewAdoptableWith is NewAdoptable with the management API server started
+// with mgmt: on a network's host address, taking real nodes, for ferry
+// installed in it as pods (testenv.KubeOptions.Nodes).
+func NewAdoptableWith(t testenv.T, name string, mgmt testenv.KubeOptions) *Adoptable {
+	t.Helper()
 	a := newNodes(t, name, NodeSuffixes)
 	a.floatingEndpoint(t)
-	a.Mgmt = testenv.StartKube(t)
+	a.Mgmt = testenv.StartKubeWith(t, mgmt)
 	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint})
 	a.orphan(t)
 	a.identitySecret(t)

@@ -100,11 +100,12 @@ func (b *builder) networks(ctx context.Context) {
 	b.fatal("create external network", err)
 	f.ExternalNetworkID = ext.ID
 	b.cleanup("external network", func() error { return networks.Delete(context.Background(), a.Network, ext.ID).ExtractErr() })
-	// The external subnet is on loopback, 127.<n>.<m>.0/24, without DHCP
-	// (Neutron refuses a loopback subnet with it): a floating IP from it
+	// The external subnet is a /24 of the range hack/openstack-up.sh made
+	// this machine's (as loopback is), without DHCP: a floating IP from it
 	// is an address of this machine, where a test's API server can listen
-	// as a cluster's endpoint does on its floating IP.
-	_, err = subnets.Create(ctx, a.Network, subnets.CreateOpts{NetworkID: ext.ID, Name: b.name("public-subnet"), CIDR: loopbackCIDR(b.t),
+	// as a cluster's endpoint does on its floating IP, and which pods on
+	// real nodes reach (testenv routes the range through the host).
+	_, err = subnets.Create(ctx, a.Network, subnets.CreateOpts{NetworkID: ext.ID, Name: b.name("public-subnet"), CIDR: externalCIDR(b.t),
 		IPVersion: 4, ProjectID: f.ProjectID, EnableDHCP: gophercloud.Disabled}).Extract()
 	b.fatal("create external subnet", err)
 	net, err := networks.Create(ctx, a.Network, networks.CreateOpts{Name: f.Network, ProjectID: f.ProjectID}).Extract()
@@ -208,13 +209,14 @@ func roleID(ctx context.Context, t testenv.T, a *Admin, name string) string {
 	return all[0].ID
 }
 
-// loopbackCIDR picks a /24 of 127.0.0.0/8 away from 127.0.0.x.
-func loopbackCIDR(t testenv.T) string {
+// externalCIDR picks a /24 of testenv.HostServices (10.128.0.0/10) away
+// from 10.128.0.x, where the cloud's APIs listen.
+func externalCIDR(t testenv.T) string {
 	b := make([]byte, 2)
 	if _, err := rand.Read(b); err != nil {
 		t.Fatalf("ostest: %v", err)
 	}
-	return fmt.Sprintf("127.%d.%d.0/24", 100+int(b[0])%100, b[1])
+	return fmt.Sprintf("10.%d.%d.0/24", 129+int(b[0])%63, b[1])
 }
 
 func randomHex(t testenv.T, n int) string {

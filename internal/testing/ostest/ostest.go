@@ -48,6 +48,10 @@ type Fixture struct {
 // Admin holds the admin's service clients.
 type Admin struct {
 	Compute, Network, Image, Identity *gophercloud.ServiceClient
+	// AuthURL is Keystone's, from the admin's clouds.yaml: on the
+	// address hack/openstack-up.sh --address, which pods on real nodes
+	// reach too.
+	AuthURL string
 }
 
 // Node names the fixture's servers take, after the cluster prefix.
@@ -86,7 +90,7 @@ func NewAdmin(t testenv.T) *Admin {
 	if err != nil {
 		t.Fatalf("ostest: authenticate as admin with %s: %v (is hack/openstack-up.sh running?)", path, err)
 	}
-	a := &Admin{}
+	a := &Admin{AuthURL: opts.IdentityEndpoint}
 	must := func(c *gophercloud.ServiceClient, err error) *gophercloud.ServiceClient {
 		t.Helper()
 		if err != nil {
@@ -132,14 +136,14 @@ func (f *Fixture) CloudsYAML(password string) []byte {
 	return []byte(fmt.Sprintf(`clouds:
   openstack:
     auth:
-      auth_url: http://127.0.0.1:5050/v3
+      auth_url: %s
       username: ferry-test-%s
       password: %q
       project_id: %s
       user_domain_id: default
     region_name: RegionOne
     identity_api_version: 3
-`, f.Suffix, password, f.ProjectID))
+`, f.admin.AuthURL, f.Suffix, password, f.ProjectID))
 }
 
 // UserCompute returns a compute client authenticated as the project's user.

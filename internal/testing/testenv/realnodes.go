@@ -35,7 +35,9 @@ import (
 //	  route 10.251.k.0/24 via the node       containerd, kubelet, kube-proxy
 //	  (the API server listens on             bridge cni0 10.251.k.1/24: the node's pods
 //	   10.250.n.1: KubeOptions.Address)      routes to the pods of the network's other nodes,
-//	                                         to the Services (10.0.0.0/24) via 10.250.n.1,
+//	                                         to the Services (10.0.0.0/24) and the host's
+//	                                         services (10.128.0.0/10: OpenStack, floating
+//	                                         IPs) via 10.250.n.1,
 //	                                         to routed networks' nodes via 10.250.n.1
 //
 // Nodes of one network reach each other's pods. A node has no default
@@ -171,6 +173,14 @@ func (n *Network) Subnet() string { return fmt.Sprintf("10.250.%d.0/24", n.index
 // serviceCIDR is the API server's Service addresses (envtest's
 // --service-cluster-ip-range).
 const serviceCIDR = "10.0.0.0/24"
+
+// HostServices is the range hack/openstack-up.sh makes this machine's
+// addresses (a local route, as 127.0.0.0/8 is): the local OpenStack's
+// APIs listen on 10.128.0.1 and the tests' floating IPs are in it, where
+// their API servers listen. Every node routes it through its network's
+// host address, so that pods reach the cloud and its clusters' endpoints
+// as pods in a data centre do.
+const HostServices = "10.128.0.0/10"
 
 // Route joins two networks as two clouds on a WAN: the host forwards
 // between them (net.ipv4.ip_forward, set back when the test ends), and
@@ -533,7 +543,7 @@ func (h *Host) server(name string, network *Network, logDir string) (*RealNode, 
 		n.command("ip", "link", "set", nodeEnd, "up"),
 		n.command("ip", "link", "set", "lo", "up"),
 	}
-	for _, dst := range append([]string{serviceCIDR}, network.reach...) {
+	for _, dst := range append([]string{serviceCIDR, HostServices}, network.reach...) {
 		cmds = append(cmds, n.command("ip", "route", "add", dst, "via", network.HostIP))
 	}
 	for _, other := range network.nodes {
