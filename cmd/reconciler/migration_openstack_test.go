@@ -5,14 +5,20 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -36,6 +42,9 @@ type migration struct {
 	// layout is the distributed layout the migration runs on, nil when
 	// it runs on one `reconciler run`; r is then its leader.
 	layout *clustered
+	// installed is ferry installed from deploy/ in the management
+	// cluster, when the migration runs in its pod; r is then nil.
+	installed *testenv.Installed
 }
 
 // startMigration starts Gitea with files in its plans repository and
@@ -53,6 +62,33 @@ func startClusteredMigration(t *testing.T, ctx context.Context, mgmt *testenv.Ku
 	t.Helper()
 	gt, c, reader := startClusteredOnGitea(t, ctx, mgmt, nil, files, extra...)
 	return &migration{t: t, ctx: ctx, r: c.leader, layout: c, gt: gt, style: style, reader: reader, plan: plan}
+}
+
+// startInstalledMigration is startMigration with ferry installed from
+// deploy/ in mgmt as docs/install.md says (testenv.Install), its pod on
+// nodes, Gitea on host (the nodes' network's host address), and Gitea's
+// webhooks to the pod.
+func startInstalledMigration(t *testing.T, ctx context.Context, mgmt *testenv.Kube, nodes *testenv.RealNodes, host, plan, style string, files map[string]string) *migration {
+	t.Helper()
+	gt := testenv.StartGiteaOn(t, testenv.SeedDir(t, files), host)
+	gitToken := filepath.Join(t.TempDir(), "git-token")
+	if err := os.WriteFile(gitToken, []byte(gt.Token(testenv.GiteaBot)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reader := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: gt.RepoURL(), Name: statusfile.DefaultBranch, Auth: gitsource.Auth{Username: testenv.GiteaBot, TokenFile: gitToken}}}
+	m := &migration{t: t, ctx: ctx, gt: gt, style: style, reader: reader, plan: plan,
+		installed: testenv.Install(t, ctx, mgmt, nodes, gt, "default")}
+	m.hookPod()
+	return m
+}
+
+// hookPod points a Gitea webhook at the installed reconciler's serving
+// pod, as an ingress would, and returns the pod.
+func (m *migration) hookPod() corev1.Pod {
+	m.t.Helper()
+	pod := m.installed.Serving(m.ctx)
+	m.gt.AddWebhook(m.t, "http://"+pod.Status.PodIP+":9090/", m.installed.WebhookSecret)
+	return pod
 }
 
 // handOver, on the distributed layout, stops the leading reconciler as a
@@ -187,23 +223,34 @@ func (m *migration) successStatuses(sha string, n int) {
 // first, it fails the test with what and last's account of the state.
 func (m *migration) wait(what string, done func() bool, last func() string) {
 	m.t.Helper()
+	var exited chan struct{} // never closed when ferry runs in pods
+	if m.r != nil {
+		exited = m.r.exited
+	}
 	for m.ctx.Err() == nil {
 		if done() {
 			return
 		}
 		select {
-		case <-m.r.exited:
+		case <-exited:
 			m.r.fatalf("reconciler run exited %d while waiting for %s; %s%s", m.r.code, what, last(), m.otherLogs())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	if m.r == nil {
+		m.t.Fatalf("timed out waiting for %s; %s%s", what, last(), m.otherLogs())
+	}
 	m.r.fatalf("timed out waiting for %s; %s%s", what, last(), m.otherLogs())
 }
 
-// otherLogs is, on the distributed layout, the end of every process's log.
+// otherLogs is, on the distributed layout, the end of every process's
+// log; installed, the end of every reconciler pod's.
 func (m *migration) otherLogs() string {
-	if m.layout == nil {
-		return ""
+	switch {
+	case m.installed != nil:
+		return "\nthe reconciler's pods:\n" + m.installed.Logs(context.Background())
+	case m.layout != nil:
+		return "\nthe layout's logs:\n" + m.layout.logs()
 	}
-	return "\nthe layout's logs:\n" + m.layout.logs()
+	return ""
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,48 +18,68 @@ import (
 )
 
 // TestRunOpenStack is a seed 000 migration driven through three pull
-// requests on a real Gitea, merged with merge commits, on the distributed
-// layout (clustered: a three-node NATS cluster, two `reconciler run
-// --forge gitea --executors=false` replicas under leader election, three
-// executor replicas). The reconcilers read the plans repository, the
-// approvals, the webhooks from Gitea and write comments and statuses
-// there; after the first phase the leader stops and the standby carries
-// the migration on. The management and
-// workload clusters are real API servers, and the real Cluster API (core,
-// kubeadm bootstrap, KubeadmControlPlane) and CAPO managers act on what
-// ferry creates; the nodes' servers are in the local OpenStack. First,
-// before anything moves, `reconciler plan` reads that world
-// (checkPlanOnCloud). Pull request 1 approves cluster (preview, merge, phase runs), 2 the control
-// plane, 3 the workers; the status lands on the status branch and in one
-// progress comment per pull request. Then the adoption is checked against
-// the world as it was before (ostest.Verify: the same servers, every
-// Machine Running with its Node, nothing rolled out, no certificate
-// regenerated, no stray port), and the workers are scaled up by one, which
-// the real controllers build as a new server. The cluster's endpoint is a
-// floating IP of its control-plane server (on a loopback subnet, so that
-// the workload API server listens on it); after each phase it must answer
-// through it, and the floating IP must still be the server's.
+// requests on a real Gitea, merged with merge commits, by ferry installed
+// as users install it: from deploy/ with docs/install.md's commands
+// (testenv.Install: `make image`'s image imported into a real node of
+// the management cluster, the credentials' Secret, `kubectl apply -k`,
+// the plan-namespace RBAC), its pod reaching the world over a network
+// as in a data centre: the management API server through the kubernetes
+// Service, Gitea on the network's host address, the local OpenStack's
+// APIs and the workload cluster's endpoint (a floating IP) through the
+// node's route to testenv.HostServices. The pod runs under deploy/'s
+// securityContext (its process's user, groups and capabilities read from
+// the machine). The management and workload clusters are real API
+// servers, and the real Cluster API (core, kubeadm bootstrap,
+// KubeadmControlPlane) and CAPO managers act on what ferry creates; the
+// nodes' servers are in the local OpenStack. First, before anything
+// moves, `reconciler plan` reads that world (checkPlanOnCloud). Pull
+// request 1 approves cluster (preview, merge, phase runs), 2 the control
+// plane, during which the reconciler's pod is deleted: the Deployment's
+// next pod carries the phase on from the status branch; 3 the workers.
+// The status lands on the status branch and in one progress comment per
+// pull request. Then the adoption is checked against the world as it
+// was before (ostest.Verify: the same servers, every Machine Running
+// with its Node, nothing rolled out, no certificate regenerated, no
+// stray port), and the workers are scaled up by one, which the real
+// controllers build as a new server. The cluster's endpoint is a
+// floating IP of its control-plane server; after each phase it must
+// answer through it, and the floating IP must still be the server's.
+// Last, without deploy/'s fsGroup the reconciler cannot read its
+// credentials (the kubelet writes a Secret's files root-owned, and
+// defaultMode 0400 leaves its user out).
 func TestRunOpenStack(t *testing.T) {
-	f := ostest.NewAdoptable(t, "capi-quickstart")
+	image := testenv.FerryImage(t)
+	h := testenv.NewHost(t)
+	lan := h.Network("mgmt")
+	f := ostest.NewAdoptableWith(t, "capi-quickstart", testenv.KubeOptions{PKI: testenv.NewPKI(t, "mgmt"), Address: lan.HostIP, Nodes: true})
 	mgmt := f.Mgmt
 	before := f.Record(t)
 	checkPlanOnCloud(t, f)
+	nodes := h.StartNodes(mgmt, []string{image}, testenv.NodeSpec{Name: "mgmt-1", Network: lan})
 	testenv.StartManagers(t, mgmt)
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 
 	plan := func(approve string) string {
 		return f.Plan(approve, "  manifests:\n    cloudControllerManager: {path: manifests/ccm.yaml}\n")
 	}
-	m := startClusteredMigration(t, ctx, mgmt, "capi-quickstart", testenv.MergeCommit,
-		map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest},
-		"--interval", "2s", "--comment-interval", "200ms")
+	m := startInstalledMigration(t, ctx, mgmt, nodes, lan.HostIP, "capi-quickstart", testenv.MergeCommit,
+		map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
+	// The process as the kernel sees it: deploy/'s runAsUser, runAsGroup
+	// and fsGroup (a supplementary group, through which it reads its
+	// Secret's 0440 files), no capability.
+	proc := testenv.ProcessStatus(t, "/usr/local/bin/reconciler run ")
+	for field, want := range map[string]string{"Uid": "65532\t65532\t65532\t65532", "Gid": "65532\t65532\t65532\t65532", "Groups": "65532", "CapEff": "0000000000000000"} {
+		if got := proc[field]; got != want {
+			t.Errorf("reconciler process %s = %q; want %q (deploy/base/deployment.yaml's securityContext)", field, got, want)
+		}
+	}
 	bob, alice := testenv.GiteaReviewer, testenv.GiteaMaintainer
 	S, P := status.PhaseSucceeded, status.PhasePending
 
 	preview := m.open("Approve cluster", "cluster", plan("cluster"))
-	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) {
-		t.Errorf("preview of #1 lacks the keypair step:\n%s", preview)
+	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) || strings.Contains(preview, "may ferry list") {
+		t.Errorf("preview of #1 lacks the keypair step or could not read the plan's namespace:\n%s", preview)
 	}
 	m.merge("cluster", bob, map[string]status.PhaseState{"cluster": S, "control-plane": P})
 	var cl clusterv1.Cluster
@@ -73,11 +94,23 @@ func TestRunOpenStack(t *testing.T) {
 	}
 	endpointKept("cluster")
 
-	// The leading reconciler goes, as in a rolling update: the standby
-	// takes the migration over from the status branch.
-	m.handOver()
+	// The reconciler's pod goes once it took up the control plane's
+	// approval; the Deployment's next pod carries the phase on.
 	m.open("Approve control-plane", "control-plane", plan("control-plane"))
-	m.merge("control-plane", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
+	first := m.installed.Serving(ctx)
+	sha := m.mergePR(alice)
+	st := m.until("the control plane's approval taken up", func(st *status.PlanStatus) bool {
+		return slices.ContainsFunc(st.ApprovedBy, func(a status.Approval) bool { return a.Commit == sha })
+	})
+	t.Logf("deleting pod %s; phases then: %s", first.Name, phaseStates(st))
+	m.installed.Kubectl(ctx, "-n", "ferry-system", "delete", "pod", first.Name, "--wait=false")
+	if next := m.hookPod(); next.Name == first.Name {
+		t.Fatalf("pod %s still serves after its deletion", first.Name)
+	}
+	m.until("phase control-plane Succeeded", func(st *status.PlanStatus) bool {
+		return phasesAre(st, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
+	})
+	m.comment(m.pr, "progress/"+m.plan, "| control-plane | Succeeded |")
 	endpointKept("control-plane")
 
 	m.open("Approve workers", "workers", plan("workers"))
@@ -89,6 +122,12 @@ func TestRunOpenStack(t *testing.T) {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
 	}
 	m.successStatuses(merge3, 3)
+	last := m.installed.Serving(ctx)
+	for _, cs := range last.Status.ContainerStatuses {
+		if cs.RestartCount > 0 {
+			t.Errorf("pod %s: container %s restarted %d times: %+v", last.Name, cs.Name, cs.RestartCount, cs.LastTerminationState)
+		}
+	}
 
 	// What the real controllers made of it.
 	for _, c := range f.VerifyUntil(ctx, before, unpaused, 2*time.Minute) {
@@ -106,4 +145,28 @@ func TestRunOpenStack(t *testing.T) {
 			t.Errorf("scale-up check failed: %s", c)
 		}
 	}
+
+	// Without deploy/'s fsGroup the same pod cannot read its credentials.
+	m.installed.Kubectl(ctx, "-n", "ferry-system", "patch", "deployment", "ferry-reconciler", "--type=json",
+		"-p", `[{"op": "remove", "path": "/spec/template/spec/securityContext/fsGroup"}]`)
+	var logs string
+	m.wait("a reconciler without fsGroup to fail to read its credentials", func() bool {
+		logs = ""
+		for _, p := range m.installed.Pods(ctx) {
+			if p.Spec.SecurityContext.FSGroup == nil {
+				logs += nodes.ContainerLog("ferry-system", p.Name, "reconciler")
+			}
+		}
+		return strings.Contains(logs, "permission denied")
+	}, func() string { return "its log: " + logs })
+	t.Logf("without fsGroup: %s", strings.TrimSpace(logs))
+}
+
+// phaseStates is each phase's state, for a log line.
+func phaseStates(st *status.PlanStatus) string {
+	var s []string
+	for _, p := range st.Phases {
+		s = append(s, p.Name+" "+string(p.State))
+	}
+	return strings.Join(s, ", ")
 }

@@ -38,7 +38,8 @@ import (
 // comment names, until the team lifts it) and cleanup (the old pool gone,
 // the project's other servers kept). It runs on the distributed layout
 // (startClusteredOnGitea): the drains are taken by three executor
-// replicas on a three-node NATS cluster.
+// replicas on a three-node NATS cluster, and after prepare the leading
+// reconciler stops and the standby carries the migration on.
 func TestRunReplaceOpenStack(t *testing.T) {
 	f := ostest.NewReplaceable(t, "tenant-a", 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -61,6 +62,9 @@ func TestRunReplaceOpenStack(t *testing.T) {
 	m, S, P := x.m, status.PhaseSucceeded, status.PhasePending
 
 	m.approve("prepare", x.plan("prepare"), map[string]status.PhaseState{"prepare": S, "network-bridge": P})
+	// The leading reconciler goes, as in a rolling update: the standby
+	// takes the migration over from the status branch.
+	m.handOver()
 	m.approve("network-bridge", x.plan("network-bridge"), map[string]status.PhaseState{"network-bridge": S, "infrastructure": P})
 	checkDaemonSet(ctx, t, f.Workload, "vpn-client", len(f.OldNodes)+1) // and the edge node
 	x.resizeGateway()
