@@ -38,12 +38,13 @@ BENCH_MEMORY ?= 300Mi
 CHAOS_RUNS ?= 20
 # The number of `make chaos`'s first run: run n takes the scenario and
 # fault it has in a batch from 1, so a short batch can take a later run
-# (CI's single-layout batch is run 11: a rollback, the reconciler killed
-# during the undo).
+# (run 11: a rollback, the reconciler killed during the undo).
 CHAOS_FROM ?= 1
 # Which migration `make demo` shows: adopt, replace, kamaji, or a rollback:
 # rollback (adopt rolled back to none after each phase in turn, the world
-# compared with how it was each time, then adopted again and checked),
+# compared with how it was each time, once more after the last phase with
+# the reconciler killed during the undo and its status compared with the
+# undisturbed cycle's, then adopted again and checked),
 # rollback-kamaji (kamaji rolled back to none and compared) or
 # rollback-replace (replace up to the cutover, rolled back to infrastructure
 # under the cutover's promises).
@@ -81,7 +82,7 @@ image: ## Build the container image into bin/reconciler-image.tar without a Dock
 	go run ./hack/image --binary bin/linux/reconciler --tag $(IMAGE) --version $(VERSION) --out bin/reconciler-image.tar
 
 .PHONY: demo
-demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004), rollback (seed 000 rolled back after each phase in turn and compared with how it was, then adopted again), rollback-kamaji (seed 004 adopted, rolled back, compared) or rollback-replace (seed 003 up to the cutover, rolled back to infrastructure); starts local OpenStack when needed.
+demo: tools build ## Migrate a cluster end to end on this machine: SCENARIO=adopt (default, seed 000), replace (seed 003 + a seed 002 gateway), kamaji (seed 004), rollback (seed 000 rolled back after each phase in turn and compared with how it was, once more with the reconciler killed during the undo, then adopted again), rollback-kamaji (seed 004 adopted, rolled back, compared) or rollback-replace (seed 003 up to the cutover, rolled back to infrastructure); starts local OpenStack when needed.
 	hack/demo.sh --scenario $(SCENARIO) --forge $(FORGE) --layout $(LAYOUT)
 
 .PHONY: chaos

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/ferry-dev/ferry/internal/forge"
+	"github.com/ferry-dev/ferry/internal/status"
 )
 
 // endState is what a migration leaves, written so that two runs on two
@@ -94,12 +95,7 @@ func capture(ctx context.Context, w *world, msgs *recorder, prs int) (*endState,
 	if err != nil {
 		return nil, err
 	}
-	for _, ph := range ps.Phases {
-		st.lines = append(st.lines, fmt.Sprintf("status phase %s: %s", ph.Name, ph.State))
-		for _, s := range ph.Steps {
-			st.lines = append(st.lines, wl.normalize(fmt.Sprintf("status step %s %s %s: %s", ph.Name, s.Action, s.Target, s.State)))
-		}
-	}
+	st.lines = append(st.lines, statusLines(ps, wl.normalize)...)
 	if w.fx.drain != nil {
 		w.fx.drain.capture(ctx, st)
 	}
@@ -112,6 +108,19 @@ func capture(ctx context.Context, w *world, msgs *recorder, prs int) (*endState,
 	}
 	st.secrets, st.values, st.scanned = sc.found, len(sc.values), sc.scanned
 	return st, nil
+}
+
+// statusLines are a status file's phases and steps, a line each, with
+// what differs between fixtures normalized.
+func statusLines(ps *status.PlanStatus, normalize func(string) string) []string {
+	var lines []string
+	for _, ph := range ps.Phases {
+		lines = append(lines, fmt.Sprintf("status phase %s: %s", ph.Name, ph.State))
+		for _, s := range ph.Steps {
+			lines = append(lines, normalize(fmt.Sprintf("status step %s %s %s: %s", ph.Name, s.Action, s.Target, s.State)))
+		}
+	}
+	return lines
 }
 
 // repeatedCreates are the objects an API server's audit log shows created

@@ -21,12 +21,19 @@ import (
 // recorded (rollbackAllowed the only differences). With again, a last
 // series of pull requests migrates through every phase once more and the
 // fixture's checks run, as after a first migration: a cluster rolled back
-// must take a second migration as well as the first.
-func rollbackCycles(after []string, again bool) func(context.Context, *world) error {
-	return func(ctx context.Context, w *world) error { return w.rollbackCycles(ctx, after, again) }
+// must take a second migration as well as the first. With crash, one
+// more cycle repeats the last one, and its reconciler is killed (SIGKILL)
+// as soon as a phase shows RollingBack and started again a second later,
+// as a crash or an eviction would: the undo it left half done must still
+// leave the world as it was, with no effect repeated, and the status the
+// same phases and steps as the undisturbed cycle before it (what `make
+// chaos` compares between a disturbed run and an undisturbed one, here in
+// one world).
+func rollbackCycles(after []string, again, crash bool) func(context.Context, *world) error {
+	return func(ctx context.Context, w *world) error { return w.rollbackCycles(ctx, after, again, crash) }
 }
 
-func (w *world) rollbackCycles(ctx context.Context, after []string, again bool) error {
+func (w *world) rollbackCycles(ctx context.Context, after []string, again, crash bool) error {
 	out, phases := w.out, w.sc.phases
 	before, err := w.recordWorld(ctx)
 	if err != nil {
@@ -38,21 +45,37 @@ func (w *world) rollbackCycles(ctx context.Context, after []string, again bool) 
 	}
 	secrets := before.secrets
 	var summaries []string
-	for i, last := range after {
+	cycles := after
+	if crash {
+		cycles = append(slices.Clone(after), after[len(after)-1])
+	}
+	var previous *cycleResult
+	for i, last := range cycles {
 		upTo := phases[:slices.Index(phases, last)+1]
+		crashed := crash && i == len(cycles)-1
 		name := "the rollback after " + last
-		if len(after) > 1 {
-			name = fmt.Sprintf("cycle %d of %d (rolled back after %s)", i+1, len(after), last)
+		if len(cycles) > 1 {
+			name = fmt.Sprintf("cycle %d of %d (rolled back after %s)", i+1, len(cycles), last)
 		}
 		out.say("\n==> %s: migrate through %s, roll every phase back, compare the world with how it was before the first pull request", name, strings.Join(upTo, ", "))
 		if i > 0 {
 			out.say("    (pull requests and comments from here on show ferry's phase tables only)")
 		}
+		if crashed {
+			out.say("    the cycle before again, but the reconciler is killed (kill -9) as soon as a phase is RollingBack and started again, as a crash would; its status must end as that cycle's did")
+		}
 		began := time.Now()
-		res, err := w.rollbackCycle(ctx, before, creates, upTo, i == 0)
+		res, err := w.rollbackCycle(ctx, before, creates, upTo, i == 0, crashed)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		if crashed {
+			if d := diffLines(previous.status, res.status); len(d) > 0 {
+				return fmt.Errorf("%s: the status differs from the undisturbed cycle's in %d lines: %s", name, len(d), strings.Join(first(d, 6), " | "))
+			}
+			res.summary += fmt.Sprintf("; its status's %d phase and step lines as the undisturbed cycle's", len(res.status))
+		}
+		previous = res
 		creates, secrets = res.creates, slices.Concat(secrets, res.secrets)
 		summaries = append(summaries, res.summary)
 		out.say("==> %s took %s", name, time.Since(began).Round(time.Second))
@@ -90,25 +113,47 @@ func (w *world) rollbackCycles(ctx context.Context, after []string, again bool) 
 }
 
 // cycleResult is what one rollback cycle saw: its summary line, the
-// audit log's create counts at its end, and the Secrets read.
+// audit log's create counts at its end, the Secrets read, and the status
+// file's phases and steps (statusLines).
 type cycleResult struct {
 	summary string
 	creates map[string]int
 	secrets []corev1.Secret
+	status  []string
 }
 
 // rollbackCycle migrates through upTo (the comments whole when full),
-// rolls every phase back, waits rollbackSettle and compares the world
+// rolls every phase back (killing the reconciler during the undo when
+// crash), waits rollbackSettle and compares the world
 // with before; it fails when a difference is not allowed or an object
 // was created twice since creates (the audit log's counts when the cycle
 // began) or a cloud name is carried twice.
-func (w *world) rollbackCycle(ctx context.Context, before *worldLines, creates map[string]int, upTo []string, full bool) (*cycleResult, error) {
+func (w *world) rollbackCycle(ctx context.Context, before *worldLines, creates map[string]int, upTo []string, full, crash bool) (*cycleResult, error) {
 	out, last := w.out, upTo[len(upTo)-1]
 	if _, err := w.approve(ctx, upTo, full); err != nil {
 		return nil, err
 	}
+	var crashed chan error
+	undoing, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	if crash {
+		crashed = make(chan error, 1)
+		go func() {
+			if err := w.waitRollingBack(undoing); err != nil {
+				crashed <- fmt.Errorf("no phase was seen RollingBack, so the reconciler was not killed: %w", err)
+				return
+			}
+			crashed <- killReconciler(undoing, w, 0)
+		}()
+	}
 	if err := w.rollbackPR(ctx, toNone(w.sc.phases), full); err != nil {
 		return nil, err
+	}
+	if crashed != nil {
+		stopWatch()
+		if err := <-crashed; err != nil {
+			return nil, fmt.Errorf("the reconciler killed during the undo: %w", err)
+		}
 	}
 	settled := time.Now().Add(rollbackSettle)
 	if err := out.wait(ctx, fmt.Sprintf("%s after the rollback before comparing (rollbackSettle)", rollbackSettle), func() (bool, string) {
@@ -121,7 +166,14 @@ func (w *world) rollbackCycle(ctx context.Context, before *worldLines, creates m
 	if err != nil {
 		return nil, err
 	}
-	res := &cycleResult{summary: summary, secrets: after.secrets}
+	if crash {
+		summary += " (the reconciler killed during the undo)"
+	}
+	ps, err := w.reader.Read(ctx, w.sc.cluster)
+	if err != nil {
+		return nil, err
+	}
+	res := &cycleResult{summary: summary, secrets: after.secrets, status: statusLines(ps, after.normalize)}
 	var repeated []string
 	if repeated, res.creates, err = createdSince(w.fx.cloud.Mgmt.AuditLog, creates); err != nil {
 		return nil, err

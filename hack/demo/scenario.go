@@ -79,10 +79,10 @@ var scenarios = []*scenario{
 		phases: replacePhases, build: buildReplace},
 	{name: "kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts", cluster: "kamaji-quickstart",
 		phases: adoptPhases, build: buildKamaji},
-	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, roll it back after each phase in turn, then adopt it again", cluster: "capi-quickstart",
-		phases: adoptPhases, build: buildAdopt, rollback: true, run: rollbackCycles(adoptPhases, true), timeout: 20 * time.Minute},
+	{name: "rollback", seed: "seed 000: adopt a kubeadm cluster on OpenStack servers, roll it back after each phase in turn, then once more after the last with the reconciler killed during the undo, then adopt it again", cluster: "capi-quickstart",
+		phases: adoptPhases, build: buildAdopt, rollback: true, run: rollbackCycles(adoptPhases, true, true), timeout: 25 * time.Minute},
 	{name: "rollback-kamaji", seed: "seed 004: adopt a cluster whose control plane Kamaji hosts, then roll every phase back", cluster: "kamaji-quickstart",
-		phases: adoptPhases, build: buildKamaji, rollback: true, run: rollbackCycles(adoptPhases[len(adoptPhases)-1:], false)},
+		phases: adoptPhases, build: buildKamaji, rollback: true, run: rollbackCycles(adoptPhases[len(adoptPhases)-1:], false, false)},
 	{name: "rollback-replace", seed: "seed 003 with a seed 002 gateway: move the workers onto new servers up to the cutover, then roll back to infrastructure", cluster: "tenant-a",
 		phases: replacePhases, build: buildReplace, rollback: true, run: rollbackReplace},
 }
