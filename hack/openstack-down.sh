@@ -53,7 +53,7 @@ for pidfile in "$STATE"/run/*.pid; do
 done
 echo "==> stopped $stopped service(s)"
 range=$("$(dirname "${BASH_SOURCE[0]}")/openstack-up.sh" --range)
-if ip route show table local | grep -q "^local $range dev lo"; then
+if [[ -n $(ip route show table local exact "$range" dev lo) ]]; then
 	sudo=()
 	if [[ $(id -u) != 0 ]]; then sudo=(sudo); fi
 	"${sudo[@]}" ip route del local "$range" dev lo table local

@@ -189,7 +189,9 @@ tcp_up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # local_range makes RANGE addresses of this machine (see the top).
 local_range() {
-	if ! ip route show table local | grep -q "^local $RANGE dev lo"; then
+	# (Not `ip route | grep -q`: under pipefail, grep's early exit fails
+	# the pipeline when the route is there.)
+	if [[ -z $(ip route show table local exact "$RANGE" dev lo) ]]; then
 		log "ip route add local $RANGE dev lo (the APIs' address and the tests' floating IPs)"
 		"${sudo[@]}" ip route add local "$RANGE" dev lo table local
 	fi

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
 	"github.com/ferry-dev/ferry/internal/gitsource"
@@ -82,13 +85,62 @@ func startInstalledMigration(t *testing.T, ctx context.Context, mgmt *testenv.Ku
 	return m
 }
 
-// hookPod points a Gitea webhook at the installed reconciler's serving
-// pod, as an ingress would, and returns the pod.
-func (m *migration) hookPod() corev1.Pod {
+// hookPod waits until the installed layout's reconciler pods serve and
+// points a Gitea webhook at one of them, as an ingress would (a standby
+// passes a webhook on to the leader).
+func (m *migration) hookPod() {
 	m.t.Helper()
-	pod := m.installed.Serving(m.ctx)
+	pod := m.installed.Serving(m.ctx)[0]
 	m.gt.AddWebhook(m.t, "http://"+pod.Status.PodIP+":9090/", m.installed.WebhookSecret)
-	return pod
+}
+
+// mergeDeleting merges the last pull request as merger, which approves
+// phase, and once the status shows the approval taken up deletes a pod
+// of app: the leading reconciler's (the Lease's holder), or the executor
+// that logged a step last. The Deployment makes another; the phases must
+// reach want and the progress comment show phase Succeeded. It returns
+// the merge commit.
+func (m *migration) mergeDeleting(phase, merger, app string, want map[string]status.PhaseState) string {
+	m.t.Helper()
+	sha := m.mergePR(merger)
+	st := m.until(phase+"'s approval taken up", func(st *status.PlanStatus) bool {
+		return slices.ContainsFunc(st.ApprovedBy, func(a status.Approval) bool { return a.Commit == sha })
+	})
+	victim := m.victim(app)
+	m.t.Logf("deleting pod %s during phase %s; phases then: %s", victim, phase, phaseStates(st))
+	m.installed.Kubectl(m.ctx, "-n", "ferry-system", "delete", "pod", victim, "--wait=false")
+	m.wait("pod "+victim+" gone", func() bool {
+		return !slices.ContainsFunc(m.installed.Pods(m.ctx, app), func(p corev1.Pod) bool { return p.Name == victim })
+	}, func() string { return "" })
+	m.hookPod()
+	m.until(fmt.Sprintf("phases %v", want), func(st *status.PlanStatus) bool { return phasesAre(st, want) })
+	m.comment(m.pr, "progress/"+m.plan, "| "+phase+" | Succeeded |")
+	return sha
+}
+
+// victim is the pod of app mergeDeleting deletes.
+func (m *migration) victim(app string) string {
+	m.t.Helper()
+	pods := m.installed.Pods(m.ctx, app)
+	if len(pods) == 0 {
+		m.t.Fatalf("no pod of %s to delete", app)
+	}
+	if app == testenv.ReconcilerApp {
+		var lease coordinationv1.Lease
+		if err := m.installed.Client().Get(m.ctx, client.ObjectKey{Namespace: "ferry-system", Name: "ferry-reconciler"}, &lease); err != nil {
+			m.t.Fatalf("the reconcilers' Lease: %v", err)
+		}
+		return ptr.Deref(lease.Spec.HolderIdentity, "")
+	}
+	latest, name := "", pods[0].Name
+	for _, p := range pods {
+		for _, l := range strings.Split(m.installed.Log(p.Name, "executor"), "\n") {
+			if strings.Contains(l, "running step") && l > latest {
+				latest, name = l, p.Name
+			}
+		}
+	}
+	return name
 }
 
 // handOver, on the distributed layout, stops the leading reconciler as a

@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,40 +21,48 @@ import (
 // as users install it: from deploy/ with docs/install.md's commands
 // (testenv.Install: `make image`'s image imported into a real node of
 // the management cluster, the credentials' Secret, `kubectl apply -k`,
-// the plan-namespace RBAC), its pod reaching the world over a network
+// the plan-namespace RBAC), its pods reaching the world over a network
 // as in a data centre: the management API server through the kubernetes
 // Service, Gitea on the network's host address, the local OpenStack's
 // APIs and the workload cluster's endpoint (a floating IP) through the
-// node's route to testenv.HostServices. The pod runs under deploy/'s
-// securityContext (its process's user, groups and capabilities read from
-// the machine). The management and workload clusters are real API
-// servers, and the real Cluster API (core, kubeadm bootstrap,
-// KubeadmControlPlane) and CAPO managers act on what ferry creates; the
-// nodes' servers are in the local OpenStack. First, before anything
-// moves, `reconciler plan` reads that world (checkPlanOnCloud). Pull
-// request 1 approves cluster (preview, merge, phase runs), 2 the control
-// plane, during which the reconciler's pod is deleted: the Deployment's
-// next pod carries the phase on from the status branch; 3 the workers.
-// The status lands on the status branch and in one progress comment per
-// pull request. Then the adoption is checked against the world as it
-// was before (ostest.Verify: the same servers, every Machine Running
-// with its Node, nothing rolled out, no certificate regenerated, no
-// stray port), and the workers are scaled up by one, which the real
-// controllers build as a new server. The cluster's endpoint is a
-// floating IP of its control-plane server; after each phase it must
-// answer through it, and the floating IP must still be the server's.
-// Last, without deploy/'s fsGroup the reconciler cannot read its
-// credentials (the kubelet writes a Secret's files root-owned, and
+// node's route to testenv.HostServices. The management and workload
+// clusters are real API servers, and the real Cluster API (core, kubeadm
+// bootstrap, KubeadmControlPlane) and CAPO managers act on what ferry
+// creates; the nodes' servers are in the local OpenStack. First, before
+// anything moves, `reconciler plan` reads that world (checkPlanOnCloud).
+//
+// Pull request 1 approves cluster on the base layout (one pod, executors
+// and NATS in process), whose pod is deleted once it took the approval
+// up: the Deployment's next pod carries the phase on from the status
+// branch. Then the installation moves to deploy/overlays/cluster, as a
+// team outgrowing one pod would: a NATS cluster of three nats-server pods
+// (testenv.StartNATSPods, TLS and a user per role), each role's Secret,
+// `kubectl apply -k`; two reconcilers under leader election and three
+// executors take the migration on. Pull request 2 approves the control
+// plane, during which the leading reconciler's pod is deleted (the
+// standby takes the Lease over), 3 the workers, during which an executor
+// pod is deleted. Every pod runs under deploy/'s securityContext (its
+// process's user, groups and capabilities read from the machine), and
+// none restarts. The status lands on the status branch and in one
+// progress comment per pull request. Then the adoption is checked
+// against the world as it was before (ostest.Verify: the same servers,
+// every Machine Running with its Node, nothing rolled out, no
+// certificate regenerated, no stray port), and the workers are scaled up
+// by one, which the real controllers build as a new server. The
+// cluster's endpoint is a floating IP of its control-plane server; after
+// each phase it must answer through it, and the floating IP must still be
+// the server's. Last, without deploy/'s fsGroup a reconciler cannot read
+// its credentials (the kubelet writes a Secret's files root-owned, and
 // defaultMode 0400 leaves its user out).
 func TestRunOpenStack(t *testing.T) {
-	image := testenv.FerryImage(t)
+	images := []string{testenv.FerryImage(t), testenv.NATSServerImage(t)}
 	h := testenv.NewHost(t)
 	lan := h.Network("mgmt")
 	f := ostest.NewAdoptableWith(t, "capi-quickstart", testenv.KubeOptions{PKI: testenv.NewPKI(t, "mgmt"), Address: lan.HostIP, Nodes: true})
 	mgmt := f.Mgmt
 	before := f.Record(t)
 	checkPlanOnCloud(t, f)
-	nodes := h.StartNodes(mgmt, []string{image}, testenv.NodeSpec{Name: "mgmt-1", Network: lan})
+	nodes := h.StartNodes(mgmt, images, testenv.NodeSpec{Name: "mgmt-1", Network: lan})
 	testenv.StartManagers(t, mgmt)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -65,56 +72,39 @@ func TestRunOpenStack(t *testing.T) {
 	}
 	m := startInstalledMigration(t, ctx, mgmt, nodes, lan.HostIP, "capi-quickstart", testenv.MergeCommit,
 		map[string]string{"plans/capi-quickstart.yaml": plan(`""`), "manifests/ccm.yaml": testenv.CCMManifest})
-	// The process as the kernel sees it: deploy/'s runAsUser, runAsGroup
-	// and fsGroup (a supplementary group, through which it reads its
-	// Secret's 0440 files), no capability.
-	proc := testenv.ProcessStatus(t, "/usr/local/bin/reconciler run ")
-	for field, want := range map[string]string{"Uid": "65532\t65532\t65532\t65532", "Gid": "65532\t65532\t65532\t65532", "Groups": "65532", "CapEff": "0000000000000000"} {
-		if got := proc[field]; got != want {
-			t.Errorf("reconciler process %s = %q; want %q (deploy/base/deployment.yaml's securityContext)", field, got, want)
-		}
-	}
+	checkProcesses(t, "/usr/local/bin/reconciler run ", 1)
 	bob, alice := testenv.GiteaReviewer, testenv.GiteaMaintainer
 	S, P := status.PhaseSucceeded, status.PhasePending
-
-	preview := m.open("Approve cluster", "cluster", plan("cluster"))
-	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) || strings.Contains(preview, "may ferry list") {
-		t.Errorf("preview of #1 lacks the keypair step or could not read the plan's namespace:\n%s", preview)
-	}
-	m.merge("cluster", bob, map[string]status.PhaseState{"cluster": S, "control-plane": P})
-	var cl clusterv1.Cluster
-	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capi-quickstart"}, &cl); err != nil || cl.Spec.Paused {
-		t.Fatalf("Cluster after phase cluster: paused=%t, %v", cl.Spec.Paused, err)
-	}
 	endpointKept := func(after string) {
 		t.Helper()
 		if c := f.CheckEndpoint(ctx); !c.OK {
 			t.Errorf("after phase %s: %s", after, c)
 		}
 	}
+
+	preview := m.open("Approve cluster", "cluster", plan("cluster"))
+	if !strings.Contains(preview, "ensure-keypair Keypair capi-key-"+f.Suffix) || strings.Contains(preview, "may ferry list") {
+		t.Errorf("preview of #1 lacks the keypair step or could not read the plan's namespace:\n%s", preview)
+	}
+	m.mergeDeleting("cluster", bob, testenv.ReconcilerApp, map[string]status.PhaseState{"cluster": S, "control-plane": P})
+	var cl clusterv1.Cluster
+	if err := mgmt.Client.Get(ctx, client.ObjectKey{Namespace: "default", Name: "capi-quickstart"}, &cl); err != nil || cl.Spec.Paused {
+		t.Fatalf("Cluster after phase cluster: paused=%t, %v", cl.Spec.Paused, err)
+	}
 	endpointKept("cluster")
 
-	// The reconciler's pod goes once it took up the control plane's
-	// approval; the Deployment's next pod carries the phase on.
+	// The clustered layout takes the migration over.
+	m.installed.Cluster(ctx, testenv.StartNATSPods(t, ctx, mgmt))
+	m.hookPod()
+	checkProcesses(t, "/usr/local/bin/reconciler run ", 2)
+	checkProcesses(t, "/usr/local/bin/reconciler executor ", 3)
+
 	m.open("Approve control-plane", "control-plane", plan("control-plane"))
-	first := m.installed.Serving(ctx)
-	sha := m.mergePR(alice)
-	st := m.until("the control plane's approval taken up", func(st *status.PlanStatus) bool {
-		return slices.ContainsFunc(st.ApprovedBy, func(a status.Approval) bool { return a.Commit == sha })
-	})
-	t.Logf("deleting pod %s; phases then: %s", first.Name, phaseStates(st))
-	m.installed.Kubectl(ctx, "-n", "ferry-system", "delete", "pod", first.Name, "--wait=false")
-	if next := m.hookPod(); next.Name == first.Name {
-		t.Fatalf("pod %s still serves after its deletion", first.Name)
-	}
-	m.until("phase control-plane Succeeded", func(st *status.PlanStatus) bool {
-		return phasesAre(st, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
-	})
-	m.comment(m.pr, "progress/"+m.plan, "| control-plane | Succeeded |")
+	m.mergeDeleting("control-plane", alice, testenv.ReconcilerApp, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": P})
 	endpointKept("control-plane")
 
 	m.open("Approve workers", "workers", plan("workers"))
-	_, merge3 := m.merge("workers", alice, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
+	merge3 := m.mergeDeleting("workers", alice, testenv.ExecutorApp, map[string]status.PhaseState{"cluster": S, "control-plane": S, "workers": S})
 	unpaused := time.Now() // the workers' unpause was before this
 	endpointKept("workers")
 	var mds clusterv1.MachineDeploymentList
@@ -122,10 +112,14 @@ func TestRunOpenStack(t *testing.T) {
 		t.Errorf("MachineDeployments after workers: %d, %v", len(mds.Items), err)
 	}
 	m.successStatuses(merge3, 3)
-	last := m.installed.Serving(ctx)
-	for _, cs := range last.Status.ContainerStatuses {
-		if cs.RestartCount > 0 {
-			t.Errorf("pod %s: container %s restarted %d times: %+v", last.Name, cs.Name, cs.RestartCount, cs.LastTerminationState)
+	m.installed.Serving(ctx)
+	for _, app := range []string{testenv.ReconcilerApp, testenv.ExecutorApp} {
+		for _, p := range m.installed.Pods(ctx, app) {
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.RestartCount > 0 {
+					t.Errorf("pod %s: container %s restarted %d times: %+v", p.Name, cs.Name, cs.RestartCount, cs.LastTerminationState)
+				}
+			}
 		}
 	}
 
@@ -146,13 +140,13 @@ func TestRunOpenStack(t *testing.T) {
 		}
 	}
 
-	// Without deploy/'s fsGroup the same pod cannot read its credentials.
+	// Without deploy/'s fsGroup a reconciler cannot read its credentials.
 	m.installed.Kubectl(ctx, "-n", "ferry-system", "patch", "deployment", "ferry-reconciler", "--type=json",
 		"-p", `[{"op": "remove", "path": "/spec/template/spec/securityContext/fsGroup"}]`)
 	var logs string
 	m.wait("a reconciler without fsGroup to fail to read its credentials", func() bool {
 		logs = ""
-		for _, p := range m.installed.Pods(ctx) {
+		for _, p := range m.installed.Pods(ctx, testenv.ReconcilerApp) {
 			if p.Spec.SecurityContext.FSGroup == nil {
 				logs += nodes.ContainerLog("ferry-system", p.Name, "reconciler")
 			}
@@ -160,6 +154,21 @@ func TestRunOpenStack(t *testing.T) {
 		return strings.Contains(logs, "permission denied")
 	}, func() string { return "its log: " + logs })
 	t.Logf("without fsGroup: %s", strings.TrimSpace(logs))
+}
+
+// checkProcesses checks the n processes whose command line starts with
+// prefix as the kernel runs them: deploy/'s runAsUser, runAsGroup and
+// fsGroup (a supplementary group, through which they read their Secrets'
+// 0440 files), and no capability.
+func checkProcesses(t *testing.T, prefix string, n int) {
+	t.Helper()
+	for _, proc := range testenv.ProcessStatus(t, prefix, n) {
+		for field, want := range map[string]string{"Uid": "65532\t65532\t65532\t65532", "Gid": "65532\t65532\t65532\t65532", "Groups": "65532", "CapEff": "0000000000000000"} {
+			if got := proc[field]; got != want {
+				t.Errorf("process %q: %s = %q; want %q (deploy/'s securityContext)", prefix, field, got, want)
+			}
+		}
+	}
 }
 
 // phaseStates is each phase's state, for a log line.

@@ -431,24 +431,29 @@ func RecordHost() HostRecord { return HostRecord{recordHost(nil, nil)} }
 func (r HostRecord) Diff(after HostRecord) string { return r.s.diff(after.s) }
 
 // ProcessStatus returns the fields of /proc/<pid>/status (Uid, Gid,
-// Groups, CapEff, …) of the one process whose command line (arguments
-// joined by spaces) starts with prefix: a container's process as the
-// kernel runs it, whatever its pod's spec says.
-func ProcessStatus(t T, prefix string) map[string]string {
+// Groups, CapEff, …) of each process whose command line (arguments
+// joined by spaces) starts with prefix, and fails the test when there
+// are not n: containers' processes as the kernel runs them, whatever
+// their pods' specs say.
+func ProcessStatus(t T, prefix string, n int) []map[string]string {
 	t.Helper()
 	found := processes(func(cmdline string) bool { return strings.HasPrefix(cmdline, prefix) })
-	if len(found) != 1 {
-		t.Fatalf("testenv: %d processes whose command line starts with %q; want one: %v", len(found), prefix, found)
+	if len(found) != n {
+		t.Fatalf("testenv: %d processes whose command line starts with %q; want %d: %v", len(found), prefix, n, found)
 	}
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(found[0].pid), "status"))
-	if err != nil {
-		t.Fatalf("testenv: %v", err)
-	}
-	fields := map[string]string{}
-	for _, l := range lines(string(data)) {
-		if k, v, ok := strings.Cut(l, ":"); ok {
-			fields[k] = strings.TrimSpace(v)
+	var all []map[string]string
+	for _, p := range found {
+		data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "status"))
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
 		}
+		fields := map[string]string{}
+		for _, l := range lines(string(data)) {
+			if k, v, ok := strings.Cut(l, ":"); ok {
+				fields[k] = strings.TrimSpace(v)
+			}
+		}
+		all = append(all, fields)
 	}
-	return fields
+	return all
 }

@@ -2,8 +2,6 @@ package testenv
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/ferry-dev/ferry/internal/events"
 )
 
 // FerryImage runs `make image` in the repository and returns the tarball
@@ -44,7 +44,12 @@ type Installed struct {
 	t     T
 	k     *Kube
 	nodes *RealNodes
+	gt    *Gitea
 	dir   string
+	// reconcilers and executors are how many pods of each the layout
+	// runs: the base's one reconciler with its executors in process, or
+	// overlays/cluster's two and three.
+	reconcilers, executors int
 	// Kubeconfig is the file Kubectl uses: the management cluster's admin.
 	Kubeconfig string
 	// WebhookSecret signs Gitea's webhooks to the reconciler.
@@ -60,13 +65,9 @@ type Installed struct {
 // (Kubectl) does it all: its kustomize builds deploy/'s overlays.
 func Install(t T, ctx context.Context, k *Kube, nodes *RealNodes, gt *Gitea, namespaces ...string) *Installed {
 	t.Helper()
-	in := &Installed{t: t, k: k, nodes: nodes, dir: t.TempDir()}
+	in := &Installed{t: t, k: k, nodes: nodes, gt: gt, dir: t.TempDir(), reconcilers: 1}
 	in.Kubeconfig = filepath.Join(in.dir, "kubeconfig")
-	b := make([]byte, 16)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	in.WebhookSecret = hex.EncodeToString(b)
+	in.WebhookSecret = randomHex(16)
 	in.write("kubeconfig", string(k.Kubeconfig(t)))
 	in.write("git-token", gt.Token(GiteaBot))
 	in.write("forge-token", gt.Token(GiteaBot))
@@ -84,7 +85,20 @@ func Install(t T, ctx context.Context, k *Kube, nodes *RealNodes, gt *Gitea, nam
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.write("overlay/kustomization.yaml", fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
+	in.write("overlay/kustomization.yaml", in.kustomization(base, ""))
+	in.Kubectl(ctx, "apply", "-k", overlay)
+	for _, ns := range namespaces {
+		in.Kubectl(ctx, "apply", "-n", ns, "-f", filepath.Join(deploy, "plan-namespace", "rbac.yaml"))
+	}
+	in.Kubectl(ctx, "-n", "ferry-system", "rollout", "status", "deployment/ferry-reconciler", "--timeout=3m")
+	return in
+}
+
+// kustomization is the overlay the test applies over base (a path
+// relative to it): ferry-config with the plans repository and the forge,
+// and the literal lines of more.
+func (in *Installed) kustomization(base, more string) string {
+	return fmt.Sprintf(`apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - %s
@@ -97,13 +111,33 @@ configMapGenerator:
       - forge=gitea
       - forge-url=%s
       - forge-repo=%s/%s
-`, base, gt.RepoURL(), gt.URL, gt.Owner, gt.Repo))
-	in.Kubectl(ctx, "apply", "-k", overlay)
-	for _, ns := range namespaces {
-		in.Kubectl(ctx, "apply", "-n", ns, "-f", filepath.Join(deploy, "plan-namespace", "rbac.yaml"))
+%s`, base, in.gt.RepoURL(), in.gt.URL, in.gt.Owner, in.gt.Repo, more)
+}
+
+// Cluster moves the installation to the clustered layout on np as
+// docs/install.md says: each role's Secret (its NATS password and the
+// servers' CA) created with `kubectl create secret generic`, then
+// `kubectl apply -k` of deploy/overlays/cluster with the same
+// ferry-config and nats-url set to np's; it waits for both rollouts.
+func (in *Installed) Cluster(ctx context.Context, np *NATSPods) {
+	in.t.Helper()
+	in.write("nats-ca.crt", string(np.CA))
+	for _, role := range events.Roles {
+		in.write(string(role)+".password", np.Passwords[role])
+		in.Kubectl(ctx, "-n", "ferry-system", "create", "secret", "generic", "ferry-nats-"+string(role),
+			"--from-file=password=./"+string(role)+".password", "--from-file=ca.crt=./nats-ca.crt")
 	}
-	in.Kubectl(ctx, "-n", "ferry-system", "rollout", "status", "deployment/ferry-reconciler", "--timeout=3m")
-	return in
+	overlay := filepath.Join(in.dir, "overlay-cluster")
+	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(in.t), "deploy", "overlays", "cluster"))
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	in.write("overlay-cluster/kustomization.yaml", in.kustomization(base, "      - nats-url="+np.URL+"\n"))
+	in.Kubectl(ctx, "apply", "-k", overlay)
+	in.reconcilers, in.executors = 2, 3
+	for _, d := range []string{"ferry-reconciler", "ferry-executor"} {
+		in.Kubectl(ctx, "-n", "ferry-system", "rollout", "status", "deployment/"+d, "--timeout=3m")
+	}
 }
 
 func (in *Installed) write(name, data string) {
@@ -131,38 +165,62 @@ func (in *Installed) Kubectl(ctx context.Context, args ...string) string {
 	return string(out)
 }
 
-// Pods are the reconciler's pods, Ready or not.
-func (in *Installed) Pods(ctx context.Context) []corev1.Pod {
+// The apps of ferry's pods (label app.kubernetes.io/name), whose
+// container is named after the role.
+const (
+	ReconcilerApp = "ferry-reconciler"
+	ExecutorApp   = "ferry-executor"
+)
+
+// Pods are app's pods (ReconcilerApp, ExecutorApp), Ready or not.
+func (in *Installed) Pods(ctx context.Context, app string) []corev1.Pod {
 	in.t.Helper()
 	var pods corev1.PodList
-	if err := in.k.Client.List(ctx, &pods, client.InNamespace("ferry-system"), client.MatchingLabels{"app.kubernetes.io/name": "ferry-reconciler"}); err != nil {
-		in.t.Fatalf("testenv: the reconciler's pods: %v", err)
+	if err := in.k.Client.List(ctx, &pods, client.InNamespace("ferry-system"), client.MatchingLabels{"app.kubernetes.io/name": app}); err != nil {
+		in.t.Fatalf("testenv: the pods of %s: %v", app, err)
 	}
 	return pods.Items
 }
 
-// Serving waits until exactly one reconciler pod is Ready and Running and
-// no other is left, and returns it.
-func (in *Installed) Serving(ctx context.Context) corev1.Pod {
+// Serving waits until the layout's reconciler pods, and no other, are
+// Ready and Running, and returns them.
+func (in *Installed) Serving(ctx context.Context) []corev1.Pod {
 	in.t.Helper()
 	for {
-		pods := in.Pods(ctx)
-		if len(pods) == 1 && Serving(&pods[0]) && pods[0].DeletionTimestamp == nil {
-			return pods[0]
+		pods := in.Pods(ctx, ReconcilerApp)
+		serving := 0
+		for i := range pods {
+			if Serving(&pods[i]) && pods[i].DeletionTimestamp == nil {
+				serving++
+			}
+		}
+		if len(pods) == in.reconcilers && serving == in.reconcilers {
+			return pods
 		}
 		if ctx.Err() != nil {
-			in.t.Fatalf("testenv: no single reconciler pod serving: %d pods\n%s", len(pods), in.Logs(ctx))
+			in.t.Fatalf("testenv: %d of %d reconciler pods serving, %d pods\n%s", serving, in.reconcilers, len(pods), in.Logs(ctx))
 		}
 		time.Sleep(time.Second)
 	}
 }
 
-// Logs is the end of every reconciler pod's log, for a failure's message.
+// Client is the management cluster's client.
+func (in *Installed) Client() client.Client { return in.k.Client }
+
+// Log is what container wrote in pod of ferry-system.
+func (in *Installed) Log(pod, container string) string {
+	return in.nodes.ContainerLog("ferry-system", pod, container)
+}
+
+// Logs is the end of every one of ferry's pods' logs, for a failure's
+// message.
 func (in *Installed) Logs(ctx context.Context) string {
 	var b strings.Builder
-	for _, p := range in.Pods(ctx) {
-		log := strings.Split(strings.TrimRight(in.nodes.ContainerLog("ferry-system", p.Name, "reconciler"), "\n"), "\n")
-		fmt.Fprintf(&b, "--- pod %s (%s), the end of its log:\n%s\n", p.Name, p.Status.Phase, strings.Join(log[max(0, len(log)-30):], "\n"))
+	for app, container := range map[string]string{ReconcilerApp: "reconciler", ExecutorApp: "executor"} {
+		for _, p := range in.Pods(ctx, app) {
+			log := strings.Split(strings.TrimRight(in.nodes.ContainerLog("ferry-system", p.Name, container), "\n"), "\n")
+			fmt.Fprintf(&b, "--- pod %s (%s), the end of its log:\n%s\n", p.Name, p.Status.Phase, strings.Join(log[max(0, len(log)-30):], "\n"))
+		}
 	}
 	return b.String()
 }

@@ -129,6 +129,9 @@ func (ms *Managers) startManager(ctx context.Context, t T, m Manager, bin, modul
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
+	// envtest writes the serving certificates to a directory of its own
+	// in the machine's temporary directory, always: it goes with the test.
+	t.Cleanup(func() { _ = opts.Cleanup() })
 	health, diagnostics := FreeAddr(t), FreeAddr(t)
 	args := []string{
 		"--kubeconfig=" + kubeconfig,

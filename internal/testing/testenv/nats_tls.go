@@ -35,12 +35,40 @@ type natsTLS struct {
 	routes *tls.Config
 }
 
-// newNATSTLS generates a CA (ECDSA P-256, valid a year: longer than any
-// test or demo) and a certificate it signs for the nodes' loopback
-// addresses, 127.0.0.1 and localhost, for both server and client
-// authentication (a node dials its routes with it), and writes the CA's
-// certificate to dir/ca.crt.
+// newNATSTLS generates a CA and a certificate it signs for the nodes'
+// loopback addresses, 127.0.0.1 and localhost (natsCertificates), and
+// writes the CA's certificate to dir/ca.crt.
 func newNATSTLS(t T, dir string) *natsTLS {
+	t.Helper()
+	caPEM, certPEM, keyPEM := natsCertificates(t, []net.IP{net.IPv4(127, 0, 0, 1)}, "localhost")
+	caFile := filepath.Join(dir, "ca.crt")
+	if err := os.WriteFile(caFile, caPEM, 0o600); err != nil {
+		t.Fatalf("testenv: NATS CA certificate: %v", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("testenv: NATS server certificate: %v", err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &natsTLS{
+		caFile:  caFile,
+		clients: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		routes: &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			RootCAs:      pool,
+			ClientCAs:    pool,
+			ClientAuth:   tls.RequireAndVerifyClientCert,
+			MinVersion:   tls.VersionTLS12,
+		},
+	}
+}
+
+// natsCertificates generates a CA (ECDSA P-256, valid a year: longer than
+// any test or demo) and a certificate it signs for ips and names, for
+// both server and client authentication (a node dials its routes with
+// it), and returns the CA's certificate, the certificate and its key, PEM.
+func natsCertificates(t T, ips []net.IP, names ...string) (caPEM, certPEM, keyPEM []byte) {
 	t.Helper()
 	now := time.Now()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -73,30 +101,17 @@ func newNATSTLS(t T, dir string) *natsTLS {
 		Subject:      pkix.Name{CommonName: "ferry-test NATS"},
 		NotBefore:    now.Add(-time.Hour),
 		NotAfter:     now.AddDate(1, 0, 0),
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
-		DNSNames:     []string{"localhost"},
+		IPAddresses:  ips,
+		DNSNames:     names,
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}, ca, &key.PublicKey, caKey)
 	if err != nil {
 		t.Fatalf("testenv: NATS server certificate: %v", err)
 	}
-	caFile := filepath.Join(dir, "ca.crt")
-	if err := os.WriteFile(caFile, pemBlock("CERTIFICATE", caDER), 0o600); err != nil {
-		t.Fatalf("testenv: NATS CA certificate: %v", err)
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatalf("testenv: NATS server key: %v", err)
 	}
-	cert := tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return &natsTLS{
-		caFile:  caFile,
-		clients: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-		routes: &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			RootCAs:      pool,
-			ClientCAs:    pool,
-			ClientAuth:   tls.RequireAndVerifyClientCert,
-			MinVersion:   tls.VersionTLS12,
-		},
-	}
+	return pemBlock("CERTIFICATE", caDER), pemBlock("CERTIFICATE", der), pemBlock("EC PRIVATE KEY", keyDER)
 }
