@@ -143,7 +143,11 @@ func (w *world) rollbackCycle(ctx context.Context, before *worldLines, creates m
 				crashed <- fmt.Errorf("no phase was seen RollingBack, so the reconciler was not killed: %w", err)
 				return
 			}
-			crashed <- killReconciler(undoing, w, 0)
+			err := killReconciler(undoing, w, 0)
+			if err == nil {
+				w.out.say("==> the reconciler was killed (kill -9) during the undo and started again")
+			}
+			crashed <- err
 		}()
 	}
 	if err := w.rollbackPR(ctx, toNone(w.sc.phases), full); err != nil {
