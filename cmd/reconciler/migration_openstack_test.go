@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,10 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/forge"
-	"github.com/ferry-dev/ferry/internal/gitsource"
 	"github.com/ferry-dev/ferry/internal/reconciler"
 	"github.com/ferry-dev/ferry/internal/status"
-	"github.com/ferry-dev/ferry/internal/status/statusfile"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
@@ -73,12 +69,7 @@ func startClusteredMigration(t *testing.T, ctx context.Context, mgmt *testenv.Ku
 // webhooks to the pod.
 func startInstalledMigration(t *testing.T, ctx context.Context, mgmt *testenv.Kube, nodes *testenv.RealNodes, host, plan, style string, files map[string]string) *migration {
 	t.Helper()
-	gt := testenv.StartGiteaOn(t, testenv.SeedDir(t, files), host)
-	gitToken := filepath.Join(t.TempDir(), "git-token")
-	if err := os.WriteFile(gitToken, []byte(gt.Token(testenv.GiteaBot)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reader := reconciler.GitStatusStore{Git: &gitsource.Branch{URL: gt.RepoURL(), Name: statusfile.DefaultBranch, Auth: gitsource.Auth{Username: testenv.GiteaBot, TokenFile: gitToken}}}
+	gt, _, reader := giteaForRunOn(t, files, host)
 	m := &migration{t: t, ctx: ctx, gt: gt, style: style, reader: reader, plan: plan,
 		installed: testenv.Install(t, ctx, mgmt, nodes, gt, "default")}
 	m.hookPod()

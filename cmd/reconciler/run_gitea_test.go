@@ -83,7 +83,13 @@ func startRunOnGitea(t *testing.T, ctx context.Context, mgmt *testenv.Kube, name
 // status branch.
 func giteaForRun(t *testing.T, files map[string]string) (gt *testenv.Gitea, git []string, reader reconciler.GitStatusStore) {
 	t.Helper()
-	gt = testenv.StartGitea(t, testenv.SeedDir(t, files))
+	return giteaForRunOn(t, files, "127.0.0.1")
+}
+
+// giteaForRunOn is giteaForRun with Gitea listening on ip.
+func giteaForRunOn(t *testing.T, files map[string]string, ip string) (gt *testenv.Gitea, git []string, reader reconciler.GitStatusStore) {
+	t.Helper()
+	gt = testenv.StartGiteaOn(t, testenv.SeedDir(t, files), ip)
 	bot := testenv.GiteaBot
 	gitToken := filepath.Join(t.TempDir(), "git-token")
 	if err := os.WriteFile(gitToken, []byte(gt.Token(bot)+"\n"), 0o600); err != nil {
