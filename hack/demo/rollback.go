@@ -308,6 +308,11 @@ func rollbackProgress(st *status.PlanStatus, phases []string) (bool, string, err
 		for _, s := range ph.Steps {
 			if s.State == status.StepRunning || s.State == status.StepRetrying {
 				part += ", running " + s.Title()
+				if s.LastError != "" {
+					// Why the attempts so far failed: a drain names the
+					// pods left and the budgets that hold them.
+					part += fmt.Sprintf(" (attempt %d; last error: %s)", s.Attempts, s.LastError)
+				}
 			}
 			if reason == "" && s.State == status.StepFailed {
 				reason = s.Title() + ": " + s.LastError

@@ -4,17 +4,22 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/observed"
 	"github.com/ferry-dev/ferry/internal/status"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
 
 // The replace rollback: the phases kept (spec.rollback.to and
@@ -78,6 +83,7 @@ func rollbackReplace(ctx context.Context, w *world) error {
 	began = time.Now()
 	undone := phases[keep+1 : last+1]
 	if err := w.rollbackPR(ctx, undo{approve: replaceKeep, to: replaceKeep, undone: undone}, true); err != nil {
+		w.workloadDiagnosis(ctx)
 		return err
 	}
 	out.say("\n==> the rollback of %s took %s", strings.Join(undone, " and "), time.Since(began).Round(time.Second))
@@ -288,4 +294,70 @@ func (w *world) newNodesLeft(ctx context.Context) string {
 		return "· the new servers' Nodes are gone from the workload cluster"
 	}
 	return "· the workload cluster still has Nodes of the new servers (the boot stand-in's hollow kubelets run on): " + strings.Join(left, ", ")
+}
+
+// workloadDiagnosis prints what a rollback that did not end leaves in the
+// workload cluster, where a drain waits: every Node (schedulable or not,
+// Ready or not), every pod that is not a DaemonSet's (its node, phase,
+// readiness and whether it is terminating), the PodDisruptionBudgets'
+// allowed disruptions, and the executor's last drain lines. CI keeps this
+// output, not the logs.
+func (w *world) workloadDiagnosis(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	k, out := w.fx.drain.f.Workload, w.out
+	out.say("\n==> the workload cluster as the rollback left it")
+	var nodes corev1.NodeList
+	if err := k.Client.List(ctx, &nodes); err != nil {
+		out.say("    Nodes: %v", err)
+	}
+	for _, n := range nodes.Items {
+		ready := "unknown"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = string(c.Status) + " " + c.Reason
+			}
+		}
+		out.say("    Node %s: unschedulable %t, Ready %s", n.Name, n.Spec.Unschedulable, ready)
+	}
+	var pods corev1.PodList
+	if err := k.Client.List(ctx, &pods); err != nil {
+		out.say("    pods: %v", err)
+	}
+	for _, p := range pods.Items {
+		if owner := metav1.GetControllerOf(&p); owner != nil && owner.Kind == "DaemonSet" {
+			continue
+		}
+		gone := ""
+		if p.DeletionTimestamp != nil {
+			gone = ", terminating since " + p.DeletionTimestamp.Format(time.TimeOnly)
+		}
+		out.say("    pod %s/%s on %q: %s, healthy %t%s", p.Namespace, p.Name, p.Spec.NodeName, p.Status.Phase, testenv.Healthy(&p), gone)
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := k.Client.List(ctx, &pdbs); err != nil {
+		out.say("    PodDisruptionBudgets: %v", err)
+	}
+	for _, b := range pdbs.Items {
+		out.say("    PodDisruptionBudget %s/%s: %d healthy of %d desired, %d disruptions allowed",
+			b.Namespace, b.Name, b.Status.CurrentHealthy, b.Status.DesiredHealthy, b.Status.DisruptionsAllowed)
+	}
+	logs, _ := filepath.Glob(filepath.Join(w.logDir, "*.log"))
+	var drains []string
+	for _, name := range logs {
+		data, err := os.ReadFile(name)
+		if err != nil || filepath.Base(name) == "gitea.log" {
+			continue
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, "drain") && !strings.Contains(line, "publishing step") {
+				drains = append(drains, strings.TrimSpace(line))
+			}
+		}
+	}
+	slices.Sort(drains) // each begins time=<RFC 3339>: in time order
+	out.say("    the executor's last drain lines:")
+	for _, line := range drains[max(0, len(drains)-15):] {
+		out.say("    %s", line)
+	}
 }
