@@ -96,7 +96,7 @@ test: tools ## Run unit and integration tests against real backends (builds tool
 .PHONY: test-openstack
 test-openstack: tools ## Start local OpenStack (hack/openstack-up.sh) and run the tests that need it.
 	hack/openstack-up.sh
-	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
+	go test $(TEST_FLAGS) -tags openstack -run OpenStack ./cmd/... ./internal/openstack/... ./internal/observer/... ./internal/executor/...
 
 .PHONY: bench
 bench: tools ## Benchmarks: a step's round trip over NATS and a status file's encoding, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans), in a container of BENCH_MEMORY (300Mi).
