@@ -4,14 +4,19 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/v1beta1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -28,7 +33,11 @@ import (
 // node's route to testenv.HostServices. The management and workload
 // clusters are real API servers, and the real Cluster API (core, kubeadm
 // bootstrap, KubeadmControlPlane) and CAPO managers act on what ferry
-// creates; the nodes' servers are in the local OpenStack. First, before
+// creates; the nodes' servers are in the local OpenStack, and each runs
+// a real kubelet in the workload cluster (ostest.NewAdoptableOn), which
+// registered it without a provider ID, as kubeadm without a cloud
+// provider does: the adoption gives each Node its server's
+// (kubeletNodes, before and after). First, before
 // anything moves, `reconciler plan` reads that world (checkPlanOnCloud).
 //
 // Pull request 1 approves cluster on the base layout (one pod, executors
@@ -58,9 +67,10 @@ func TestRunOpenStack(t *testing.T) {
 	images := []string{testenv.FerryImage(t), testenv.NATSServerImage(t)}
 	h := testenv.NewHost(t)
 	lan := h.Network("mgmt")
-	f := ostest.NewAdoptableWith(t, "capi-quickstart", testenv.KubeOptions{PKI: testenv.NewPKI(t, "mgmt"), Address: lan.HostIP, Nodes: true})
+	f := ostest.NewAdoptableOn(t, "capi-quickstart", testenv.KubeOptions{PKI: testenv.NewPKI(t, "mgmt"), Address: lan.HostIP, Nodes: true}, h)
 	mgmt := f.Mgmt
 	before := f.Record(t)
+	kubeletNodes(t, f, "before the adoption", func(string) string { return "" })
 	checkPlanOnCloud(t, f)
 	nodes := h.StartNodes(mgmt, images, testenv.NodeSpec{Name: "mgmt-1", Network: lan})
 	testenv.StartManagers(t, mgmt)
@@ -130,6 +140,7 @@ func TestRunOpenStack(t *testing.T) {
 			t.Errorf("adoption check failed: %s", c)
 		}
 	}
+	kubeletNodes(t, f, "after the adoption", func(node string) string { return step.ProviderIDPrefix + f.Servers[node] })
 	if t.Failed() {
 		return
 	}
@@ -154,6 +165,51 @@ func TestRunOpenStack(t *testing.T) {
 		return strings.Contains(logs, "permission denied")
 	}, func() string { return "its log: " + logs })
 	t.Logf("without fsGroup: %s", strings.TrimSpace(logs))
+}
+
+// kubeletNodes checks the workload cluster's Nodes at a moment (when):
+// each server's node is there, registered and kept by its real kubelet
+// (Ready, and a heartbeat Lease in kube-node-lease renewed within the
+// last minute, which only a kubelet writes: it creates it a few seconds
+// after it registers, hence the wait of up to 30 seconds), with the
+// provider ID want(node). A kubeadm cluster without a cloud provider
+// registers its nodes without one; the adoption gives each its server's.
+func kubeletNodes(t *testing.T, f *ostest.Adoptable, when string, want func(node string) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var problems []string
+	for {
+		problems = nil
+		for _, name := range slices.Concat(f.ControlPlane, f.Workers) {
+			var n corev1.Node
+			var lease coordinationv1.Lease
+			if err := f.Workload.Client.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				problems = append(problems, fmt.Sprintf("Node %s: %v", name, err))
+				continue
+			}
+			if err := f.Workload.Client.Get(ctx, client.ObjectKey{Namespace: "kube-node-lease", Name: name}, &lease); err != nil ||
+				lease.Spec.RenewTime == nil || time.Since(lease.Spec.RenewTime.Time) > time.Minute {
+				problems = append(problems, fmt.Sprintf("Node %s: its kubelet's Lease is not being renewed (%v, renewed %v)", name, err, lease.Spec.RenewTime))
+			}
+			ready := false
+			for _, c := range n.Status.Conditions {
+				ready = ready || c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+			}
+			if !ready || n.Spec.ProviderID != want(name) {
+				problems = append(problems, fmt.Sprintf("Node %s: Ready %t, provider ID %q; want Ready with provider ID %q", name, ready, n.Spec.ProviderID, want(name)))
+			}
+		}
+		if len(problems) == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Errorf("%s, after 30 s: %s", when, strings.Join(problems, "; "))
+			return
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // checkProcesses checks the n processes whose command line starts with

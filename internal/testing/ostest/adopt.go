@@ -38,6 +38,11 @@ type Adoptable struct {
 	Endpoint, EndpointFIP, EndpointPort string
 	// ControlPlane and Workers are the node (and server) names, sorted.
 	ControlPlane, Workers []string
+	// Nodes are the workload cluster's real nodes (NewAdoptableOn), on
+	// network ServerNet; nil where a fixture writes its Nodes
+	// (testenv.Orphan).
+	Nodes     *testenv.RealNodes
+	ServerNet *testenv.Network
 }
 
 // NewAdoptable builds an Adoptable cluster named name; everything goes
@@ -52,13 +57,51 @@ func NewAdoptable(t testenv.T, name string) *Adoptable {
 // installed in it as pods (testenv.KubeOptions.Nodes).
 func NewAdoptableWith(t testenv.T, name string, mgmt testenv.KubeOptions) *Adoptable {
 	t.Helper()
+	return NewAdoptableOn(t, name, mgmt, nil)
+}
+
+// NewAdoptableOn is NewAdoptableWith whose workload cluster runs a real
+// kubelet per server on a network of host's (the servers' network),
+// named like the server and registered as kubeadm registers a node
+// without a cloud provider: no provider ID, which the adoption sets; the
+// control-plane nodes carry kubeadm's role label and taint. Its API
+// server runs a scheduler and a controller manager, so that kube-system's
+// Deployments and DaemonSets have pods on them as a real cluster's do.
+// host nil is NewAdoptableWith: the fixture writes the Nodes and no
+// kubelet runs (testenv.Orphan, a stand-in).
+func NewAdoptableOn(t testenv.T, name string, mgmt testenv.KubeOptions, host *testenv.Host) *Adoptable {
+	t.Helper()
 	a := newNodes(t, name, NodeSuffixes)
 	a.floatingEndpoint(t)
 	a.Mgmt = testenv.StartKubeWith(t, mgmt)
-	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint})
-	a.orphan(t)
+	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint, Nodes: host != nil})
+	if host == nil {
+		a.orphan(t)
+	} else {
+		a.orphanOn(t, host)
+	}
 	a.identitySecret(t)
 	return a
+}
+
+// orphanOn is orphan with the Nodes registered by real kubelets on a
+// network of host's instead of written by the fixture.
+func (a *Adoptable) orphanOn(t testenv.T, host *testenv.Host) {
+	t.Helper()
+	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
+		Name: a.Name, Namespace: "default", KubeletVersion: "v1.31.4", PKI: a.PKI,
+	})
+	a.ServerNet = host.Network("servers")
+	var specs []testenv.NodeSpec
+	for _, name := range a.ControlPlane {
+		specs = append(specs, testenv.NodeSpec{Name: name, Network: a.ServerNet,
+			Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""},
+			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}})
+	}
+	for _, name := range a.Workers {
+		specs = append(specs, testenv.NodeSpec{Name: name, Network: a.ServerNet})
+	}
+	a.Nodes = host.StartNodes(a.Workload, nil, specs...)
 }
 
 // newNodes builds the cloud part shared by the fixtures of this package:

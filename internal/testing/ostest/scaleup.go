@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ferry-dev/ferry/internal/step"
+	"github.com/ferry-dev/ferry/internal/testing/testenv"
 	"github.com/gophercloud/gophercloud/v2"
 	"github.com/gophercloud/gophercloud/v2/openstack/compute/v2/servers"
 	corev1 "k8s.io/api/core/v1"
@@ -22,10 +23,12 @@ import (
 // ScaleUp adds one machine to the MachineDeployment md and checks that the
 // real controllers build it: the kubeadm bootstrap controller its data,
 // CAPO a new Nova server from the pool's flavor and image that reaches
-// ACTIVE. There is no kubelet to register the new server as a Node: the
-// function plays that part, a STAND-IN, creating a Ready Node with the
-// Machine's provider ID, and then checks that the Machine controller binds
-// it and the MachineDeployment counts it ready.
+// ACTIVE. Nova's fake driver boots nothing: on a fixture with real nodes
+// (NewAdoptableOn) a real kubelet starts for the server on the servers'
+// network with the Machine's provider ID, as a cloud image's kubelet
+// would; otherwise the function plays that part, a STAND-IN, creating a
+// Ready Node with it. Then it checks that the Machine controller binds
+// the Node and the MachineDeployment counts it ready.
 func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
 	var checks checkList
 	want, err := a.scale(ctx, md)
@@ -43,7 +46,13 @@ func (a *Adoptable) ScaleUp(ctx context.Context, md string) []Check {
 	}
 	checks.add("new server built by CAPO", srv.Status == "ACTIVE" && srv.FlavorID == a.FlavorID && srv.ImageID == a.ImageID,
 		"server %s (%s) is %s, flavor %s (plan: %s), image %s (plan: %s)", srv.Name, id, srv.Status, srv.FlavorID, a.FlavorID, srv.ImageID, a.ImageID)
-	if err := a.standInKubelet(ctx, m); err != nil {
+	if a.Nodes != nil {
+		// The new server's kubelet, with the provider ID a cloud's image
+		// gives it.
+		if err := a.Nodes.On(a.ServerNet).AddNode(ctx, nil, testenv.Node{Name: m.Name, ProviderID: *m.Spec.ProviderID}); err != nil {
+			return checks.add("new Machine Running", false, "its real node: %v", err)
+		}
+	} else if err := a.standInKubelet(ctx, m); err != nil {
 		return checks.add("new Machine Running", false, "stand-in kubelet: %v", err)
 	}
 	return a.waitRunning(ctx, &checks, m, md, want, last)
