@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/ferry-dev/ferry/internal/status"
+	"github.com/ferry-dev/ferry/internal/step"
 	"github.com/ferry-dev/ferry/internal/testing/ostest"
 	"github.com/ferry-dev/ferry/internal/testing/testenv"
 )
@@ -22,7 +23,10 @@ import (
 // plane Kamaji hosts (a KamajiControlPlane in the management cluster; the
 // workload API server stands for the hosted one and is the Cluster's
 // endpoint) and whose workers run on servers of the local OpenStack moves
-// from the Docker provider onto CAPO. `reconciler run` acts only on what
+// from the Docker provider onto CAPO. Each worker server runs a real
+// kubelet (ostest.NewHostedOn), registered with the hosted API server
+// without a provider ID; the move gives each Node its server's
+// (kubeletNodes, before and after). `reconciler run` acts only on what
 // pull requests merge; the real Cluster API (core, kubeadm bootstrap) and
 // CAPO managers act on what it creates. The one stand-in is the Kamaji
 // controller (testenv.StartKamajiStandIn: it reports the hosted control
@@ -38,10 +42,11 @@ import (
 // Running with nodeRefs, the MachineDeployment ready, and seed 004's rules
 // on the KamajiControlPlane and the cloud controller manager.
 func TestRunKamajiOpenStack(t *testing.T) {
-	h := ostest.NewHosted(t, "kamaji-quickstart")
+	h := ostest.NewHostedOn(t, "kamaji-quickstart", testenv.NewHost(t))
 	t.Logf("fixture: %s", h)
 	mgmt := h.Mgmt
 	before := h.Record(t)
+	kubeletNodes(t, h.Adoptable, "before the move", func(string) string { return "" })
 	testenv.StartManagers(t, mgmt)
 	testenv.StartKamajiStandIn(t, mgmt)
 	// Within go test's default 10 minutes, so that a wait that times out
@@ -91,6 +96,7 @@ func TestRunKamajiOpenStack(t *testing.T) {
 			t.Errorf("seed 004 check failed: %s", c)
 		}
 	}
+	kubeletNodes(t, h.Adoptable, "after the move", func(node string) string { return step.ProviderIDPrefix + h.Servers[node] })
 }
 
 // refuseBrokenRule opens pull request 1 with a plan that breaks a seed 004

@@ -91,7 +91,9 @@ func (a *Adoptable) orphanOn(t testenv.T, host *testenv.Host) {
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
 		Name: a.Name, Namespace: "default", KubeletVersion: "v1.31.4", PKI: a.PKI,
 	})
-	a.ServerNet = host.Network("servers")
+	if a.ServerNet == nil {
+		a.ServerNet = host.Network("servers")
+	}
 	var specs []testenv.NodeSpec
 	for _, name := range a.ControlPlane {
 		specs = append(specs, testenv.NodeSpec{Name: name, Network: a.ServerNet,

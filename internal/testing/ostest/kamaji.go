@@ -52,13 +52,33 @@ type Hosted struct {
 // ends.
 func NewHosted(t testenv.T, name string) *Hosted {
 	t.Helper()
+	return NewHostedOn(t, name, nil)
+}
+
+// NewHostedOn is NewHosted whose workers are real kubelets on a network
+// of host's, registered without a provider ID, and whose hosted API
+// server listens on that network's host address, which they reach as a
+// tenant's nodes reach Kamaji's service (NewAdoptableOn's nodes, without
+// control-plane nodes). host nil is NewHosted: the fixture writes the
+// Nodes (testenv.Orphan, a stand-in).
+func NewHostedOn(t testenv.T, name string, host *testenv.Host) *Hosted {
+	t.Helper()
 	h := &Hosted{Adoptable: newNodes(t, name, WorkerSuffixes), ControlPlaneName: name + "-control-plane"}
 	a := h.Adoptable
 	a.Mgmt = testenv.StartKube(t)
-	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI})
+	opts := testenv.KubeOptions{PKI: a.PKI}
+	if host != nil {
+		a.ServerNet = host.Network("servers")
+		opts.Address, opts.Nodes = a.ServerNet.HostIP, true
+	}
+	a.Workload = testenv.StartKubeWith(t, opts)
 	h.ControlPlaneEndpoint = apiEndpoint(t, a.Workload.Config.Host)
 	a.Endpoint = h.ControlPlaneEndpoint.Host
-	a.orphan(t)
+	if host == nil {
+		a.orphan(t)
+	} else {
+		a.orphanOn(t, host)
+	}
 	h.kamajiSecretsOnly(t)
 	a.identitySecret(t)
 	h.kamajiControlPlane(t)
