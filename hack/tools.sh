@@ -255,7 +255,7 @@ build_gitea() {
 	chmod -R u+w "$gitea_dir/src"
 	echo "==> gitea: source in $gitea_dir/src ($((SECONDS - start))s)"
 	CGO_ENABLED=1 build "$gitea_dir/gitea" "$gitea_dir/src" \
-		"-s -w -X main.Version=${gitea_version#v}" "a cold build takes about 6 minutes on 2 cores" \
+		"-s -w -X main.Version=${gitea_version#v}" "a cold build takes about 5 minutes on 2 cores" \
 		"sqlite sqlite_unlock_notify libsqlite3" code.gitea.io/gitea
 }
 
@@ -311,7 +311,7 @@ works "$dir/kube-apiserver" || kube_missing+=(k8s.io/kubernetes/cmd/kube-apiserv
 for m in "${kube_programs[@]}"; do
 	kube_works "$dir/$m" || kube_missing+=("k8s.io/kubernetes/cmd/$m")
 done
-((${#kube_missing[@]} == 0)) || build "$dir/" "$apiserver_mod" "$k8s_ldflags" "a cold build takes 6 to 10 minutes on 2 cores" "" "${kube_missing[@]}"
+((${#kube_missing[@]} == 0)) || build "$dir/" "$apiserver_mod" "$k8s_ldflags" "a cold build takes about 12 minutes on 2 cores" "" "${kube_missing[@]}"
 hint="the first takes 2 to 5 minutes cold, the others seconds"
 for m in "${managers[@]}"; do
 	name=${m%% *} pkg=${m#* }
