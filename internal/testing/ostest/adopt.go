@@ -74,26 +74,35 @@ func NewAdoptableOn(t testenv.T, name string, mgmt testenv.KubeOptions, host *te
 	a := newNodes(t, name, NodeSuffixes)
 	a.floatingEndpoint(t)
 	a.Mgmt = testenv.StartKubeWith(t, mgmt)
-	a.Workload = testenv.StartKubeWith(t, testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint, Nodes: host != nil})
-	if host == nil {
-		a.orphan(t)
-	} else {
-		a.orphanOn(t, host)
-	}
+	opts := testenv.KubeOptions{PKI: a.PKI, Address: a.Endpoint}
+	a.serverNet(host, &opts)
+	a.Workload = testenv.StartKubeWith(t, opts)
+	a.orphanOn(t, host)
 	a.identitySecret(t)
 	return a
 }
 
-// orphanOn is orphan with the Nodes registered by real kubelets on a
-// network of host's instead of written by the fixture.
+// serverNet makes the servers' network on host, for real nodes, and has
+// the workload API server opts describe run their scheduler and
+// controller manager; nothing when host is nil.
+func (a *Adoptable) serverNet(host *testenv.Host, opts *testenv.KubeOptions) {
+	if host != nil {
+		a.ServerNet, opts.Nodes = host.Network("servers"), true
+	}
+}
+
+// orphanOn is orphan with the Nodes registered by real kubelets on
+// ServerNet instead of written by the fixture; with host nil it is
+// orphan.
 func (a *Adoptable) orphanOn(t testenv.T, host *testenv.Host) {
 	t.Helper()
+	if host == nil {
+		a.orphan(t)
+		return
+	}
 	testenv.Orphan(t, a.Mgmt, a.Workload, testenv.OrphanedCluster{
 		Name: a.Name, Namespace: "default", KubeletVersion: "v1.31.4", PKI: a.PKI,
 	})
-	if a.ServerNet == nil {
-		a.ServerNet = host.Network("servers")
-	}
 	var specs []testenv.NodeSpec
 	for _, name := range a.ControlPlane {
 		specs = append(specs, testenv.NodeSpec{Name: name, Network: a.ServerNet,

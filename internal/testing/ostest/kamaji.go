@@ -67,18 +67,14 @@ func NewHostedOn(t testenv.T, name string, host *testenv.Host) *Hosted {
 	a := h.Adoptable
 	a.Mgmt = testenv.StartKube(t)
 	opts := testenv.KubeOptions{PKI: a.PKI}
-	if host != nil {
-		a.ServerNet = host.Network("servers")
-		opts.Address, opts.Nodes = a.ServerNet.HostIP, true
+	a.serverNet(host, &opts)
+	if a.ServerNet != nil {
+		opts.Address = a.ServerNet.HostIP
 	}
 	a.Workload = testenv.StartKubeWith(t, opts)
 	h.ControlPlaneEndpoint = apiEndpoint(t, a.Workload.Config.Host)
 	a.Endpoint = h.ControlPlaneEndpoint.Host
-	if host == nil {
-		a.orphan(t)
-	} else {
-		a.orphanOn(t, host)
-	}
+	a.orphanOn(t, host)
 	h.kamajiSecretsOnly(t)
 	a.identitySecret(t)
 	h.kamajiControlPlane(t)
