@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -282,7 +283,11 @@ func TestNetworkPolicy(t *testing.T) {
 // help is the usage text of `reconciler <command> --help`.
 func help(t *testing.T, command string) string {
 	t.Helper()
-	out, _ := exec.Command("go", "run", "../cmd/reconciler", command, "--help").CombinedOutput()
+	// Built as make build builds it (static, path-free): the compiled
+	// packages are the image's, which make test builds anyway.
+	cmd := exec.Command("go", "run", "-trimpath", "../cmd/reconciler", command, "--help")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, _ := cmd.CombinedOutput()
 	if !strings.Contains(string(out), "Flags:") {
 		t.Fatalf("reconciler %s --help:\n%s", command, out)
 	}

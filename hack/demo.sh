@@ -26,5 +26,7 @@ if ! curl -fsS -o /dev/null --max-time 3 "http://$(hack/openstack-up.sh --addres
 else
 	echo "==> the local OpenStack services are running"
 fi
-go build -o bin/demo ./hack/demo
+# Static and path-free, as make build and make image compile: one
+# configuration of the compiler for every program (see the Makefile).
+CGO_ENABLED=0 go build -trimpath -o bin/demo ./hack/demo
 bin/demo --reconciler bin/reconciler "$@"
