@@ -183,14 +183,20 @@ func twoClouds(t *testing.T, ctx context.Context, h *testenv.Host, lan *testenv.
 	}
 	t.Logf("through the overlay: %d calls answered, %d failed before", with.OK, with.Failed)
 
+	// Calls go on succeeding while the pods terminate (for longer on a
+	// busy machine), so the count that must not grow is the one taken
+	// once the tunnel is gone.
 	kubectl("", "-n", "kube-system", "delete", "daemonset", "vpn-client", "--cascade=foreground", "--wait")
 	if _, err := tunnel(); err == nil {
 		t.Errorf("node-a's tunnel is still there after the overlay's pods went")
 	}
-	after := counts("calls across the clouds after the overlay went", func(c testenv.CallerCounts) bool { return c.Failed >= with.Failed+5 })
-	if gained := after.OK - with.OK; gained > 10 { // calls answered while the pods terminated
-		t.Errorf("%d calls answered after the overlay went", gained)
+	gone := counts("calls across the clouds when the tunnel went", func(testenv.CallerCounts) bool { return true })
+	after := counts("calls across the clouds after the overlay went", func(c testenv.CallerCounts) bool { return c.Failed >= gone.Failed+5 })
+	// A call or two may have been on their way when it went.
+	if late := after.OK - gone.OK; late > 2 {
+		t.Errorf("%d calls answered after node-a's tunnel went", late)
 	}
+	t.Logf("after the overlay: %d calls answered while its pods terminated, %d after its tunnel went, %d failed", gone.OK-with.OK, after.OK-gone.OK, after.Failed-gone.Failed)
 }
 
 // waitCounts waits until what the caller counted is done, and returns it.
