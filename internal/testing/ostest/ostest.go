@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -63,8 +62,7 @@ func CloudsFile(t testenv.T) string {
 	if f := os.Getenv("FERRY_OPENSTACK_CLOUDS"); f != "" {
 		return f
 	}
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "..", "hack", "openstack-up.sh")
+	script := filepath.Join(testenv.RepoRoot(t), "hack", "openstack-up.sh")
 	out, err := exec.Command(script, "--clouds").Output()
 	if err != nil {
 		t.Fatalf("ostest: %s --clouds: %v", script, err)

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -28,14 +27,24 @@ func FerryImage(t T) string {
 	return filepath.Join(root, "bin", "reconciler-image.tar")
 }
 
-// repoRoot is the repository's top directory.
+// repoRoot is RepoRoot.
 func repoRoot(t T) string {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatalf("testenv: no caller information to find the repository")
+	return RepoRoot(t)
+}
+
+// RepoRoot is the repository's top directory, as `go list -m` finds the
+// main module from the working directory (a test's package, or the
+// repository where the demo runs): not from this file's compiled path,
+// which a -trimpath build (make build's, the demo's) turns into the
+// module's import path.
+func RepoRoot(t T) string {
+	t.Helper()
+	dirs, err := moduleDirs()
+	if err != nil {
+		t.Fatalf("testenv: find the repository: %v", err)
 	}
-	return filepath.Join(filepath.Dir(here), "..", "..", "..")
+	return dirs[mainModule]
 }
 
 // Installed is ferry installed in a management cluster with real nodes

@@ -3,7 +3,6 @@ package testenv
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 
 	"github.com/ferry-dev/ferry/api/v1alpha1"
@@ -17,11 +16,7 @@ const examplePlan = "capi-quickstart.yaml"
 // phase ("" for none): the one way tests write the example plan at a phase.
 func ExamplePlan(t T, phase string) string {
 	t.Helper()
-	_, here, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatalf("testenv: no caller information to find plans/")
-	}
-	path := filepath.Join(filepath.Dir(here), "..", "..", "..", "plans", examplePlan)
+	path := filepath.Join(RepoRoot(t), "plans", examplePlan)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
