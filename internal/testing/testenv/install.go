@@ -20,17 +20,11 @@ import (
 // registry's image would be pulled.
 func FerryImage(t T) string {
 	t.Helper()
-	root := repoRoot(t)
+	root := RepoRoot(t)
 	if out, err := exec.Command("make", "-C", root, "image").CombinedOutput(); err != nil {
 		t.Fatalf("testenv: make image: %v\n%s", err, out)
 	}
 	return filepath.Join(root, "bin", "reconciler-image.tar")
-}
-
-// repoRoot is RepoRoot.
-func repoRoot(t T) string {
-	t.Helper()
-	return RepoRoot(t)
 }
 
 // RepoRoot is the repository's top directory, as `go list -m` finds the
@@ -85,7 +79,7 @@ func Install(t T, ctx context.Context, k *Kube, nodes *RealNodes, gt *Gitea, nam
 	in.Kubectl(ctx, "-n", "ferry-system", "create", "secret", "generic", "ferry-credentials",
 		"--from-file=git-token=./git-token", "--from-file=forge-token=./forge-token",
 		"--from-file=webhook-secret=./webhook-secret")
-	deploy, err := filepath.Abs(filepath.Join(repoRoot(t), "deploy"))
+	deploy, err := filepath.Abs(filepath.Join(RepoRoot(t), "deploy"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +131,7 @@ func (in *Installed) Cluster(ctx context.Context, np *NATSPods) {
 			"--from-file=password=./"+string(role)+".password", "--from-file=ca.crt=./nats-ca.crt")
 	}
 	overlay := filepath.Join(in.dir, "overlay-cluster")
-	base, err := filepath.Rel(overlay, filepath.Join(repoRoot(in.t), "deploy", "overlays", "cluster"))
+	base, err := filepath.Rel(overlay, filepath.Join(RepoRoot(in.t), "deploy", "overlays", "cluster"))
 	if err != nil {
 		in.t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func NATSServerImage(t T) string {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nats-server")
 	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/nats-io/nats-server/v2")
-	cmd.Dir = repoRoot(t)
+	cmd.Dir = RepoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: go build nats-server: %v\n%s", err, out)
