@@ -27,6 +27,9 @@
 #   hack/tools.sh golangci-lint    build only golangci-lint, if missing (make lint)
 #   hack/tools.sh download         only download the modules every build needs
 #                                  (.ci/run, in the background while apt works)
+#   hack/tools.sh check-shared     fail when a module whose packages both the
+#                                  managers and ferry's programs compile is
+#                                  required at two versions (make verify)
 #   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
 #   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
 #   hack/tools.sh --gitea-dir      print the directory of gitea (the binary and,
@@ -66,8 +69,13 @@ golangci_lint_version=$(required_version "$golangci_lint_mod" github.com/golangc
 # (module gitea.dev) does not: some of its dependencies are refused.
 gitea_version=v1.24.0
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools
-dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}}
-managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}}
+# The Kubernetes programs' and the managers' directories also name their
+# go.sum: the alignment below changes the versions they are built from
+# without changing Kubernetes' or CAPI's.
+kube_sum=$(sha256sum "$apiserver_mod/go.sum" | cut -c1-8)
+dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}_${kube_sum}}
+managers_sum=$(sha256sum "$capi_mod/go.sum" | cut -c1-8)
+managers_dir=${FERRY_MANAGERS_DIR:-$cache/capi-${capi_version}_capo-${capo_version}_${managers_sum}}
 gitea_dir=${FERRY_GITEA_DIR:-$cache/gitea-${gitea_version}}
 promtool_dir=${FERRY_PROMTOOL_DIR:-$cache/prometheus-${prometheus_version}}
 golangci_lint_dir=${FERRY_GOLANGCI_LINT_DIR:-$cache/golangci-lint-${golangci_lint_version}}
@@ -100,13 +108,24 @@ esac
 
 only=
 case ${1:-} in
-golangci-lint | download) only=$1 ;;
+golangci-lint | download | check-shared) only=$1 ;;
 '') ;;
 *)
-	echo "usage: hack/tools.sh [golangci-lint | download | --dir | --managers-dir | --gitea-dir | --promtool-dir | --golangci-lint-dir]" >&2
+	echo "usage: hack/tools.sh [golangci-lint | download | check-shared | --dir | --managers-dir | --gitea-dir | --promtool-dir | --golangci-lint-dir]" >&2
 	exit 2
 	;;
 esac
+
+# Every program is built as ferry's are (the Makefile's GO_BUILD:
+# CGO_ENABLED=0 -trimpath), Gitea excepted (SQLite needs cgo): one
+# configuration of the compiler, so that a package two programs share at
+# the same version is compiled once. The Kubernetes programs, the managers
+# and ferry's programs share the Kubernetes libraries (k8s.io/api,
+# apimachinery, client-go, …) and what those import: hack/tools/capi
+# and hack/tools/kube-apiserver require ferry's versions of them (the
+# latter replacing the staging modules ferry uses with ferry's release),
+# which `hack/tools.sh check-shared` (make verify) holds them to.
+export CGO_ENABLED=0
 
 # The checksum database answers 404 for this module of CAPO's graph.
 export GONOSUMDB=${GONOSUMDB:+$GONOSUMDB,}sigs.k8s.io/cluster-api/test
@@ -287,6 +306,40 @@ lock() {
 		flock 9
 	fi
 }
+
+# check_shared compares, for the managers and for the Kubernetes
+# programs, the versions of the modules whose packages they and ferry's
+# programs both compile: a package at two versions is compiled twice, and
+# so is every package that imports it. (A replaced module counts at its
+# replacement's version.)
+check_shared() {
+	local fmt='{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}'
+	local ours theirs differ failed=0 mod pkgs
+	ours=$(cd "$root" && go list -deps -f "$fmt" ./cmd/... ./hack/... | grep -v "^github.com/ferry-dev/ferry" | sort -u)
+	for mod in "$capi_mod" "$apiserver_mod"; do
+		if [[ $mod == "$capi_mod" ]]; then
+			pkgs=("${managers[@]#* }")
+		else
+			pkgs=(k8s.io/kubernetes/cmd/kube-apiserver "${kube_programs[@]/#/k8s.io/kubernetes/cmd/}")
+		fi
+		theirs=$(cd "$mod" && go list -deps -f "$fmt" "${pkgs[@]}" | sort -u)
+		differ=$(join <(echo "$theirs") <(echo "$ours") | awk '$2 != $3')
+		if [[ -n $differ ]]; then
+			echo "${mod#"$root"/} and ferry require these modules, whose packages both build, at different versions (module, ${mod#"$root"/}'s, ferry's):" >&2
+			echo "$differ" >&2
+			echo "each is compiled twice; give ${mod#"$root"/} ferry's version: go mod edit -require=MODULE@VERSION (or -replace for a staging module), then go mod tidy" >&2
+			failed=1
+		else
+			echo "${mod#"$root"/} and ferry's programs share $(join <(echo "$theirs") <(echo "$ours") | wc -l) modules, at the same versions"
+		fi
+	done
+	return "$failed"
+}
+
+if [[ $only == check-shared ]]; then
+	check_shared
+	exit
+fi
 
 if [[ $only == download ]]; then
 	download
