@@ -24,7 +24,12 @@
 #     the repository's .golangci.yml.
 #
 #   hack/tools.sh                  build what is missing; a second run does nothing
-#   hack/tools.sh golangci-lint    build only golangci-lint, if missing (make lint)
+#   hack/tools.sh GROUP...         build what is missing of these groups only:
+#                                  kube (etcd and the Kubernetes programs),
+#                                  managers, gitea, promtool (and promql-names),
+#                                  golangci-lint (make lint: golangci-lint;
+#                                  make test-openstack, demo and chaos: kube
+#                                  managers gitea)
 #   hack/tools.sh download         only download the modules every build needs
 #                                  (.ci/run, in the background while apt works)
 #   hack/tools.sh check-shared     fail when a module whose packages both the
@@ -106,15 +111,34 @@ case ${1:-} in
 	;;
 esac
 
+usage="usage: hack/tools.sh [GROUP... | download | check-shared | --dir | --managers-dir | --gitea-dir | --promtool-dir | --golangci-lint-dir]
+groups: kube (etcd and the Kubernetes programs), managers, gitea, promtool (and promql-names), golangci-lint; none: all of them"
 only=
+groups=()
 case ${1:-} in
-golangci-lint | download | check-shared) only=$1 ;;
-'') ;;
+download | check-shared) only=$1 ;;
+'') groups=(kube managers gitea promtool golangci-lint) ;;
 *)
-	echo "usage: hack/tools.sh [golangci-lint | download | check-shared | --dir | --managers-dir | --gitea-dir | --promtool-dir | --golangci-lint-dir]" >&2
-	exit 2
+	for g; do
+		case $g in
+		kube | managers | gitea | promtool | golangci-lint) groups+=("$g") ;;
+		*)
+			echo "$usage" >&2
+			exit 2
+			;;
+		esac
+	done
 	;;
 esac
+
+# wanted reports whether group is among those asked for.
+wanted() {
+	local g
+	for g in "${groups[@]}"; do
+		[[ $g == "$1" ]] && return 0
+	done
+	return 1
+}
 
 # Every program is built as ferry's are (the Makefile's GO_BUILD:
 # CGO_ENABLED=0 -trimpath), Gitea excepted (SQLite needs cgo): one
@@ -250,17 +274,24 @@ managers=(
 # minute after it.
 kube_programs=(kube-scheduler kube-controller-manager kubelet kube-proxy kubemark kubectl)
 
+# up_to_date reports whether every group asked for works.
 up_to_date() {
-	works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
 	local m
-	for m in "${kube_programs[@]}"; do
-		kube_works "$dir/$m" || return 1
-	done
-	for m in "${managers[@]}"; do
-		manager_works "$managers_dir/${m%% *}" || return 1
-	done
-	gitea_works && works "$promtool_dir/promtool" && names_works &&
-		works "$golangci_lint_dir/golangci-lint"
+	if wanted kube; then
+		works "$dir/kube-apiserver" && works "$dir/etcd" || return 1
+		for m in "${kube_programs[@]}"; do
+			kube_works "$dir/$m" || return 1
+		done
+	fi
+	if wanted managers; then
+		for m in "${managers[@]}"; do
+			manager_works "$managers_dir/${m%% *}" || return 1
+		done
+	fi
+	if wanted gitea; then gitea_works || return 1; fi
+	if wanted promtool; then works "$promtool_dir/promtool" && names_works || return 1; fi
+	if wanted golangci-lint; then works "$golangci_lint_dir/golangci-lint" || return 1; fi
+	return 0
 }
 
 names_works() {
@@ -346,47 +377,52 @@ if [[ $only == download ]]; then
 	exit
 fi
 
-if [[ $only == golangci-lint ]]; then
-	works "$golangci_lint_dir/golangci-lint" && exit 0
-	lock
-	works "$golangci_lint_dir/golangci-lint" || build_golangci_lint
-	exit 0
-fi
-
 # The Docker provider's CRDs (the old clusters of the replace scenario) come
 # from this module of the graph, which no build downloads.
-(cd "$capi_mod" && go mod download sigs.k8s.io/cluster-api/test)
+if wanted managers; then
+	(cd "$capi_mod" && go mod download sigs.k8s.io/cluster-api/test)
+fi
 
 if up_to_date; then
-	echo "tools up to date in $dir, $managers_dir, $gitea_dir, $promtool_dir and $golangci_lint_dir; nothing to do"
+	echo "tools up to date (${groups[*]}); nothing to do"
 	exit 0
 fi
 
 lock
 
-works "$dir/etcd" || build "$dir/etcd" "$etcd_mod" "-s -w" "" "" go.etcd.io/etcd/server/v3
-k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")"
-kube_missing=()
-works "$dir/kube-apiserver" || kube_missing+=(k8s.io/kubernetes/cmd/kube-apiserver)
-for m in "${kube_programs[@]}"; do
-	kube_works "$dir/$m" || kube_missing+=("k8s.io/kubernetes/cmd/$m")
-done
-((${#kube_missing[@]} == 0)) || build "$dir/" "$apiserver_mod" "$k8s_ldflags" "a cold build takes about 12 minutes on 2 cores" "" "${kube_missing[@]}"
-hint="the first takes 2 to 5 minutes cold, the others seconds"
-for m in "${managers[@]}"; do
-	name=${m%% *} pkg=${m#* }
-	ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version"
-	[[ $pkg == *provider-openstack* ]] && ldflags="-s -w -X sigs.k8s.io/cluster-api-provider-openstack/version.gitVersion=$capo_version"
-	manager_works "$managers_dir/$name" || build "$managers_dir/$name" "$capi_mod" "$ldflags" "$hint" "" "$pkg"
-	hint=
-done
-gitea_works || build_gitea
-# remove_all_sd leaves out the service discoveries (AWS, Azure, GCE, …),
-# which `promtool check rules` and `test rules` do not use and which are
-# most of a full build's time.
-works "$promtool_dir/promtool" || build "$promtool_dir/promtool" "$prometheus_mod" \
-	"-s -w -X github.com/prometheus/common/version.Version=$prometheus_version" "a cold build takes about 10 CPU-minutes: 5 or more on 2 cores" remove_all_sd \
-	github.com/prometheus/prometheus/cmd/promtool
-names_works || build "$promtool_dir/promql-names" "$prometheus_mod" "-s -w -X main.version=$names_version" "" "" ./promql-names
-works "$golangci_lint_dir/golangci-lint" || build_golangci_lint
-echo "tools ready in $dir, $managers_dir, $gitea_dir, $promtool_dir and $golangci_lint_dir"
+if wanted kube; then
+	works "$dir/etcd" || build "$dir/etcd" "$etcd_mod" "-s -w" "" "" go.etcd.io/etcd/server/v3
+	k8s_ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$k8s_version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(cut -d. -f2 <<<"$k8s_version")"
+	kube_missing=()
+	works "$dir/kube-apiserver" || kube_missing+=(k8s.io/kubernetes/cmd/kube-apiserver)
+	for m in "${kube_programs[@]}"; do
+		kube_works "$dir/$m" || kube_missing+=("k8s.io/kubernetes/cmd/$m")
+	done
+	((${#kube_missing[@]} == 0)) || build "$dir/" "$apiserver_mod" "$k8s_ldflags" "a cold build takes about 12 minutes on 2 cores" "" "${kube_missing[@]}"
+fi
+if wanted managers; then
+	hint="the first takes 1 to 5 minutes cold (1 after the Kubernetes programs, whose packages it shares), the others seconds"
+	for m in "${managers[@]}"; do
+		name=${m%% *} pkg=${m#* }
+		ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version"
+		[[ $pkg == *provider-openstack* ]] && ldflags="-s -w -X sigs.k8s.io/cluster-api-provider-openstack/version.gitVersion=$capo_version"
+		manager_works "$managers_dir/$name" || build "$managers_dir/$name" "$capi_mod" "$ldflags" "$hint" "" "$pkg"
+		hint=
+	done
+fi
+if wanted gitea; then
+	gitea_works || build_gitea
+fi
+if wanted promtool; then
+	# remove_all_sd leaves out the service discoveries (AWS, Azure, GCE, …),
+	# which `promtool check rules` and `test rules` do not use and which are
+	# most of a full build's time.
+	works "$promtool_dir/promtool" || build "$promtool_dir/promtool" "$prometheus_mod" \
+		"-s -w -X github.com/prometheus/common/version.Version=$prometheus_version" "a cold build takes about 4 minutes on 2 cores" remove_all_sd \
+		github.com/prometheus/prometheus/cmd/promtool
+	names_works || build "$promtool_dir/promql-names" "$prometheus_mod" "-s -w -X main.version=$names_version" "" "" ./promql-names
+fi
+if wanted golangci-lint; then
+	works "$golangci_lint_dir/golangci-lint" || build_golangci_lint
+fi
+echo "tools ready (${groups[*]})"
