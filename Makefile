@@ -129,9 +129,8 @@ generate: ## Regenerate the plan JSON Schema from the Go types.
 	$(GO_RUN) ./hack/schemagen
 
 # The tools a migration runs against (the Kubernetes programs, the
-# managers, Gitea), without promtool and golangci-lint: make
-# test-openstack, demo and chaos need no more, and .ci/run builds those
-# two beside them.
+# managers, Gitea), without promtool and golangci-lint, which make
+# test-openstack, demo and chaos do not need.
 .PHONY: backends
 backends:
 	@hack/tools.sh kube managers gitea
