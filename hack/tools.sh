@@ -33,8 +33,8 @@
 #   hack/tools.sh download         only download the modules every build needs
 #                                  (.ci/run, in the background while apt works)
 #   hack/tools.sh check-shared     fail when a module whose packages both the
-#                                  managers and ferry's programs compile is
-#                                  required at two versions (make verify)
+#                                  Kubernetes programs and ferry's programs
+#                                  compile is required at two versions (make verify)
 #   hack/tools.sh --dir            print the directory of kube-apiserver and etcd
 #   hack/tools.sh --managers-dir   print the directory of the CAPI and CAPO managers
 #   hack/tools.sh --gitea-dir      print the directory of gitea (the binary and,
@@ -143,12 +143,12 @@ wanted() {
 # Every program is built as ferry's are (the Makefile's GO_BUILD:
 # CGO_ENABLED=0 -trimpath), Gitea excepted (SQLite needs cgo): one
 # configuration of the compiler, so that a package two programs share at
-# the same version is compiled once. The Kubernetes programs, the managers
-# and ferry's programs share the Kubernetes libraries (k8s.io/api,
-# apimachinery, client-go, …) and what those import: hack/tools/capi
-# and hack/tools/kube-apiserver require ferry's versions of them (the
-# latter replacing the staging modules ferry uses with ferry's release),
-# which `hack/tools.sh check-shared` (make verify) holds them to.
+# the same version is compiled once. The Kubernetes programs and ferry's
+# programs share the Kubernetes libraries (k8s.io/api, apimachinery,
+# client-go, …) and what those import: hack/tools/kube-apiserver
+# requires ferry's versions of them (replacing the staging modules ferry
+# uses with ferry's release), which `hack/tools.sh check-shared` (make
+# verify) holds it to.
 export CGO_ENABLED=0
 
 # The checksum database answers 404 for this module of CAPO's graph.
@@ -338,8 +338,7 @@ lock() {
 	fi
 }
 
-# check_shared compares, for the managers and for the Kubernetes
-# programs, the versions of the modules whose packages they and ferry's
+# check_shared compares, for the Kubernetes programs, the versions of the modules whose packages they and ferry's
 # programs both compile: a package at two versions is compiled twice, and
 # so is every package that imports it. (A replaced module counts at its
 # replacement's version.)
@@ -347,12 +346,12 @@ check_shared() {
 	local fmt='{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}'
 	local ours theirs differ failed=0 mod pkgs
 	ours=$(cd "$root" && go list -deps -f "$fmt" ./cmd/... ./hack/... | grep -v "^github.com/ferry-dev/ferry" | sort -u)
-	for mod in "$capi_mod" "$apiserver_mod"; do
-		if [[ $mod == "$capi_mod" ]]; then
-			pkgs=("${managers[@]#* }")
-		else
-			pkgs=(k8s.io/kubernetes/cmd/kube-apiserver "${kube_programs[@]/#/k8s.io/kubernetes/cmd/}")
-		fi
+	# (Not hack/tools/capi yet: the CAPO manager built with ferry's
+	# gophercloud, v2.15 for its v2.4, left the rollback-replace demo's
+	# servers undeleted past its timeout.)
+	local mods=("$apiserver_mod")
+	for mod in "${mods[@]}"; do
+		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver "${kube_programs[@]/#/k8s.io/kubernetes/cmd/}")
 		theirs=$(cd "$mod" && go list -deps -f "$fmt" "${pkgs[@]}" | sort -u)
 		differ=$(join <(echo "$theirs") <(echo "$ours") | awk '$2 != $3')
 		if [[ -n $differ ]]; then
@@ -401,7 +400,7 @@ if wanted kube; then
 	((${#kube_missing[@]} == 0)) || build "$dir/" "$apiserver_mod" "$k8s_ldflags" "a cold build takes about 12 minutes on 2 cores" "" "${kube_missing[@]}"
 fi
 if wanted managers; then
-	hint="the first takes 1 to 5 minutes cold (1 after the Kubernetes programs, whose packages it shares), the others seconds"
+	hint="the first takes 2 to 5 minutes cold, the others seconds"
 	for m in "${managers[@]}"; do
 		name=${m%% *} pkg=${m#* }
 		ldflags="-s -w -X sigs.k8s.io/cluster-api/version.gitVersion=$capi_version"
