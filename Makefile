@@ -154,7 +154,7 @@ lint: ## Run golangci-lint with .golangci.yml, -tags openstack included (builds 
 # No `go vet ./...`: golangci-lint's govet runs go vet's analyzers (its
 # default set is cmd/vet's), on the openstack-tagged files too, and a
 # separate go vet cost 7m18s from an empty build cache.
-verify: generate ## Check formatting, golangci-lint (go vet's analyzers among its linters), tidy go.mod files, the managers' versions of what they share with ferry (hack/tools.sh check-shared), shell scripts, generated files, and a clean tree.
+verify: generate ## Check formatting, golangci-lint (go vet's analyzers among its linters), tidy go.mod files, the Kubernetes programs' versions of what they share with ferry (hack/tools.sh check-shared), shell scripts, generated files, and a clean tree.
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	if [[ -n $$unformatted ]]; then echo "gofmt: run 'gofmt -w' on:"; echo "$$unformatted"; exit 1; fi
 	@$(MAKE) --no-print-directory lint

@@ -75,8 +75,8 @@ golangci_lint_version=$(required_version "$golangci_lint_mod" github.com/golangc
 gitea_version=v1.24.0
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/ferry/tools
 # The Kubernetes programs' and the managers' directories also name their
-# go.sum: the alignment below changes the versions they are built from
-# without changing Kubernetes' or CAPI's.
+# go.sum: a change of the versions they are built from (the alignment
+# below) need not change Kubernetes' or CAPI's.
 kube_sum=$(sha256sum "$apiserver_mod/go.sum" | cut -c1-8)
 dir=${FERRY_TOOLS_DIR:-$cache/kube-apiserver-${k8s_version}_etcd-${etcd_version}_${kube_sum}}
 managers_sum=$(sha256sum "$capi_mod/go.sum" | cut -c1-8)
@@ -338,32 +338,26 @@ lock() {
 	fi
 }
 
-# check_shared compares, for the Kubernetes programs, the versions of the modules whose packages they and ferry's
-# programs both compile: a package at two versions is compiled twice, and
-# so is every package that imports it. (A replaced module counts at its
-# replacement's version.)
+# check_shared compares the versions of the modules whose packages both
+# the Kubernetes programs and ferry's programs compile: a package at two
+# versions is compiled twice, and so is every package that imports it (a
+# replaced module counts at its replacement's version). hack/tools/capi
+# is not held to it: the CAPO manager built with ferry's gophercloud
+# (v2.15 for its v2.4) left the rollback-replace demo's servers undeleted
+# past its timeout.
 check_shared() {
 	local fmt='{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}'
-	local ours theirs differ failed=0 mod pkgs
+	local ours theirs differ
 	ours=$(cd "$root" && go list -deps -f "$fmt" ./cmd/... ./hack/... | grep -v "^github.com/ferry-dev/ferry" | sort -u)
-	# (Not hack/tools/capi yet: the CAPO manager built with ferry's
-	# gophercloud, v2.15 for its v2.4, left the rollback-replace demo's
-	# servers undeleted past its timeout.)
-	local mods=("$apiserver_mod")
-	for mod in "${mods[@]}"; do
-		pkgs=(k8s.io/kubernetes/cmd/kube-apiserver "${kube_programs[@]/#/k8s.io/kubernetes/cmd/}")
-		theirs=$(cd "$mod" && go list -deps -f "$fmt" "${pkgs[@]}" | sort -u)
-		differ=$(join <(echo "$theirs") <(echo "$ours") | awk '$2 != $3')
-		if [[ -n $differ ]]; then
-			echo "${mod#"$root"/} and ferry require these modules, whose packages both build, at different versions (module, ${mod#"$root"/}'s, ferry's):" >&2
-			echo "$differ" >&2
-			echo "each is compiled twice; give ${mod#"$root"/} ferry's version: go mod edit -require=MODULE@VERSION (or -replace for a staging module), then go mod tidy" >&2
-			failed=1
-		else
-			echo "${mod#"$root"/} and ferry's programs share $(join <(echo "$theirs") <(echo "$ours") | wc -l) modules, at the same versions"
-		fi
-	done
-	return "$failed"
+	theirs=$(cd "$apiserver_mod" && go list -deps -f "$fmt" k8s.io/kubernetes/cmd/kube-apiserver "${kube_programs[@]/#/k8s.io/kubernetes/cmd/}" | sort -u)
+	differ=$(join <(echo "$theirs") <(echo "$ours") | awk '$2 != $3')
+	if [[ -n $differ ]]; then
+		echo "hack/tools/kube-apiserver and ferry require these modules, whose packages both build, at different versions (module, the tools module's, ferry's):" >&2
+		echo "$differ" >&2
+		echo "each is compiled twice; give hack/tools/kube-apiserver ferry's version: go mod edit -require=MODULE@VERSION (or -replace for a staging module), then go mod tidy" >&2
+		return 1
+	fi
+	echo "hack/tools/kube-apiserver and ferry's programs share $(join <(echo "$theirs") <(echo "$ours") | wc -l) modules, at the same versions"
 }
 
 if [[ $only == check-shared ]]; then
