@@ -231,7 +231,15 @@ func (h *Host) Network(name string) *Network {
 	n := &Network{Name: name, index: len(h.networks)}
 	n.HostIP = fmt.Sprintf("10.250.%d.1", n.index)
 	bridge := n.bridge()
-	h.mustRun("ip", "link", "add", bridge, "type", "bridge")
+	// A MAC address of its own: a bridge without one takes the lowest of
+	// its ports' and changes it when a node joins with a lower one. The
+	// nodes that had resolved the host address to the old one then send
+	// to a port's address, which the host drops as another host's, until
+	// their neighbour entry expires: about 45 seconds in which a node's
+	// kubelet cannot reach its API server (seen in CI: a Lease not
+	// created 30 seconds after its node registered).
+	mac := fmt.Sprintf("02:fe:0a:fa:%02x:01", n.index)
+	h.mustRun("ip", "link", "add", bridge, "address", mac, "type", "bridge")
 	h.mustRun("ip", "addr", "add", n.HostIP+"/24", "dev", bridge)
 	h.mustRun("ip", "link", "set", bridge, "up")
 	h.networks = append(h.networks, n)
