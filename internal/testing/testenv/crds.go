@@ -192,21 +192,6 @@ func decodeCRDs(fsys fs.FS, only []string) ([]*apiextensionsv1.CustomResourceDef
 	return crds, nil
 }
 
-// crdCopies returns fresh copies of every CRD: envtest writes server-set
-// fields into the objects it creates, and each API server needs objects
-// that were never created anywhere.
-func crdCopies() ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	crds, err := parsedCRDs()
-	if err != nil {
-		return nil, err
-	}
-	copies := make([]*apiextensionsv1.CustomResourceDefinition, len(crds))
-	for i, crd := range crds {
-		copies[i] = crd.DeepCopy()
-	}
-	return copies, nil
-}
-
 // toolsDir returns the directory holding kube-apiserver and etcd:
 // $KUBEBUILDER_ASSETS when set (the Makefile sets it), otherwise the
 // directory that hack/tools.sh builds into.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -106,22 +107,8 @@ func StartGiteaOn(t T, seed, ip string) *Gitea {
 	if err := writeGiteaConfig(g.config, work, filepath.Join(dir, "src"), addr); err != nil {
 		t.Fatalf("testenv: gitea: %v", err)
 	}
-	g.run(t, "migrate")
-	for _, u := range []struct {
-		login string
-		admin bool
-	}{{GiteaBot, true}, {GiteaMaintainer, false}, {GiteaReviewer, false}, {GiteaReader, false}} {
-		g.passwords[u.login] = "pw-" + randomHex(8)
-		args := []string{"admin", "user", "create", "--username", u.login, "--password", g.passwords[u.login],
-			"--email", u.login + "@ferry.invalid", "--must-change-password=false"}
-		if u.admin {
-			args = append(args, "--admin")
-		}
-		g.run(t, args...)
-		out := g.run(t, "admin", "user", "generate-access-token", "--username", u.login,
-			"--token-name", "ferry-test", "--scopes", "all", "--raw")
-		// The token is the last line: Gitea warns about root before it.
-		g.tokens[u.login] = out[strings.LastIndexByte(out, '\n')+1:]
+	if err := g.fromTemplate(t, filepath.Join(dir, "src")); err != nil {
+		t.Fatalf("testenv: gitea: %v", err)
 	}
 	t.Cleanup(func() {
 		g.Stop()
@@ -140,6 +127,100 @@ func StartGiteaOn(t T, seed, ip string) *Gitea {
 	g.StartupTime = time.Since(start)
 	t.Logf("testenv: Gitea %s ready in %s (work directory %s)", g.URL, g.StartupTime.Round(time.Millisecond), work)
 	return g
+}
+
+// giteaTemplate is what `gitea migrate` and the accounts' creation leave
+// in a server's data directory, made once per process: each of the nine
+// commands loads all of Gitea and opens its database (about 3 s of CPU
+// per server), and every server of a process can start from the same
+// files. The accounts' passwords and tokens are stored hashed and
+// salted, independent of a server's secrets, so each copy accepts them.
+var giteaTemplate struct {
+	sync.Mutex
+	bin               string
+	files             map[string][]byte // data/ file -> content
+	passwords, tokens map[string]string
+}
+
+// fromTemplate gives g the template's database, making the template
+// first when this process has none for g's binary.
+func (g *Gitea) fromTemplate(t T, static string) error {
+	t.Helper()
+	tm := &giteaTemplate
+	tm.Lock()
+	defer tm.Unlock()
+	if tm.bin != g.bin {
+		if err := makeGiteaTemplate(t, g.bin, static); err != nil {
+			return err
+		}
+	}
+	data := filepath.Join(g.Dir, "data")
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return err
+	}
+	for name, content := range tm.files {
+		if err := os.WriteFile(filepath.Join(data, name), content, 0o600); err != nil {
+			return err
+		}
+	}
+	maps.Copy(g.passwords, tm.passwords)
+	maps.Copy(g.tokens, tm.tokens)
+	return nil
+}
+
+// makeGiteaTemplate runs the migration and creates the accounts and their
+// tokens in a work directory of its own, with a test server's settings, and
+// keeps the files of its data directory (the sqlite database) in
+// giteaTemplate.
+func makeGiteaTemplate(t T, bin, static string) error {
+	t.Helper()
+	work, err := os.MkdirTemp("", "ferry-gitea-template-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	g := &Gitea{Dir: work, bin: bin, config: filepath.Join(work, "custom", "conf", "app.ini"), custom: filepath.Join(work, "custom"),
+		tokens: map[string]string{}, passwords: map[string]string{}}
+	// The address is not used: no command here serves.
+	if err := writeGiteaConfig(g.config, work, static, "127.0.0.1:1"); err != nil {
+		return err
+	}
+	g.run(t, "migrate")
+	for _, u := range []struct {
+		login string
+		admin bool
+	}{{GiteaBot, true}, {GiteaMaintainer, false}, {GiteaReviewer, false}, {GiteaReader, false}} {
+		g.passwords[u.login] = "pw-" + randomHex(8)
+		args := []string{"admin", "user", "create", "--username", u.login, "--password", g.passwords[u.login],
+			"--email", u.login + "@ferry.invalid", "--must-change-password=false"}
+		if u.admin {
+			args = append(args, "--admin")
+		}
+		g.run(t, args...)
+		out := g.run(t, "admin", "user", "generate-access-token", "--username", u.login,
+			"--token-name", "ferry-test", "--scopes", "all", "--raw")
+		// The token is the last line: Gitea warns about root before it.
+		g.tokens[u.login] = out[strings.LastIndexByte(out, '\n')+1:]
+	}
+	entries, err := os.ReadDir(filepath.Join(work, "data"))
+	if err != nil {
+		return err
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if files[e.Name()], err = os.ReadFile(filepath.Join(work, "data", e.Name())); err != nil {
+			return err
+		}
+	}
+	if files["gitea.db"] == nil {
+		return fmt.Errorf("template: no gitea.db in %s/data after the migration", work)
+	}
+	tm := &giteaTemplate
+	tm.bin, tm.files, tm.passwords, tm.tokens = bin, files, g.passwords, g.tokens
+	return nil
 }
 
 // writeGiteaConfig writes the app.ini of a test server: sqlite, no

@@ -78,27 +78,43 @@ func StartKubeWith(t T, opts KubeOptions) *Kube {
 	quietControllerRuntime.Do(func() { ctrllog.SetLogger(logr.Discard()) })
 
 	bin := kubeBinaries(t)
-	crds, err := crdCopies()
+	crds, err := parsedCRDs()
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
+	}
+	// etcd starts on a copy of the template: the API server finds its
+	// bootstrap done and the CRDs created (etcdtemplate.go).
+	template, err := etcdTemplate(t, bin, crds)
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	data := filepath.Join(t.TempDir(), "etcd")
+	if err := copyEtcdData(template, data); err != nil {
+		t.Fatalf("testenv: copy the etcd template %s: %v", template, err)
 	}
 
 	scheme := kube.Scheme()
 	env := &envtest.Environment{
 		BinaryAssetsDirectory: bin,
 		Scheme:                scheme,
-		CRDInstallOptions:     envtest.CRDInstallOptions{CRDs: crds},
 		// Generous: two API servers starting at once on a loaded 2-core
 		// machine take far longer than the usual 7 seconds.
 		ControlPlaneStartTimeout: 2 * time.Minute,
 	}
+	env.ControlPlane.Etcd = &envtest.Etcd{DataDir: data}
 	auditLog := setUpAPIServer(t, env, opts)
 	start := time.Now()
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("testenv: start API server from %s: %v", bin, err)
 	}
-	t.Logf("testenv: API server with %d CRDs ready at %s in %s", len(env.CRDs), cfg.Host, time.Since(start).Round(time.Millisecond))
+	// Served once discovery lists them (the API server's informers have
+	// them established already).
+	if err := envtest.WaitForCRDs(cfg, crds, envtest.CRDInstallOptions{PollInterval: 50 * time.Millisecond, MaxTime: time.Minute}); err != nil {
+		_ = env.Stop()
+		t.Fatalf("testenv: API server at %s: the CRDs of the etcd template %s: %v", cfg.Host, template, err)
+	}
+	t.Logf("testenv: API server with %d CRDs ready at %s in %s", len(crds), cfg.Host, time.Since(start).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("testenv: stop API server: %v", err)
