@@ -110,11 +110,13 @@ test: tools ## Run unit and integration tests against real backends (builds tool
 # One package at a time (-p 1): the OpenStack services, API servers,
 # managers and real nodes keep two cores busy; two packages at once took
 # cmd/reconciler past its 20-minute timeout and TestGatewayOpenStack's
-# waits past theirs.
+# waits past theirs. -timeout 30m: cmd/reconciler's three migrations take
+# about 16 minutes, and a busier machine took them past 20 (each test's
+# own deadline fails it with its logs first).
 .PHONY: test-openstack
 test-openstack: backends ## Start local OpenStack (hack/openstack-up.sh) and run the tests that need it.
 	hack/openstack-up.sh
-	go test $(TEST_FLAGS) -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
+	go test $(TEST_FLAGS) -timeout 30m -p 1 -tags openstack -run OpenStack ./internal/openstack/... ./internal/observer/... ./internal/executor/... ./cmd/...
 
 .PHONY: bench
 bench: tools ## Benchmarks: a step's round trip over NATS and a status file's encoding, then the fleet benchmark with its kubectl baseline for each of BENCH_PLANS (default 100 and 1000 plans), in a container of BENCH_MEMORY (300Mi).
