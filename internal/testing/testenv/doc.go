@@ -3,7 +3,9 @@
 //
 //   - StartKube: a Kubernetes API server and etcd (controller-runtime envtest
 //     over the binaries that `make tools` builds) with the CRDs of CAPI core,
-//     kubeadm bootstrap and control plane, CAPO and KamajiControlPlane;
+//     kubeadm bootstrap and control plane, CAPO and KamajiControlPlane,
+//     its etcd started on a copy of a data directory in which an API server
+//     bootstrapped and created them (etcdTemplate, made once per machine);
 //   - StartNATS: an embedded NATS server with JetStream on a random port,
 //     taking only clients with its random token (its URL carries it), and
 //     a temporary file store;

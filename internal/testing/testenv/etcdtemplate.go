@@ -23,9 +23,9 @@ import (
 // every time: its bootstrap (the default RBAC roles, priority levels,
 // namespaces) and the creation of the 29 CRDs, each written, checked,
 // given managed fields and updated by the naming and establishing
-// controllers. About 12 s of CPU on this project's 2-core machines, of
-// which an API server that starts on an etcd that holds it all already
-// needs about half. So the first StartKube on a machine makes such an
+// controllers: about 10 s of CPU a start (etcd, kube-apiserver and the
+// test's client together), where a start on an etcd that holds it all
+// already takes about 6. So the first StartKube on a machine makes such an
 // etcd data directory (etcdTemplate) and every StartKube starts etcd on
 // a copy of it: what the API server then finds is what it would have
 // made itself, with the CRDs established.
