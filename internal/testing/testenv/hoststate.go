@@ -3,6 +3,7 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -302,7 +303,8 @@ func restoreHost(logf func(string, ...any), before hostState, cgroupRoots, dirs 
 	}
 	for _, ns := range lines(command("ip", "netns", "list")) {
 		name := strings.Fields(ns)[0]
-		if strings.HasPrefix(name, netnsPrefix) && !strings.Contains(before["netns"], name) {
+		// (cni-: a pod's, which its CNI plugin deletes with the pod.)
+		if (strings.HasPrefix(name, netnsPrefix) || strings.HasPrefix(name, "cni-")) && !strings.Contains(before["netns"], name) {
 			logf("testenv: deleting network namespace %s: %s", name, strings.TrimSpace(command("ip", "netns", "delete", name)))
 		}
 	}
@@ -456,4 +458,91 @@ func ProcessStatus(t T, prefix string, n int) []map[string]string {
 		all = append(all, fields)
 	}
 	return all
+}
+
+// hostPending is where a run that has real nodes keeps its record of the
+// machine until it has put the machine back: a run that dies first (go
+// test's -timeout panics and runs no cleanup) leaves it, and the next
+// NewHost puts the machine back from it.
+const hostPending = "/run/lock/ferry-real-nodes.pending"
+
+// pendingRun is what hostPending holds: the record and the run's
+// directory.
+type pendingRun struct {
+	Before hostState `json:"before"`
+	Dir    string    `json:"dir"`
+	PID    int       `json:"pid"`
+}
+
+// savePending writes the run's record to hostPending.
+func savePending(before hostState, dir string) error {
+	data, err := json.Marshal(pendingRun{Before: before, Dir: dir, PID: os.Getpid()})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(hostPending, data, 0o600)
+}
+
+// restoreDeadRun puts the machine back as a run that died left it, when
+// hostPending says one did (the caller holds the host's lock, so its
+// writer is gone): the run's processes, mounts, namespaces, links,
+// cgroups (every ferry node's: no run has nodes now), sysctls, iptables
+// and paths, then the programs its test process had started that
+// outlived it (orphans run from the tools' cache, and Gitea). It
+// returns what it did, one line each.
+func restoreDeadRun() []string {
+	data, err := os.ReadFile(hostPending)
+	if err != nil {
+		return nil
+	}
+	var done []string
+	logf := func(format string, args ...any) { done = append(done, fmt.Sprintf(format, args...)) }
+	var run pendingRun
+	if err := json.Unmarshal(data, &run); err != nil || run.Before == nil {
+		logf("testenv: %s is not a record (%v): removed", hostPending, err)
+		_ = os.Remove(hostPending)
+		return done
+	}
+	logf("testenv: the run of process %d died with real nodes (its go test timed out?); putting the machine back from its record", run.PID)
+	var roots []string
+	for _, c := range cgroupControllers {
+		dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", c, netnsPrefix+"*"))
+		for _, d := range dirs {
+			if root := "/" + filepath.Base(d); !slices.Contains(roots, root) {
+				roots = append(roots, root)
+			}
+		}
+	}
+	restoreHost(logf, run.Before, roots, []string{run.Dir})
+	for _, p := range orphanedBackends() {
+		logf("testenv: killing process %d, left by the run that died: %s", p.pid, p.cmdline)
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+	_ = os.Remove(hostPending)
+	return done
+}
+
+// orphanedBackends are the processes whose parent is gone (init adopted
+// them) and that run a program of the tools' cache (kube-apiserver, etcd,
+// the managers, Gitea): a test process that dies leaves them so, and a
+// live one's are its children.
+func orphanedBackends() []process {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return nil
+	}
+	tools := filepath.Join(cache, "ferry", "tools") + "/"
+	var out []process
+	for _, p := range processes(func(cmdline string) bool { return strings.HasPrefix(cmdline, tools) }) {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(fields) > 1 && fields[1] == "1" {
+			out = append(out, p)
+		}
+	}
+	return out
 }

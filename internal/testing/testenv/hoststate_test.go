@@ -107,3 +107,36 @@ func TestNetworkKeepsItsAddress(t *testing.T) {
 		t.Errorf("bridge %s: MAC address %s after a port with 00:00:00:00:00:01 joined; want %s, as before", n.bridge(), now, was)
 	}
 }
+
+// TestRestoreDeadRun plays a run that died with real nodes (go test's
+// timeout panics without cleaning up): its record is in hostPending and
+// it left a link and a network namespace. restoreDeadRun puts the
+// machine back as the record has it, says so, and removes the record.
+func TestRestoreDeadRun(t *testing.T) {
+	release := LockHost(t)
+	defer release()
+	dir := t.TempDir()
+	before := recordHost(nil, []string{dir})
+	t.Cleanup(func() { restoreHost(t.Logf, before, nil, []string{dir}); _ = os.Remove(hostPending) })
+	if err := savePending(before, dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"link", "add", linkPrefix + "dead0", "type", "bridge"}, {"netns", "add", netnsPrefix + "dead"}} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+	}
+	done := restoreDeadRun()
+	if len(done) == 0 || !strings.Contains(done[0], "died with real nodes") {
+		t.Errorf("restoreDeadRun said %q; want it to say a run died", done)
+	}
+	if diff := before.diff(recordHost(nil, []string{dir})); diff != "" {
+		t.Errorf("after restoreDeadRun the machine differs from the dead run's record:\n%s", diff)
+	}
+	if _, err := os.Stat(hostPending); !os.IsNotExist(err) {
+		t.Errorf("%s after restoreDeadRun: %v; want it removed", hostPending, err)
+	}
+	if again := restoreDeadRun(); again != nil {
+		t.Errorf("a second restoreDeadRun did %q; want nothing", again)
+	}
+}

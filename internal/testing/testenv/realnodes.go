@@ -89,14 +89,21 @@ func NewHost(t T) *Host {
 		t.Fatalf("testenv: real nodes need the CNI plugins in /usr/lib/cni: apt-get install containernetworking-plugins")
 	}
 	release := LockHost(t)
+	for _, l := range restoreDeadRun() {
+		t.Logf("%s", l)
+	}
 	dir, err := os.MkdirTemp("", "ferry-nodes-")
 	if err != nil {
 		t.Fatalf("testenv: %v", err)
 	}
 	h := &Host{t: t, dir: dir}
 	h.before = recordHost(nil, []string{dir})
+	if err := savePending(h.before, dir); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
 	t.Cleanup(func() {
 		defer release()
+		defer os.Remove(hostPending)
 		restoreHost(t.Logf, h.before, h.cgroupRoots, []string{dir})
 		if diff := h.before.diff(recordHost(h.cgroupRoots, []string{dir})); diff != "" {
 			t.Errorf("testenv: the real nodes left the machine changed, after putting back what could be:\n%s", diff)
