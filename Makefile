@@ -27,11 +27,12 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # no ELF symbol table in the test binaries, which go test links afresh
 # every run (a panic's and the race detector's stacks come from Go's own
 # function table, which stays): make test's 36 links took 2m11s instead
-# of 2m47s without DWARF, and cmd/reconciler's test binary links on 16
-# s of CPU instead of 19 without the symbol table too. -vet=off: go test's vet
-# pass runs a subset of the analyzers that make lint's govet (in make
-# verify, which CI runs first) runs over the same files, -tags openstack
-# included; twice more (make test, make test-openstack) it only cost time.
+# of 2m47s without DWARF, and cmd/reconciler's test binary links on
+# about 16 s of CPU instead of 18 without the symbol table too (two links
+# each). -vet=off: go test's vet pass runs a subset of the analyzers
+# that make lint's govet (in make verify, which CI runs first) runs over
+# the same files, -tags openstack included; twice more (make test, make
+# test-openstack) it only cost time.
 TEST_FLAGS ?= -race -count=1 -timeout 20m -ldflags='-s -w' -vet=off
 # The fleet sizes `make bench` migrates (hack/bench).
 BENCH_PLANS ?= 100 1000
