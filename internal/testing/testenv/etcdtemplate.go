@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -91,10 +92,18 @@ func etcdTemplate(t T, bin string, crds []*apiextensionsv1.CustomResourceDefinit
 	return data, nil
 }
 
+// etcdTemplateKeys are the keys this process computed, by bin: hashing
+// the CRDs takes about 40 ms, several times that in a test binary built
+// for the race detector, and they do not change within a process.
+var etcdTemplateKeys sync.Map
+
 // etcdTemplateKey names a template by what makes it: the format, the
 // etcd and kube-apiserver binaries (path, size, modification time) and
-// the CRDs.
+// the CRDs (parsedCRDs', the same for a whole process).
 func etcdTemplateKey(bin string, crds []*apiextensionsv1.CustomResourceDefinition) (string, error) {
+	if key, ok := etcdTemplateKeys.Load(bin); ok {
+		return key.(string), nil
+	}
 	h := sha256.New()
 	fmt.Fprintf(h, "format %s\n", etcdTemplateFormat)
 	for _, name := range []string{"etcd", "kube-apiserver"} {
@@ -108,7 +117,9 @@ func etcdTemplateKey(bin string, crds []*apiextensionsv1.CustomResourceDefinitio
 	if err := json.NewEncoder(h).Encode(crds); err != nil {
 		return "", err
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16], nil
+	key := hex.EncodeToString(h.Sum(nil))[:16]
+	etcdTemplateKeys.Store(bin, key)
+	return key, nil
 }
 
 // deepCopies are fresh copies of crds: envtest writes server-set fields
