@@ -98,12 +98,8 @@ func StartGiteaOn(t T, seed, ip string) *Gitea {
 		t.Fatalf("testenv: %v", err)
 	}
 	addr := freeAddrOn(t, ip)
-	g := &Gitea{
-		URL: "http://" + addr, Owner: GiteaOwner, Repo: GiteaRepo,
-		Dir: work, LogFile: filepath.Join(work, "gitea.log"),
-		bin: bin, config: filepath.Join(work, "custom", "conf", "app.ini"), custom: filepath.Join(work, "custom"),
-		tokens: map[string]string{}, passwords: map[string]string{},
-	}
+	g := giteaIn(bin, work)
+	g.URL, g.Owner, g.Repo = "http://"+addr, GiteaOwner, GiteaRepo
 	if err := writeGiteaConfig(g.config, work, filepath.Join(dir, "src"), addr); err != nil {
 		t.Fatalf("testenv: gitea: %v", err)
 	}
@@ -127,6 +123,16 @@ func StartGiteaOn(t T, seed, ip string) *Gitea {
 	g.StartupTime = time.Since(start)
 	t.Logf("testenv: Gitea %s ready in %s (work directory %s)", g.URL, g.StartupTime.Round(time.Millisecond), work)
 	return g
+}
+
+// giteaIn is a Gitea of bin with its work directory, configuration and
+// log laid out under work, not yet configured or started.
+func giteaIn(bin, work string) *Gitea {
+	return &Gitea{
+		Dir: work, LogFile: filepath.Join(work, "gitea.log"),
+		bin: bin, config: filepath.Join(work, "custom", "conf", "app.ini"), custom: filepath.Join(work, "custom"),
+		tokens: map[string]string{}, passwords: map[string]string{},
+	}
 }
 
 // giteaTemplate is what `gitea migrate` and the accounts' creation leave
@@ -179,8 +185,7 @@ func makeGiteaTemplate(t T, bin, static string) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	g := &Gitea{Dir: work, bin: bin, config: filepath.Join(work, "custom", "conf", "app.ini"), custom: filepath.Join(work, "custom"),
-		tokens: map[string]string{}, passwords: map[string]string{}}
+	g := giteaIn(bin, work)
 	// The address is not used: no command here serves.
 	if err := writeGiteaConfig(g.config, work, static, "127.0.0.1:1"); err != nil {
 		return err
