@@ -474,13 +474,40 @@ type pendingRun struct {
 	PID    int       `json:"pid"`
 }
 
-// savePending writes the run's record to hostPending.
+// savePending writes the run's record to hostPending, a file of its own
+// (/run/lock is writable by every user: what is there already is not
+// written through).
 func savePending(before hostState, dir string) error {
 	data, err := json.Marshal(pendingRun{Before: before, Dir: dir, PID: os.Getpid()})
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(hostPending, data, 0o600)
+	if err := os.Remove(hostPending); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	f, err := os.OpenFile(hostPending, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// ownPending says whether hostPending is a regular file of this user's
+// that no one else may write: only then is it a record a run of ours
+// left. Another local user can create it in /run/lock, and a record of
+// theirs would have the restore set sysctls and delete iptables rules
+// as they chose.
+func ownPending() (bool, error) {
+	fi, err := os.Lstat(hostPending)
+	if err != nil {
+		return false, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && fi.Mode().IsRegular() && fi.Mode().Perm()&0o022 == 0 && int(st.Uid) == os.Geteuid(), nil
 }
 
 // restoreDeadRun puts the machine back as a run that died left it, when
@@ -491,12 +518,21 @@ func savePending(before hostState, dir string) error {
 // outlived it (orphans run from the tools' cache, and Gitea). It
 // returns what it did, one line each.
 func restoreDeadRun() []string {
-	data, err := os.ReadFile(hostPending)
+	own, err := ownPending()
 	if err != nil {
 		return nil
 	}
 	var done []string
 	logf := func(format string, args ...any) { done = append(done, fmt.Sprintf(format, args...)) }
+	if !own {
+		logf("testenv: %s is not a file of this user's that only it may write: not a record of ours, removed without acting on it", hostPending)
+		_ = os.Remove(hostPending)
+		return done
+	}
+	data, err := os.ReadFile(hostPending)
+	if err != nil {
+		return nil
+	}
 	var run pendingRun
 	if err := json.Unmarshal(data, &run); err != nil || run.Before == nil {
 		logf("testenv: %s is not a record (%v): removed", hostPending, err)

@@ -140,3 +140,34 @@ func TestRestoreDeadRun(t *testing.T) {
 		t.Errorf("a second restoreDeadRun did %q; want nothing", again)
 	}
 }
+
+// TestRestoreDeadRunRefusesAnotherUsersRecord: /run/lock is writable by
+// every local user; a record there that another user owns (here one with
+// an empty iptables record, which would have the restore delete every
+// rule) is removed without being acted on, and the machine is unchanged.
+func TestRestoreDeadRunRefusesAnotherUsersRecord(t *testing.T) {
+	release := LockHost(t)
+	defer release()
+	before := recordHost(nil, nil)
+	t.Cleanup(func() { _ = os.Remove(hostPending) })
+	forged := hostState{}
+	for k := range before {
+		forged[k] = ""
+	}
+	if err := savePending(forged, t.TempDir()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(hostPending, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	done := restoreDeadRun()
+	if len(done) != 1 || !strings.Contains(done[0], "not a record of ours") {
+		t.Errorf("restoreDeadRun said %q; want it to refuse the record", done)
+	}
+	if diff := before.diff(recordHost(nil, nil)); diff != "" {
+		t.Errorf("restoreDeadRun acted on another user's record; the machine changed:\n%s", diff)
+	}
+	if _, err := os.Stat(hostPending); !os.IsNotExist(err) {
+		t.Errorf("%s after restoreDeadRun: %v; want it removed", hostPending, err)
+	}
+}
